@@ -1,0 +1,25 @@
+"""Exceptions that carry the fix in their message.
+
+Every user-facing failure in the package raises one of these, so the CLI and the notebooks can show a
+short message (what is wrong and how to fix it) instead of a traceback from deep inside a library.
+"""
+
+
+class LMCError(Exception):
+    """Base class: the message names the problem and the fix."""
+
+
+class ConfigError(LMCError, ValueError):
+    """An unknown name, a value of the wrong type, or an impossible combination of settings."""
+
+
+class DataError(LMCError):
+    """A corpus, split or tokenizer that cannot be found or built."""
+
+
+class CheckpointError(LMCError):
+    """A checkpoint that cannot be read, or that belongs to another run."""
+
+
+class TrainingDiverged(LMCError):
+    """The loss became NaN or infinite; the last good checkpoint and the metrics are kept."""
