@@ -1,0 +1,198 @@
+"""Language-modelling data: the data config, token caches, and batching.
+
+Token caches are flat arrays of token ids (uint16, or uint32 for vocabularies over 65,536) written once per
+(corpus, split rule, text size, tokenizer, split) under ``$LMC_CACHE_DIR/tokens`` and memory-mapped after.
+
+Batching follows the write-ups: training draws random windows *with replacement* (``x = data[i:i+T]``,
+``y = data[i+1:i+T+1]``, ``i`` uniform), so there are no epochs. The windows of step ``s`` are a pure
+function of (seed, s): resuming a run, or splitting a step over DDP processes, sees the same data.
+Evaluation uses ``K`` batches of either fixed windows spread evenly over the split ("strided", the default:
+the same tokens at every evaluation) or fresh random windows ("random", as the yif-AI code does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Iterator, Literal
+
+import numpy as np
+import torch
+
+from .. import paths
+from ..config import ConfigBase, require
+from ..errors import ConfigError, DataError
+from . import corpora, tokenizers
+
+CACHE_VERSION = 1  # bump when cleaning or tokenization changes, to invalidate old token caches
+
+
+@dataclass(frozen=True)
+class LMDataConfig(ConfigBase):
+    """A token stream for next-token prediction."""
+
+    kind: ClassVar[str] = "lm"
+    corpus: str = "synthetic"  # a name in lmcompanion.data.corpora.CORPORA
+    tokenizer: Literal["gpt2", "char", "bpe"] = "char"
+    vocab_size: int | None = None  # BPE only: the size of the trained vocabulary
+    split: str = "chars_90_10"  # a rule in corpora.SPLIT_RULES
+    max_chars: int | None = None  # keep only the first max_chars characters of the text (of each given split)
+
+    def validate(self) -> None:
+        try:
+            corpora.get(self.corpus)
+            corpora.check_split_rule(self.split)
+        except DataError as exc:
+            raise ConfigError(f"data: {exc}") from None
+        if self.tokenizer == "bpe":
+            require(self.vocab_size is not None and self.vocab_size >= tokenizers.MIN_BPE_VOCAB,
+                    f"data.tokenizer='bpe' needs data.vocab_size >= {tokenizers.MIN_BPE_VOCAB}")
+        else:
+            require(self.vocab_size is None, f"data.vocab_size is only for tokenizer='bpe' (tokenizer={self.tokenizer!r})")
+        require(self.max_chars is None or self.max_chars > 0, "data.max_chars must be > 0 or None")
+
+    @property
+    def generated(self) -> bool:
+        return corpora.get(self.corpus).generated
+
+    def check_model(self, model) -> None:
+        for name in ("vocab_size", "context_size"):
+            require(hasattr(model, name), f"model family {model.family!r} has no {name}; it cannot read token streams")
+        if self.tokenizer != "char":  # char vocabularies depend on the text: checked when the data is loaded
+            expected = tokenizers.GPT2_VOCAB if self.tokenizer == "gpt2" else self.vocab_size
+            require(model.vocab_size == expected,
+                    f"model.vocab_size={model.vocab_size} but the {tokenizers.tokenizer_key(self)} tokenizer has {expected} tokens")
+
+
+def text_key(cfg: LMDataConfig) -> str:
+    head = f"-head{cfg.max_chars}" if cfg.max_chars else ""
+    return f"{cfg.split}{head}-v{CACHE_VERSION}"
+
+
+def load_texts(cfg: LMDataConfig) -> dict[str, str]:
+    return corpora.load_splits(cfg.corpus, cfg.split, cfg.max_chars)
+
+
+def _cache_dir(cfg: LMDataConfig) -> Path:
+    return paths.cache_dir() / "tokens" / cfg.corpus / text_key(cfg) / tokenizers.tokenizer_key(cfg)
+
+
+@dataclass
+class TokenData:
+    splits: dict[str, np.ndarray]  # split -> token ids (memory-mapped)
+    vocab_size: int
+    tokenizer: str
+    source: str  # where the text came from: generated, local:<dir> or hub:<id>
+    chars: dict[str, int]  # characters of text per split
+
+
+def vocab_size(cfg: LMDataConfig) -> int:
+    """The vocabulary size of the config's tokenizer (loads the text only for a char vocabulary)."""
+    if cfg.tokenizer == "gpt2":
+        return tokenizers.GPT2_VOCAB
+    if cfg.tokenizer == "bpe":
+        return cfg.vocab_size
+    return tokenizers.build(cfg).vocab_size
+
+
+def load_tokens(cfg: LMDataConfig) -> TokenData:
+    """Memory-mapped token ids of every split, tokenizing and caching what is missing."""
+    folder = _cache_dir(cfg)
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        texts = load_texts(cfg)
+        tok = tokenizers.build(cfg, texts)
+        dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
+        folder.mkdir(parents=True, exist_ok=True)
+        counts = {}
+        for split, text in texts.items():
+            ids = np.asarray(tok.encode(text), dtype=dtype)
+            tmp = folder / f"{split}.bin.tmp{os.getpid()}"
+            ids.tofile(tmp)
+            os.replace(tmp, folder / f"{split}.bin")
+            counts[split] = int(ids.size)
+        meta = {
+            "vocab_size": tok.vocab_size,
+            "dtype": np.dtype(dtype).name,
+            "tokens": counts,
+            "chars": {s: len(t) for s, t in texts.items()},
+            "tokenizer": tok.name,
+            "source": corpora.source_of(cfg.corpus),
+        }
+        tmp = meta_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, meta_path)
+    meta = json.loads(meta_path.read_text())
+    splits = {
+        s: np.memmap(folder / f"{s}.bin", dtype=meta["dtype"], mode="r", shape=(n,)) for s, n in meta["tokens"].items()
+    }
+    return TokenData(splits, meta["vocab_size"], meta["tokenizer"], meta["source"], meta["chars"])
+
+
+def _mix(*ints: int) -> int:
+    """A deterministic 63-bit seed from several integers (no Python hash randomization)."""
+    h = 0x9E3779B97F4A7C15
+    for i in ints:
+        h = (h ^ (int(i) + 0x9E3779B97F4A7C15 + (h << 6) + (h >> 2))) & 0x7FFFFFFFFFFFFFFF
+    return h
+
+
+class LMSource:
+    """Batches of (idx, targets) windows; each process gets its share of every global step."""
+
+    def __init__(self, data: TokenData, context_size: int, train_cfg, seed: int, rank: int = 0, world: int = 1,
+                 eval_splits: tuple[str, ...] = ("train", "val")) -> None:
+        self.data, self.T, self.cfg, self.seed = data, context_size, train_cfg, seed
+        self.rank, self.world = rank, world
+        self.vocab_size = data.vocab_size
+        self.eval_splits = tuple(s for s in eval_splits if s in data.splits)
+        if train_cfg.grad_accum % world:
+            raise ConfigError(
+                f"train.grad_accum={train_cfg.grad_accum} must be a multiple of the number of processes ({world}): "
+                "the global batch is batch_size * grad_accum"
+            )
+        if "train" not in data.splits:
+            raise DataError(f"the data has no train split (it has {sorted(data.splits)})")
+        for split, arr in data.splits.items():
+            if arr.size < self.T + 2:
+                raise DataError(
+                    f"split {split!r} has {arr.size} tokens, too few for windows of context_size+1={self.T + 1}: "
+                    "raise data.max_chars or lower model.context_size"
+                )
+
+    def _windows(self, arr: np.ndarray, starts) -> dict[str, torch.Tensor]:
+        block = np.stack([arr[s : s + self.T + 1] for s in starts.tolist()]).astype(np.int64)
+        block = torch.from_numpy(block)
+        return {"idx": block[:, :-1], "targets": block[:, 1:]}
+
+    def train_batches(self, step: int) -> list[dict[str, torch.Tensor]]:
+        """This process's micro-batches for optimizer step ``step`` (0-based)."""
+        arr, B, accum = self.data.splits["train"], self.cfg.batch_size, self.cfg.grad_accum
+        g = torch.Generator().manual_seed(_mix(self.seed, step, 1))
+        starts = torch.randint(0, arr.size - self.T, (accum * B,), generator=g)
+        local = range(self.rank, accum, self.world)  # global micro-batch m*world + rank
+        return [self._windows(arr, starts[m * B : (m + 1) * B]) for m in local]
+
+    def eval_batches(self, split: str, step: int) -> Iterator[dict[str, torch.Tensor]]:
+        """This process's share of the K evaluation batches of ``split``."""
+        arr = self.data.splits[split]
+        K, B = self.cfg.eval_batches, self.cfg.eval_batch_size or self.cfg.batch_size
+        if self.cfg.eval_sampling == "strided":
+            starts = torch.linspace(0, arr.size - self.T - 1, K * B).long()
+        else:
+            g = torch.Generator().manual_seed(_mix(self.seed, step, 2, self.eval_splits.index(split)))
+            starts = torch.randint(0, arr.size - self.T, (K * B,), generator=g)
+        for k in range(self.rank, K, self.world):
+            yield self._windows(arr, starts[k * B : (k + 1) * B])
+
+
+def build_source(run_cfg, rank: int = 0, world: int = 1) -> LMSource:
+    data = load_tokens(run_cfg.data)
+    if data.vocab_size != run_cfg.model.vocab_size:
+        raise ConfigError(
+            f"model.vocab_size={run_cfg.model.vocab_size} but the {data.tokenizer} tokenizer of "
+            f"{run_cfg.data.corpus!r} has {data.vocab_size} tokens; set model.vocab_size={data.vocab_size}"
+        )
+    return LMSource(data, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world)

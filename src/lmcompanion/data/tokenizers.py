@@ -1,0 +1,199 @@
+"""Tokenizers: GPT-2 (tiktoken), character level, and byte-level BPE trained on a corpus (HF ``tokenizers``).
+
+- ``gpt2``: tiktoken's GPT-2 encoding, ``encode_ordinary`` (no special tokens), as the yif-AI write-ups'
+  ``prepare_data.py`` does. Offline it is built from ``$LMC_DATA_DIR/tiktoken/gpt2.tiktoken``.
+- ``char``: one id per distinct character of the corpus (all splits), sorted, as nanoGPT's shakespeare_char.
+- ``bpe``: byte-level BPE with a chosen vocabulary size, trained on the corpus's *train* split only and cached.
+  Text is encoded line by line (newlines kept), which is how it was trained.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from .. import paths
+from ..errors import DataError
+
+GPT2_VOCAB = 50257
+GPT2_RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+MIN_BPE_VOCAB = 260  # the 256 byte symbols plus a few merges
+
+
+class Tokenizer(Protocol):
+    name: str
+    vocab_size: int
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+class GPT2Tokenizer:
+    name = "gpt2"
+    vocab_size = GPT2_VOCAB
+    eot = 50256  # <|endoftext|>
+
+    def __init__(self) -> None:
+        import tiktoken
+
+        local = paths.data_dir() / "tiktoken" / "gpt2.tiktoken" if paths.data_dir() else None
+        if local is not None and local.is_file():
+            from tiktoken.load import load_tiktoken_bpe
+            from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str
+
+            # tiktoken copies files it loads into its cache; point that at our own cache, never the data folder.
+            with _env("TIKTOKEN_CACHE_DIR", str(paths.cache_dir() / "tiktoken")):
+                ranks = load_tiktoken_bpe(str(local), expected_hash=GPT2_RANKS_SHA256)
+            self.enc = tiktoken.Encoding(
+                name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens={ENDOFTEXT: self.eot}
+            )
+        else:
+            try:
+                self.enc = tiktoken.get_encoding("gpt2")
+            except Exception as exc:
+                raise DataError(
+                    "the GPT-2 tokenizer needs its BPE files: point LMC_DATA_DIR at a folder with "
+                    "tiktoken/gpt2.tiktoken (e.g. ../shared/data), set TIKTOKEN_CACHE_DIR to a tiktoken cache, "
+                    f"or go online ({type(exc).__name__}: {exc})"
+                ) from exc
+
+    def encode(self, text: str) -> list[int]:
+        return self.enc.encode_ordinary(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.enc.decode(list(ids))
+
+
+@dataclass
+class CharTokenizer:
+    chars: str  # the vocabulary, sorted
+    name: str = "char"
+
+    def __post_init__(self) -> None:
+        self.vocab_size = len(self.chars)
+        self._stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def from_texts(cls, texts) -> "CharTokenizer":
+        return cls("".join(sorted(set().union(*[set(t) for t in texts]))))
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [self._stoi[c] for c in text]
+        except KeyError as exc:
+            raise DataError(f"character {exc.args[0]!r} is not in this character vocabulary") from None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+
+class BPETokenizer:
+    """Byte-level BPE (GPT-2 pre-tokenization) trained with HF ``tokenizers``."""
+
+    def __init__(self, tok, name: str) -> None:
+        self.tok = tok
+        self.name = name
+        self.vocab_size = tok.get_vocab_size()
+
+    @classmethod
+    def train(cls, text: str, vocab_size: int, name: str) -> "BPETokenizer":
+        from tokenizers import Tokenizer as HFTokenizer
+        from tokenizers import decoders, models, pre_tokenizers, trainers
+
+        if vocab_size < MIN_BPE_VOCAB:
+            raise DataError(f"a byte-level BPE needs vocab_size >= {MIN_BPE_VOCAB}, got {vocab_size}")
+        tok = HFTokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tok.train_from_iterator(_lines(text), trainer=trainer, length=None)
+        if tok.get_vocab_size() != vocab_size:
+            raise DataError(
+                f"BPE training produced {tok.get_vocab_size()} tokens instead of {vocab_size}: the training text is "
+                "too small for this vocabulary; choose a smaller data.vocab_size"
+            )
+        return cls(tok, name)
+
+    @classmethod
+    def load(cls, path: Path, name: str) -> "BPETokenizer":
+        from tokenizers import Tokenizer as HFTokenizer
+
+        return cls(HFTokenizer.from_file(str(path)), name)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        self.tok.save(str(tmp))
+        os.replace(tmp, path)
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        for enc in self.tok.encode_batch(list(_lines(text))):
+            ids.extend(enc.ids)
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(list(ids))
+
+
+def _lines(text: str):
+    return text.splitlines(keepends=True)
+
+
+def tokenizer_key(data_cfg) -> str:
+    """Names the tokenizer in cache paths: 'gpt2', 'char' or 'bpe4096'."""
+    return f"bpe{data_cfg.vocab_size}" if data_cfg.tokenizer == "bpe" else data_cfg.tokenizer
+
+
+def build(data_cfg, texts: dict[str, str] | None = None) -> Tokenizer:
+    """The tokenizer a data config asks for; BPE and char vocabularies are cached under $LMC_CACHE_DIR."""
+    from .lm import load_texts, text_key
+
+    if data_cfg.tokenizer == "gpt2":
+        return GPT2Tokenizer()
+    cache = paths.cache_dir() / "tokenizers" / data_cfg.corpus / text_key(data_cfg)
+    if data_cfg.tokenizer == "char":
+        path = cache / "char.json"
+        if path.is_file():
+            return CharTokenizer(json.loads(path.read_text())["chars"])
+        texts = texts if texts is not None else load_texts(data_cfg)
+        tok = CharTokenizer.from_texts(texts.values())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"chars": tok.chars}))
+        os.replace(tmp, path)
+        return tok
+    if data_cfg.tokenizer == "bpe":
+        path = cache / f"bpe{data_cfg.vocab_size}.json"
+        name = tokenizer_key(data_cfg)
+        if path.is_file():
+            return BPETokenizer.load(path, name)
+        texts = texts if texts is not None else load_texts(data_cfg)
+        if "train" not in texts:
+            raise DataError(f"BPE is trained on the train split, and {data_cfg.corpus!r} has none under {data_cfg.split!r}")
+        tok = BPETokenizer.train(texts["train"], data_cfg.vocab_size, name)
+        tok.save(path)
+        return tok
+    raise DataError(f"unknown tokenizer {data_cfg.tokenizer!r}; valid: gpt2, char, bpe")

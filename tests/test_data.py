@@ -1,0 +1,147 @@
+import numpy as np
+import pytest
+import torch
+
+from lmcompanion.config import TrainConfig
+from lmcompanion.data import LMDataConfig, corpora, load_tokens, synthetic, tokenizers
+from lmcompanion.data.lm import LMSource, TokenData
+from lmcompanion.errors import ConfigError, DataError
+
+
+def _source(n=1000, T=8, world=1, rank=0, **kw):
+    arr = np.arange(n, dtype=np.uint16)
+    data = TokenData({"train": arr, "val": arr[:300]}, 1000, "test", "generated", {"train": n, "val": 300})
+    cfg = TrainConfig(**{"batch_size": 4, "grad_accum": 2, "eval_batches": 3, **kw})
+    return LMSource(data, T, cfg, seed=7, rank=rank, world=world)
+
+
+def test_generated_corpus_is_deterministic_and_labelled():
+    assert synthetic.generate() == synthetic.generate()
+    assert corpora.get("synthetic").generated
+    assert "GENERATED" in corpora.get("synthetic").description
+
+
+def test_chars_90_10_split_is_by_characters_and_exact():
+    text = synthetic.generate()
+    splits = corpora.load_splits("synthetic", "chars_90_10")
+    n = int(0.9 * len(text))
+    assert splits["train"] == text[:n] and splits["val"] == text[n:]
+    three = corpora.load_splits("synthetic", "chars_80_10_10")
+    assert "".join(three[s] for s in ("train", "val", "test")) == text
+
+
+def test_char_tokenizer_round_trips():
+    tok = tokenizers.CharTokenizer.from_texts(["hello", "world"])
+    assert tok.chars == "dehlorw" and tok.decode(tok.encode("hello world"[:5])) == "hello"
+    with pytest.raises(DataError, match="not in this character vocabulary"):
+        tok.encode("z")
+
+
+def test_training_windows_are_next_token_pairs_and_a_function_of_seed_and_step():
+    src = _source()
+    batches = src.train_batches(3)
+    assert len(batches) == 2 and batches[0]["idx"].shape == (4, 8)
+    for b in batches:
+        assert torch.equal(b["targets"][:, :-1], b["idx"][:, 1:])
+        assert torch.equal(b["targets"][:, -1], b["idx"][:, -1] + 1)  # the data are 0, 1, 2, ...
+    again = _source().train_batches(3)
+    assert all(torch.equal(a["idx"], b["idx"]) for a, b in zip(batches, again))
+    assert not torch.equal(batches[0]["idx"], src.train_batches(4)[0]["idx"])
+
+
+def test_ddp_processes_split_each_global_step_between_them():
+    single = _source().train_batches(5)
+    r0 = _source(world=2, rank=0).train_batches(5)
+    r1 = _source(world=2, rank=1).train_batches(5)
+    assert torch.equal(single[0]["idx"], r0[0]["idx"]) and torch.equal(single[1]["idx"], r1[0]["idx"])
+    with pytest.raises(ConfigError, match="grad_accum=3 must be a multiple of the number of processes"):
+        _source(world=2, grad_accum=3)
+
+
+def test_strided_evaluation_windows_are_fixed_and_span_the_split():
+    src = _source()
+    a = list(src.eval_batches("val", 10))
+    b = list(src.eval_batches("val", 20))
+    assert len(a) == 3 and all(torch.equal(x["idx"], y["idx"]) for x, y in zip(a, b))
+    starts = torch.cat([x["idx"][:, 0] for x in a])
+    assert starts.min() == 0 and starts.max() == 300 - 8 - 1
+    rnd = _source(eval_sampling="random")
+    assert not torch.equal(next(rnd.eval_batches("val", 10))["idx"], next(rnd.eval_batches("val", 20))["idx"])
+
+
+def test_too_short_split_is_a_clear_error():
+    with pytest.raises(DataError, match=r"split 'val' has 300 tokens, too few .* lower model.context_size"):
+        _source(T=400)
+
+
+def test_unknown_corpus_and_split_rule_are_rejected_early():
+    with pytest.raises(ConfigError, match=r"unknown corpus 'wikipedai' \(did you mean 'wikipedia'\?\)"):
+        LMDataConfig(corpus="wikipedai")
+    with pytest.raises(ConfigError, match="unknown split rule"):
+        LMDataConfig(split="90/10")
+    with pytest.raises(ConfigError, match="needs data.vocab_size"):
+        LMDataConfig(tokenizer="bpe")
+
+
+def test_missing_corpus_names_the_fixes(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError) as err:
+        corpora.load_splits("tinystories", "given")
+    msg = str(err.value)
+    assert "LMC_DATA_DIR" in msg and "Hugging Face hub" in msg and "data.corpus=synthetic" in msg
+    assert "TinyStories-train.head-2MiB.txt does not exist" in msg
+
+
+def test_token_cache_is_written_once_and_memory_mapped():
+    cfg = LMDataConfig(corpus="synthetic", tokenizer="char")
+    first = load_tokens(cfg)
+    assert isinstance(first.splits["train"], np.memmap) and first.source == "generated"
+    tok = tokenizers.build(cfg)
+    text = corpora.load_splits("synthetic", "chars_90_10")["val"]
+    assert tok.decode(first.splits["val"][:50].tolist()) == text[:50]
+    assert load_tokens(cfg).splits["train"].filename == first.splits["train"].filename
+
+
+def test_bpe_is_trained_on_train_split_and_cached():
+    cfg = LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=300, max_chars=50_000)
+    tok = tokenizers.build(cfg)
+    assert tok.vocab_size == 300 and tok.decode(tok.encode("the cat sat.\nada had 3 cups")) == "the cat sat.\nada had 3 cups"
+    again = tokenizers.build(cfg)
+    assert again.tok.to_str() == tok.tok.to_str()
+    with pytest.raises(DataError, match="too small for this vocabulary"):
+        tokenizers.build(LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=5000, max_chars=2000))
+
+
+# --- the offline corpora in ../shared/data (skipped without them) ------------------------------------
+
+
+def test_gpt2_tokenizer_works_offline_from_the_data_folder(data_dir, monkeypatch):
+    monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
+    tok = tokenizers.GPT2Tokenizer()
+    assert tok.encode("Hello world") == [15496, 995] and tok.vocab_size == 50257
+    assert tok.encode("<|endoftext|>") != [50256]  # encode_ordinary: no special tokens, as the write-ups
+
+
+def test_wikipedia_is_cleaned_of_wikiextractor_markup(data_dir, monkeypatch):
+    monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
+    text = corpora.load_raw("wikipedia", "all")
+    assert "<doc" not in text and "</doc>" not in text
+    assert text.startswith("Jarred Shaw\n\nJarred Shaw (born September 28, 1990)")  # title-only pages are dropped
+    assert text.count("\n\n") >= 11_569  # 11,570 articles with body text
+
+
+def test_tinystories_keeps_its_own_splits(data_dir, monkeypatch):
+    monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
+    splits = corpora.load_splits("tinystories", "given")
+    assert set(splits) == {"train", "val"} and len(splits["train"]) > 2_000_000
+    with pytest.raises(DataError, match="use split='given'"):
+        corpora.load_splits("tinystories", "chars_90_10")
+
+
+def test_shakespeare_char_matches_nanogpt(data_dir, monkeypatch):
+    monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
+    d = load_tokens(LMDataConfig(corpus="shakespeare_char", tokenizer="char"))
+    assert d.vocab_size == 65  # nanoGPT's shakespeare_char vocabulary
+    assert d.splits["train"].size == int(0.9 * 1_115_394) and d.splits["val"].size == 1_115_394 - int(0.9 * 1_115_394)
+    assert d.source.startswith("local:")
