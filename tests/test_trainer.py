@@ -1,0 +1,102 @@
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+from lmcompanion import models
+from lmcompanion.config import TrainConfig
+from lmcompanion.errors import CheckpointError, TrainingDiverged
+from lmcompanion.train import RunStore
+from lmcompanion.train.trainer import make_optimizer
+
+from conftest import tiny_run
+
+
+def _records(run):
+    return [json.loads(line) for line in (run.path / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_training_reduces_the_loss_and_writes_the_run_folder(tmp_path):
+    run = RunStore(tmp_path).run(tiny_run(steps=40, eval_interval=20))
+    evals = run.evals()
+    assert list(evals["step"]) == [20, 40]
+    uniform = math.log(run.config.model.vocab_size)  # the loss of a model that has learned nothing
+    assert evals["val"].iloc[-1] < evals["val"].iloc[0] < uniform - 0.3
+    assert {p.name for p in run.path.iterdir()} >= {"config.json", "env.json", "metrics.jsonl", "summary.json", "model.pt"}
+    assert not (run.path / "ckpt.pt").exists()
+    assert run.env["code_fingerprint"] and run.env["torch"] == torch.__version__
+    assert run.summary["final"]["val"] == evals["val"].iloc[-1]
+
+
+def test_a_finished_run_is_reused_not_retrained(tmp_path):
+    store = RunStore(tmp_path)
+    cfg = tiny_run()
+    first = store.run(cfg)
+    stamp = (first.path / "summary.json").stat().st_mtime_ns
+    calls = []
+    again = store.run(cfg, callbacks=[calls.append])
+    assert again.path == first.path and not calls
+    assert (again.path / "summary.json").stat().st_mtime_ns == stamp
+    assert store.path(dataclasses.replace(cfg, seed=1)) != first.path
+
+
+def test_an_interrupted_run_resumes_to_the_same_metrics(tmp_path):
+    cfg = tiny_run(steps=12, eval_interval=4)
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, dropout_rate=0.1))  # RNG state matters too
+    whole = RunStore(tmp_path / "a").run(cfg)
+
+    def stop_after_6(step):
+        if step == 6:
+            raise KeyboardInterrupt
+
+    store = RunStore(tmp_path / "b")
+    with pytest.raises(KeyboardInterrupt):
+        store.run(cfg, callbacks=[stop_after_6])
+    folder = store.path(cfg)
+    assert (folder / "ckpt.pt").exists() and not (folder / "summary.json").exists()
+    resumed = store.run(cfg)
+    assert resumed.summary["resumed_from"] == 6
+    assert _records(resumed) == _records(whole)
+    a, b = whole.load_model().state_dict(), resumed.load_model().state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_nan_loss_stops_early_and_keeps_what_was_computed(tmp_path):
+    cfg = tiny_run(steps=30, eval_interval=5, lr=1e6, warmup_steps=0)
+    store = RunStore(tmp_path)
+    with pytest.raises(TrainingDiverged, match=r"loss became (nan|inf).*Lower train.lr, set train.grad_clip=1.0"):
+        store.run(cfg)
+    folder = store.path(cfg)
+    assert (folder / "ckpt.pt").exists() and (folder / "metrics.jsonl").read_text()
+    assert not (folder / "summary.json").exists()
+
+
+def test_a_corrupt_checkpoint_is_reported_with_the_fix(tmp_path):
+    cfg = tiny_run()
+    store = RunStore(tmp_path)
+    folder = store.path(cfg)
+    folder.mkdir(parents=True)
+    (folder / "ckpt.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"cannot be read .* Delete it to restart this run"):
+        store.run(cfg)
+    assert (folder / "ckpt.pt").read_bytes() == b"not a checkpoint"  # nothing is deleted behind the user's back
+
+
+def test_weight_decay_applies_to_matrices_only():
+    model = models.build(tiny_run().model)
+    opt = make_optimizer(model, TrainConfig(weight_decay=0.1), "cpu")
+    decayed, plain = opt.param_groups
+    assert decayed["weight_decay"] == 0.1 and plain["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decayed["params"]) and all(p.dim() < 2 for p in plain["params"])
+    n = sum(p.numel() for g in opt.param_groups for p in g["params"])
+    assert n == model.num_params(exclude_positional=False)  # the tied matrix once
+
+
+def test_gradient_accumulation_equals_one_big_batch(tmp_path):
+    big = tiny_run(steps=3, batch_size=8, grad_accum=1, eval_interval=3)
+    accum = tiny_run(steps=3, batch_size=4, grad_accum=2, eval_interval=3)
+    a = RunStore(tmp_path / "a").run(big).load_model().state_dict()
+    b = RunStore(tmp_path / "b").run(accum).load_model().state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
