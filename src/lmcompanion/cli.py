@@ -1,0 +1,129 @@
+"""Command line: ``python -m lmcompanion <command>``.
+
+  list [--chapter CH]                         the named experiments
+  params NAME | --all [--profile P]           parameter counts, as the write-ups count them
+  train NAME [--profile P] [--seed S] [--device D] [--set key=value ...] [--force]
+                                              train (or reuse) one run; also under torchrun
+  run-notebook SRC [-o OUT] [--profile P] [-p NAME VALUE ...]
+                                              execute a notebook source with papermill
+  runs                                        the finished runs in the store
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import PROFILES, parse_overrides, parse_value
+from .errors import LMCError
+
+
+def _cmd_list(args) -> None:
+    from . import experiments
+
+    rows = [(e.name, e.title) for e in experiments.all_experiments().values()
+            if args.chapter is None or e.chapter == args.chapter]
+    width = max((len(n) for n, _ in rows), default=10)
+    for name, title in rows:
+        print(f"{name:<{width}}  {title}")
+
+
+def _cmd_params(args) -> None:
+    from . import experiments, models
+
+    if not args.all and not args.name:
+        raise LMCError("give an experiment name, or --all")
+    names = experiments.names() if args.all else [args.name]
+    width = max(len(n) for n in names)
+    for name in names:
+        exp = experiments.get(name)
+        count = models.num_params(experiments.config(name, args.profile, device="cpu").model)
+        line = f"{name:<{width}}  {count:>12,}"
+        published = exp.published.get("params")
+        if published is not None and args.profile == "paper":
+            line += f"   write-up: {published:,} ({'matches' if published == count else 'DIFFERS'})"
+        print(line)
+
+
+def _cmd_train(args) -> None:
+    from . import experiments, train
+
+    cfg = experiments.config(args.name, args.profile, seed=args.seed, device=args.device,
+                             overrides=parse_overrides(args.set))
+    run = train.RunStore().run(cfg, force=args.force, progress=not args.no_progress)
+    import os
+
+    if int(os.environ.get("RANK", "0")) == 0:
+        s = run.summary
+        print(f"{run.path}")
+        print(json.dumps({"final": s["final"], "best": s["best"], "params": s["params"],
+                          "tokens_per_s": s["tokens_per_s"], "train_time_s": s["train_time_s"]}, indent=1))
+
+
+def _cmd_run_notebook(args) -> None:
+    from .runner import run_notebook
+
+    params = {name: parse_value(value) for name, value in (args.param or [])}
+    out = run_notebook(args.src, args.output, profile=args.profile, params=params)
+    print(out)
+
+
+def _cmd_runs(args) -> None:
+    from . import train
+
+    for run in train.RunStore().runs():
+        s = run.summary
+        print(f"{run.path.name}  val={s['final'].get('val', float('nan')):.4f}  {s['train_time_s']:.0f}s")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    profiles = ", ".join(PROFILES)
+
+    s = sub.add_parser("list", help="list the named experiments")
+    s.add_argument("--chapter")
+    s.set_defaults(fn=_cmd_list)
+
+    s = sub.add_parser("params", help="parameter counts as the write-ups count them")
+    s.add_argument("name", nargs="?")
+    s.add_argument("--all", action="store_true")
+    s.add_argument("--profile", default="paper", help=f"one of {profiles} (default: paper)")
+    s.set_defaults(fn=_cmd_params)
+
+    s = sub.add_parser("train", help="train (or reuse) one run")
+    s.add_argument("name")
+    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field, e.g. train.lr=1e-3")
+    s.add_argument("--force", action="store_true", help="retrain even if the run is in the store")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=_cmd_train)
+
+    s = sub.add_parser("run-notebook", help="execute a notebook source with papermill")
+    s.add_argument("src")
+    s.add_argument("-o", "--output")
+    s.add_argument("--profile", help=f"one of {profiles}")
+    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    s.set_defaults(fn=_cmd_run_notebook)
+
+    s = sub.add_parser("runs", help="list finished runs in the store")
+    s.set_defaults(fn=_cmd_runs)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except LMCError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: a checkpoint of the last finished step was kept; run the same command to resume",
+              file=sys.stderr)
+        return 130
+    return 0

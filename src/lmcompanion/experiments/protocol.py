@@ -1,0 +1,100 @@
+"""The training protocol of the yif-AI write-ups (AR encoder-decoder, DeepSight) and its scaled profiles.
+
+``paper`` is the write-ups' appendix: batch 50 x 16 accumulation, 9,000 steps, lr 9e-4 with 300 warmup steps and
+a cosine toward 9e-5 over 700,000 steps (so nearly constant), AdamW betas (0.9, 0.95), weight decay 0.1, no
+gradient clipping, estimates every 500 steps over 200 random batches in eval mode, Wikipedia with the GPT-2
+tokenizer split 90/10 by characters.
+
+The smaller profiles keep the proportions: warmup and decay horizon as the same fractions of the run, an
+evaluation every 1/10 (or so) of the run, the same learning rate and optimizer, and models whose widths keep
+the head sizes, the equal encoder/decoder split and the parameter ordering of the write-ups' comparisons.
+What they change (tokenizer, context, widths, steps, data) is listed in :data:`SCALES` and said in the chapters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import TrainConfig
+from ..data import LMDataConfig
+
+PAPER_STEPS, PAPER_WARMUP, PAPER_DECAY = 9000, 300, 700_000
+
+
+def scaled_train(steps: int, batch_size: int, grad_accum: int, evals: int, eval_batches: int, *,
+                 sampling: str = "strided", compile: bool = False, deterministic: bool = False) -> TrainConfig:
+    """The write-ups' optimizer and schedule over ``steps`` steps, with warmup and decay horizon scaled alike."""
+    return TrainConfig(
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        max_steps=steps,
+        lr=9e-4,
+        min_lr=9e-5,
+        schedule="cosine",
+        warmup_steps=max(1, round(steps * PAPER_WARMUP / PAPER_STEPS)),
+        decay_steps=round(steps * PAPER_DECAY / PAPER_STEPS),
+        beta1=0.9,
+        beta2=0.95,
+        weight_decay=0.1,
+        grad_clip=0.0,
+        eval_interval=max(1, steps // evals),
+        eval_batches=eval_batches,
+        eval_sampling=sampling,
+        log_interval=max(1, steps // 100),
+        compile=compile,
+        deterministic=deterministic,
+    )
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Everything a profile changes, for the whole family of yif-AI runs."""
+
+    data: LMDataConfig
+    train: TrainConfig
+    context: int  # AR encoder-decoder and its baselines (paper: 200)
+    context_long: int  # DeepSight and its baseline (paper: 400)
+    baseline: tuple[int, int, int]  # (n_embed, n_head, n_layer): head size 16, 26 layers in the paper
+    smaller_baseline: tuple[int, int, int]  # fewer parameters than the AR encoder-decoder
+    encoder_decoder: tuple[int, int, int, int]  # (n_embed, n_head, cross n_head, n_layer per stack)
+
+
+SCALES: dict[str, Scale] = {
+    "paper": Scale(
+        data=LMDataConfig(corpus="wikipedia", tokenizer="gpt2", split="chars_90_10"),
+        train=TrainConfig(batch_size=50, grad_accum=16, max_steps=9000, lr=9e-4, min_lr=9e-5, schedule="cosine",
+                          warmup_steps=300, decay_steps=700_000, beta1=0.9, beta2=0.95, weight_decay=0.1,
+                          grad_clip=0.0, eval_interval=500, eval_batches=200, eval_sampling="random",
+                          log_interval=10, compile=True),
+        context=200, context_long=400,
+        baseline=(160, 10, 26), smaller_baseline=(156, 12, 26), encoder_decoder=(150, 5, 10, 13),
+    ),
+    # One GPU, tens of minutes per chapter: the paper's models, tokenizer and data; 1/24 of the paper's tokens.
+    "gpu": Scale(
+        data=LMDataConfig(corpus="wikipedia", tokenizer="gpt2", split="chars_90_10"),
+        train=scaled_train(1500, 50, 4, evals=10, eval_batches=50, sampling="random", compile=True),
+        context=200, context_long=400,
+        baseline=(160, 10, 26), smaller_baseline=(156, 12, 26), encoder_decoder=(150, 5, 10, 13),
+    ),
+    # Two CPU cores, a few minutes per chapter: a 4,096-token BPE trained on the train split (the GPT-2 vocabulary
+    # would spend 90% of the compute in the output layer), contexts 64/128, 4 blocks of width ~64.
+    "cpu": Scale(
+        data=LMDataConfig(corpus="wikipedia", tokenizer="bpe", vocab_size=4096, split="chars_90_10"),
+        train=scaled_train(500, 16, 1, evals=10, eval_batches=10),
+        context=64, context_long=128,
+        baseline=(64, 4, 4), smaller_baseline=(62, 2, 4), encoder_decoder=(60, 2, 4, 2),
+    ),
+    # Seconds, for CI and the nbval references: the generated corpus, character tokens, deterministic kernels.
+    "smoke": Scale(
+        data=LMDataConfig(corpus="synthetic", tokenizer="char", split="chars_90_10"),
+        train=scaled_train(30, 8, 1, evals=3, eval_batches=2, deterministic=True),
+        context=32, context_long=48,
+        baseline=(32, 2, 2), smaller_baseline=(30, 2, 2), encoder_decoder=(30, 1, 2, 1),
+    ),
+}
+
+
+def scale(profile: str) -> Scale:
+    from ..config import check_profile
+
+    return SCALES[check_profile(profile)]

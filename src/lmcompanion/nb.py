@@ -1,0 +1,172 @@
+"""Helpers for the book's notebooks.
+
+A chapter notebook starts with a ``parameters`` cell of literals (``profile``, ``device``, ``seed``,
+``n_seeds``, ``max_steps``, ``overrides``) and turns them into validated settings with one call::
+
+    S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+    runs = S.runs("ar_ed/baseline")          # one finished run per seed, trained or reused from the store
+
+Everything a notebook shows comes from those runs (metrics, summaries, weights) through ``plots`` and ``tables``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from . import experiments, plots, train
+from .config import RunConfig, check_profile
+from .errors import ConfigError
+
+# Seeds per arm unless the notebook's n_seeds parameter says otherwise; verdicts need at least two.
+DEFAULT_SEEDS = {"smoke": 2, "cpu": 2, "gpu": 2, "paper": 2}
+
+@dataclass(frozen=True)
+class Settings:
+    profile: str
+    device: str
+    seeds: tuple[int, ...]
+    overrides: Mapping[str, object] = field(default_factory=dict)
+
+    def config(self, name: str, seed: int | None = None) -> RunConfig:
+        seed = self.seeds[0] if seed is None else seed
+        return experiments.config(name, self.profile, seed=seed, device=self.device, overrides=self.overrides)
+
+    def run(self, name: str, seed: int | None = None) -> train.Run:
+        """The finished run of experiment ``name`` for one seed (trained now, or reused from the store)."""
+        return train.run(self.config(name, seed))
+
+    def runs(self, name: str) -> list[train.Run]:
+        """One finished run per seed."""
+        return [self.run(name, s) for s in self.seeds]
+
+    def arms(self, arms: Mapping[str, str]) -> dict[str, list[train.Run]]:
+        """label -> experiment name  becomes  label -> runs (one per seed)."""
+        return {label: self.runs(name) for label, name in arms.items()}
+
+    def describe(self) -> str:
+        seeds = ", ".join(map(str, self.seeds))
+        extra = f"; overrides {dict(self.overrides)}" if self.overrides else ""
+        return f"profile {self.profile!r} on {self.device}, seeds {seeds}{extra}"
+
+
+def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: int | None = None,
+          max_steps: int | None = None, overrides: Mapping[str, object] | None = None) -> Settings:
+    """Validate a notebook's parameters; set the book's plot and table style."""
+    import pandas as pd
+
+    check_profile(profile)
+    n = DEFAULT_SEEDS[profile] if n_seeds is None else n_seeds
+    if not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+    if not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    merged = dict(overrides or {})
+    if max_steps is not None:
+        merged["train.max_steps"] = max_steps
+    settings = Settings(profile, experiments.resolve_device(device, profile), tuple(range(seed, seed + n)), merged)
+    plots.style()
+    pd.set_option("display.precision", 4)
+    pd.set_option("display.max_colwidth", 120)
+    return settings
+
+
+def params_table(names: Sequence[str], profile: str):
+    """Parameter counts as the write-ups count them: ours at the paper profile beside the published number,
+    and ours at ``profile``."""
+    import pandas as pd
+
+    from . import models
+
+    rows = []
+    for name in names:
+        exp = experiments.get(name)
+        paper = experiments.config(name, "paper", device="cpu").model
+        here = experiments.config(name, profile, device="cpu").model
+        count = models.num_params(paper)
+        published = exp.published.get("params")
+        shape = ", ".join(f"{k}={getattr(paper, k)}" for k in ("n_embed", "n_head", "n_layer", "context_size", "dropout_rate")
+                          if hasattr(paper, k))
+        rows.append({
+            "experiment": name,
+            "write-up label": exp.title,
+            "paper config": shape,
+            "params (ours, paper)": f"{count:,}",
+            "params (write-up)": f"{published:,}" if published else "not published",
+            "match": ("yes" if published == count else "NO") if published else "",
+            f"params (ours, {profile})": f"{models.num_params(here):,}",
+        })
+    return pd.DataFrame(rows).set_index("experiment")
+
+
+def data_table(cfg: RunConfig):
+    """The data a run trains on: corpus, where its text came from, tokenizer, and the size of each split."""
+    import pandas as pd
+
+    from .data import corpora, load_tokens
+
+    d = load_tokens(cfg.data)
+    corpus = corpora.get(cfg.data.corpus)
+    source = "GENERATED (not real text; smoke profile only)" if corpus.generated else d.source.split(":")[0]
+    return pd.DataFrame(
+        {"characters": [f"{d.chars[s]:,}" for s in d.splits], "tokens": [f"{d.splits[s].size:,}" for s in d.splits]},
+        index=pd.Index(list(d.splits), name=f"{cfg.data.corpus} ({source}), {d.tokenizer} tokens, "
+                                              f"vocabulary {d.vocab_size:,}, split {cfg.data.split}"),
+    )
+
+
+def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temperature: float = 0.8,
+           seed: int = 0) -> tuple[str, str]:
+    """(prompt, continuation): the first ``n_prompt`` tokens of the validation split, and what the run's model
+    writes after them (decoded with the run's own tokenizer)."""
+    import torch
+
+    from .data import load_tokens, tokenizers
+
+    cfg = run.config
+    tok = tokenizers.build(cfg.data)
+    val = load_tokens(cfg.data).splits["val"]
+    prompt = torch.tensor(val[:n_prompt].astype("int64"))[None]
+    out = run.load_model().generate(prompt, max_new_tokens, temperature=temperature,
+                                    generator=torch.Generator().manual_seed(seed))
+    return tok.decode(prompt[0].tolist()), tok.decode(out[0, n_prompt:].tolist())
+
+
+def tokens_of(cfg: RunConfig) -> int:
+    """Training tokens of a run: steps x global batch x context."""
+    return cfg.train.max_steps * cfg.train.global_batch * cfg.model.context_size
+
+
+def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
+    """What each experiment costs: measured training time at this profile, and for the paper profile the
+    tokens and FLOPs of one run and its measured GPU time once such a run is in the store."""
+    import pandas as pd
+
+    from . import models
+
+    store = train.RunStore()
+    rows = []
+    for name in names:
+        paper = experiments.config(name, "paper", device="cpu")
+        model = models.build(paper.model, device="meta")
+        flops = model.flops_per_token() * tokens_of(paper)
+        measured = [store.get(dataclasses.replace(paper, device="cuda", seed=s)) for s in settings.seeds]
+        measured = [r.summary["train_time_s"] for r in measured if r is not None]
+        here = (runs or {}).get(name) or []
+        rows.append({
+            "experiment": name,
+            f"train time here ({settings.profile}, s/run)": (
+                f"{sum(r.summary['train_time_s'] for r in here) / len(here):.0f}" if here else ""),
+            "paper: tokens/run": f"{tokens_of(paper):,}",
+            "paper: PFLOP/run": f"{flops / 1e15:,.0f}",
+            "paper: GPU hours/run": f"{sum(measured) / len(measured) / 3600:.2f} (measured)" if measured
+            else "not measured yet",
+        })
+    return pd.DataFrame(rows).set_index("experiment")
+
+
+def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:
+    """The commands that re-execute a chapter's notebooks at another profile (shown in every chapter)."""
+    lines = [f"python -m lmcompanion run-notebook {nb} --profile {profile} -p device {device}" for nb in notebooks]
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""Every figure in the book, in one style. Functions take runs (grouped by arm) and return a Figure.
+
+Seeds of one arm are drawn as their mean with a shaded band from the lowest to the highest seed, so the
+spread the verdicts account for is visible in the curves too.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22"]
+
+
+def style() -> None:
+    """The book's matplotlib style (called by ``lmcompanion.nb.setup``)."""
+    mpl.rcParams.update({
+        "figure.figsize": (7.0, 3.4),
+        "figure.dpi": 110,
+        "savefig.bbox": "tight",
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.prop_cycle": mpl.cycler(color=COLORS),
+        "font.size": 9.5,
+        "legend.frameon": False,
+        "legend.fontsize": 8.5,
+    })
+
+
+def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
+    """Mean over seeds (rows) with a min-max band."""
+    ax.plot(steps, values.mean(0), label=label, color=color, lw=1.6)
+    if values.shape[0] > 1:
+        ax.fill_between(steps, values.min(0), values.max(0), color=color, alpha=0.18, lw=0)
+
+
+def _stack(frames, column: str):
+    steps = frames[0]["step"].to_numpy()
+    n = min(len(f) for f in frames)
+    return steps[:n], np.stack([f[column].to_numpy()[:n] for f in frames])
+
+
+def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,
+                title: str | None = None, logy: bool = False):
+    """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm."""
+    fig, axes = plt.subplots(1, len(splits), sharey=True, squeeze=False, figsize=(3.6 * len(splits) + 0.6, 3.4))
+    for ax, split in zip(axes[0], splits):
+        for color, (label, runs) in zip(COLORS, groups.items()):
+            steps, values = _stack([r.evals() for r in runs], split)
+            _band(ax, steps, values, label, color)
+        ax.set_title(f"{split} loss (eval mode)")
+        ax.set_xlabel("step")
+        if logy:
+            ax.set_yscale("log")
+    axes[0][0].set_ylabel("cross-entropy (nats/token)")
+    axes[0][-1].legend(loc="upper right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title: str | None = None,
+                 logy: bool = True):
+    """A per-step training metric (e.g. ``aux/embedding``) against step, mean over seeds with a min-max band."""
+    fig, ax = plt.subplots()
+    for color, (label, runs) in zip(COLORS, groups.items()):
+        frames = [r.metrics().dropna(subset=[key])[["step", key]].reset_index(drop=True) for r in runs]
+        steps, values = _stack(frames, key)
+        _band(ax, steps, values, label, color)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
+            cmap: str = "viridis", colorbar: str | None = None, ax=None):
+    """A matrix as an image (rows = y, columns = x)."""
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    im = ax.imshow(np.asarray(matrix), cmap=cmap, aspect="auto", interpolation="nearest")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    if xticks is not None:
+        ax.set_xticks(range(len(xticks)), xticks, fontsize=7)
+    if yticks is not None:
+        ax.set_yticks(range(len(yticks)), yticks, fontsize=7)
+    if title:
+        ax.set_title(title)
+    if colorbar is not None:
+        ax.figure.colorbar(im, ax=ax, label=colorbar, shrink=0.85)
+    if fig is not None:
+        fig.tight_layout()
+    return fig or ax.figure

@@ -1,0 +1,133 @@
+"""Execute a notebook source (a jupytext percent ``.py`` file) with papermill under a profile.
+
+``run_notebook(src, out, profile="cpu", params={...})`` reads the source with jupytext, checks every parameter
+name against the source's ``parameters`` cell and the profile against the known profiles (both errors list the
+valid choices), executes it with papermill on the ``python3`` kernel, and writes the executed ``.ipynb`` without
+the metadata that changes on every run (timestamps, random cell ids, jupytext and papermill bookkeeping), so that
+re-executing an unchanged notebook gives an identical file.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from .config import PROFILES, check_profile, suggest
+from .errors import ConfigError, LMCError
+
+KERNEL = "python3"
+
+
+def read_source(src: Path):
+    import jupytext
+
+    src = Path(src)
+    if not src.is_file():
+        raise ConfigError(f"notebook source {src} does not exist")
+    return jupytext.read(src)
+
+
+def parameters_cell(nb):
+    cells = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    if len(cells) != 1:
+        raise ConfigError(f"a notebook needs exactly one cell tagged 'parameters' (found {len(cells)})")
+    return cells[0]
+
+
+def parameters_of(nb) -> dict[str, Any]:
+    """Name -> default value of every assignment in the ``parameters`` cell (literals only)."""
+    out = {}
+    for node in ast.parse(parameters_cell(nb).source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out[node.target.id] = ast.literal_eval(node.value)
+    return out
+
+
+def check_parameters(nb, params: Mapping[str, Any], src: Path | str = "notebook") -> None:
+    valid = parameters_of(nb)
+    unknown = [k for k in params if k not in valid]
+    if unknown:
+        hints = "".join(suggest(k, valid) for k in unknown)
+        raise ConfigError(
+            f"{src}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}{hints}; "
+            f"valid parameters: {', '.join(f'{k} (default {v!r})' for k, v in valid.items())}"
+        )
+    if "profile" in params:
+        check_profile(params["profile"])
+    elif "profile" in valid:
+        check_profile(valid["profile"])
+
+
+def clean(nb):
+    """Drop what changes between identical runs: timestamps, paths, random ids, tool bookkeeping."""
+    nb.metadata.pop("jupytext", None)
+    pm = nb.metadata.get("papermill")
+    if pm is not None:
+        nb.metadata["papermill"] = {"parameters": pm.get("parameters", {})}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+    return nb
+
+
+def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
+                 params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None) -> Path:
+    """Execute ``src`` with papermill; write the cleaned result to ``out`` (default: next to the source)."""
+    import nbformat
+    import papermill
+
+    src = Path(src)
+    params = dict(params or {})
+    if profile is not None:
+        if "profile" in params and params["profile"] != profile:
+            raise ConfigError(f"profile given twice: --profile {profile} and -p profile {params['profile']}")
+        params["profile"] = profile
+    nb = read_source(src)
+    check_parameters(nb, params, src)
+    nb.metadata.setdefault("kernelspec", {"name": kernel, "display_name": "Python 3", "language": "python"})
+    out = Path(out) if out is not None else src.with_suffix(".ipynb")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for i, cell in enumerate(nb.cells):  # jupytext gives random ids; fixed ones keep the output stable
+        cell["id"] = f"cell-{i}"
+    env_before = os.environ.get("LMC_PROGRESS")
+    os.environ["LMC_PROGRESS"] = "0"  # no progress bars inside the book's outputs
+    tmp = out.with_name(f".{out.stem}.partial.ipynb")
+    try:
+        papermill.execute_notebook(
+            nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
+            progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
+        )
+    except papermill.PapermillExecutionError as exc:
+        failed = clean(nbformat.read(tmp, as_version=4)) if tmp.exists() else None
+        kept = out.with_name(out.stem + ".failed.ipynb")
+        if failed is not None:
+            nbformat.write(failed, kept)
+            tmp.unlink()
+        raise LMCError(
+            f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+            + (f"\nThe partly executed notebook is in {kept}." if failed is not None else "")
+        ) from None
+    finally:
+        if env_before is None:
+            os.environ.pop("LMC_PROGRESS", None)
+        else:
+            os.environ["LMC_PROGRESS"] = env_before
+    executed = clean(nbformat.read(tmp, as_version=4))
+    nbformat.write(executed, tmp)
+    os.replace(tmp, out)
+    return out
+
+
+def code_of(nb) -> list[str]:
+    """The code cells' sources, without papermill's injected-parameters cell (to compare a source and its output)."""
+    return [c.source for c in nb.cells
+            if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+
+
+__all__ = ["PROFILES", "check_parameters", "clean", "code_of", "parameters_of", "read_source", "run_notebook"]

@@ -1,0 +1,34 @@
+import subprocess
+import sys
+
+from lmcompanion.cli import main
+
+
+def test_params_all_at_paper_profile_reproduces_published_counts(capsys):
+    assert main(["params", "--all", "--profile", "paper"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    baseline = next(line for line in lines if line.startswith("ar_ed/baseline "))
+    assert "16,036,800" in baseline and "matches" in baseline
+    assert not any("DIFFERS" in line for line in lines)
+
+
+def test_list_names_every_experiment(capsys):
+    assert main(["list"]) == 0
+    assert "ar_ed/smaller_baseline" in capsys.readouterr().out
+
+
+def test_bad_input_exits_with_a_message_not_a_traceback(capsys):
+    assert main(["train", "ar_ed/basline", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown experiment 'ar_ed/basline' (did you mean 'ar_ed/baseline'?)")
+    assert main(["train", "ar_ed/baseline", "--profile", "tiny"]) == 2
+    assert "valid profiles: smoke, cpu, gpu, paper" in capsys.readouterr().err
+
+
+def test_train_command_trains_then_reuses():
+    cmd = [sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke", "--no-progress",
+           "--set", "train.max_steps=4", "--set", "train.eval_interval=2"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert second.stdout == first.stdout  # the same finished run, reused

@@ -1,0 +1,57 @@
+import nbformat
+import pytest
+
+from lmcompanion.errors import ConfigError
+from lmcompanion.runner import check_parameters, parameters_of, read_source, run_notebook
+
+SOURCE = '''# %% [markdown]
+# # A notebook
+
+# %% tags=["parameters"]
+profile = "cpu"
+device = "auto"
+seed = 0
+steps = None
+
+# %%
+print(profile, seed, steps)
+'''
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "nb.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def test_parameters_are_read_from_the_tagged_cell(source):
+    assert parameters_of(read_source(source)) == {"profile": "cpu", "device": "auto", "seed": 0, "steps": None}
+
+
+def test_unknown_parameters_and_profiles_list_the_valid_ones(source):
+    nb = read_source(source)
+    with pytest.raises(ConfigError, match=r"unknown parameter 'sed' \(did you mean 'seed'\?\); valid parameters: "
+                                          r"profile \(default 'cpu'\), device .*steps \(default None\)"):
+        check_parameters(nb, {"sed": 1}, source)
+    with pytest.raises(ConfigError, match=r"unknown profile 'papr' \(did you mean 'paper'\?\); valid profiles"):
+        check_parameters(nb, {"profile": "papr"}, source)
+
+
+def test_execution_injects_parameters_and_is_byte_stable(source, tmp_path):
+    a = run_notebook(source, tmp_path / "a.ipynb", profile="smoke", params={"seed": 3})
+    b = run_notebook(source, tmp_path / "b.ipynb", profile="smoke", params={"seed": 3})
+    assert a.read_bytes() == b.read_bytes()
+    nb = nbformat.read(a, as_version=4)
+    assert nb.cells[-1].outputs[0].text == "smoke 3 None\n"
+    assert "jupytext" not in nb.metadata and nb.metadata.papermill == {"parameters": {"seed": 3, "profile": "smoke"}}
+    assert [c.id for c in nb.cells] == [f"cell-{i}" for i in range(len(nb.cells))]
+    assert all("execution" not in c.metadata and "papermill" not in c.metadata for c in nb.cells)
+
+
+def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(SOURCE + "\n# %%\nraise ValueError('boom')\n")
+    with pytest.raises(Exception, match=r"(?s)failed in cell \d+: ValueError: boom.*partly executed notebook"):
+        run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
+    assert (tmp_path / "bad.failed.ipynb").exists() and not (tmp_path / "bad.ipynb").exists()
