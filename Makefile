@@ -1,0 +1,96 @@
+# Two commands do everything on a fresh machine:
+#   make book   create .venv, install, execute every notebook at PROFILE (default cpu), build the book
+#   make test   unit tests, nbval regression checks of the smoke references, a warning-free smoke build
+SHELL := bash
+.SHELLFLAGS := -eo pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin/
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+PROFILE ?= cpu
+NBPARAMS ?=
+
+# Offline corpora: ../shared/data when it exists (an explicit LMC_DATA_DIR wins).
+SHARED_DATA := $(abspath ../shared/data)
+ifneq ($(wildcard $(SHARED_DATA)/SHA256SUMS),)
+export LMC_DATA_DIR ?= $(SHARED_DATA)
+endif
+
+NB_SRC := $(sort $(shell find notebooks -name '*.py' -not -path '*/.ipynb_checkpoints/*'))
+NB_OUT := $(NB_SRC:.py=.ipynb)
+NB_REF := $(patsubst notebooks/%.py,tests/nbval/%.ipynb,$(NB_SRC))
+PKG := $(shell find src -name '*.py') pyproject.toml
+INSTALLED := $(VENV)/.installed
+PROFILE_STAMP := _build/.profile
+SMOKE_SRC := _build/smoke-src
+
+# book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
+.PHONY: help install book notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
+
+help:
+	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
+	@echo "make test                 unit tests + nbval + warning-free smoke build"
+	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
+	@echo "make clean | clean-runs   remove build products | the run store (runs/)"
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)python || $(PYTHON) -m venv $(VENV)
+	$(BIN)python -m pip install -q --upgrade pip
+	$(BIN)python -m pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)python -m pip install -q -e ".[book,test]"
+	touch $@
+
+install: $(INSTALLED)
+
+# Re-execute the notebooks when the profile or the parameters change.
+$(PROFILE_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo "$(PROFILE) $(NBPARAMS)" | cmp -s - $@ || echo "$(PROFILE) $(NBPARAMS)" > $@
+
+notebooks/%.ipynb: notebooks/%.py $(PKG) $(PROFILE_STAMP) | $(INSTALLED)
+	$(BIN)python -m lmcompanion run-notebook $< -o $@ --profile $(PROFILE) $(NBPARAMS)
+
+notebooks: $(NB_OUT)
+
+book: notebooks
+	$(BIN)jupyter-book build . -W -n --keep-going
+	@echo "Built the book at the $(PROFILE) profile: $(abspath _build/html/index.html)"
+
+test: $(INSTALLED)
+	$(MAKE) unit
+	$(MAKE) nbval
+	$(MAKE) smoke-book
+
+tests: test
+
+unit: $(INSTALLED)
+	$(BIN)python -m pytest -q tests -p no:cacheprovider
+
+# Re-execute the committed smoke references in a fresh run store and compare their outputs.
+nbval: $(INSTALLED)
+	runs=$$(mktemp -d) && LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 $(BIN)python -m pytest -q -p no:cacheprovider \
+	  --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg tests/nbval; \
+	  status=$$?; rm -rf $$runs; exit $$status
+
+# The book rendered from the smoke references, with warnings as errors.
+smoke-book: $(INSTALLED)
+	rm -rf $(SMOKE_SRC) && mkdir -p $(SMOKE_SRC)
+	cp _config.yml _toc.yml $(SMOKE_SRC)/ && cp -r book $(SMOKE_SRC)/book && cp -r tests/nbval $(SMOKE_SRC)/notebooks
+	ln -s $(abspath src) $(SMOKE_SRC)/src
+	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
+
+references: $(NB_REF)
+
+tests/nbval/%.ipynb: notebooks/%.py $(PKG) | $(INSTALLED)
+	LMC_PROGRESS=0 $(BIN)python -m lmcompanion run-notebook $< -o $@ --profile smoke
+
+clean:
+	rm -rf _build $(NB_OUT)
+
+clean-runs:
+	rm -rf runs
