@@ -134,8 +134,11 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
 
 
 def tokens_of(cfg: RunConfig) -> int:
-    """Training tokens of a run: steps x global batch x context."""
-    return cfg.train.max_steps * cfg.train.global_batch * cfg.model.context_size
+    """Training tokens of a run: steps x global batch x tokens per sequence (the model's context, or what the
+    data config says a sequence holds)."""
+    per_sequence = getattr(cfg.data, "tokens_per_sequence", None)
+    per_sequence = per_sequence(cfg.model) if per_sequence else cfg.model.context_size
+    return cfg.train.max_steps * cfg.train.global_batch * per_sequence
 
 
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
@@ -150,7 +153,8 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     for name in names:
         paper = experiments.config(name, "paper", device="cpu")
         model = models.build(paper.model, device="meta")
-        flops = model.flops_per_token() * tokens_of(paper)
+        per_token = model.flops_per_token() if hasattr(model, "flops_per_token") else 6 * models.count_params(model.parameters())
+        flops = per_token * tokens_of(paper)
         measured = [store.get(dataclasses.replace(paper, device="cuda", seed=s)) for s in settings.seeds]
         measured = [r.summary["train_time_s"] for r in measured if r is not None]
         here = (runs or {}).get(name) or []
