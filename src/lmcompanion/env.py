@@ -62,13 +62,54 @@ def environment(device: str, world: int = 1) -> dict:
     return info
 
 
+def _spec(name: str):
+    """The import spec of a module name, or None for names that are not modules (e.g. a class)."""
+    try:
+        return importlib.util.find_spec(name)
+    except (ModuleNotFoundError, ValueError):
+        return None
+
+
+def _tree(module: str) -> ast.Module | None:
+    spec = _spec(module)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return None
+    with open(spec.origin, encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
+def project_imports(module: str, seen: set[str] | None = None) -> set[str]:
+    """``module`` and every lmcompanion module it imports, transitively (a model that imports another's
+    building blocks is fingerprinted with them)."""
+    seen = set() if seen is None else seen
+    if module in seen:
+        return seen
+    seen.add(module)
+    tree = _tree(module)
+    if tree is None:
+        return seen
+    package = module if _spec(module).submodule_search_locations else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            if name.startswith("lmcompanion") and _spec(name) is not None:
+                project_imports(name, seen)
+    return seen
+
+
 def _normalized_source(module: str) -> str:
     """The module's code with comments, docstrings and formatting removed (so prose edits keep runs valid)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
+    tree = _tree(module)
+    if tree is None:
         return ""
-    with open(spec.origin, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
@@ -92,9 +133,14 @@ COMMON_MODULES = (
 
 
 def code_fingerprint(*modules: str) -> str:
-    """Digest of the normalized code of the common modules plus ``modules`` (a model family's file, ...)."""
+    """Digest of the normalized code of the common modules plus ``modules`` (a model family's file, ...) and
+    of the project modules they import."""
+    names: set[str] = set(COMMON_MODULES)
+    for module in modules:
+        project_imports(module, names)
+    names = {n for n in names if _tree(n) is not None and not n.startswith("lmcompanion.experiments")}
     h = hashlib.sha256()
-    for name in sorted(set(COMMON_MODULES) | set(modules)):
+    for name in sorted(names):
         h.update(name.encode())
         h.update(_normalized_source(name).encode())
     return h.hexdigest()[:12]
