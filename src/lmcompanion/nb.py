@@ -41,9 +41,9 @@ class Settings:
         """One finished run per seed."""
         return [self.run(name, s) for s in self.seeds]
 
-    def arms(self, arms: Mapping[str, str]) -> dict[str, list[train.Run]]:
-        """label -> experiment name  becomes  label -> runs (one per seed)."""
-        return {label: self.runs(name) for label, name in arms.items()}
+    def arms(self, names: Sequence[str]) -> dict[str, list[train.Run]]:
+        """The write-up's label of each experiment -> its runs (one per seed), in the order given."""
+        return {experiments.get(name).title: self.runs(name) for name in names}
 
     def describe(self) -> str:
         seeds = ", ".join(map(str, self.seeds))
@@ -70,6 +70,42 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     pd.set_option("display.precision", 4)
     pd.set_option("display.max_colwidth", 120)
     return settings
+
+
+def published(names: Sequence[str]) -> dict[str, dict]:
+    """The write-up's label -> its published numbers (train, val, aux, params), for tables.results."""
+    return {experiments.get(n).title: dict(experiments.get(n).published) for n in names}
+
+
+def config_diff(names: Sequence[str], profile: str):
+    """Every setting in which ``profile`` differs from the paper profile: one row per (setting, paper value,
+    profile value), with the experiments it applies to."""
+    import pandas as pd
+
+    from .config import flat_keys
+
+    rows: dict[tuple, list[str]] = {}
+    for name in names:
+        paper = experiments.config(name, "paper", device="cpu")
+        here = experiments.config(name, profile, device="cpu")
+        for key in flat_keys(paper):
+            if key in ("name", "seed", "device"):
+                continue
+            a, b = _get(paper, key), _get(here, key)
+            if a != b:
+                rows.setdefault((key, repr(a), repr(b)), []).append(name)
+    records = [{"setting": key, "paper": a, profile: b,
+                "experiments": "all" if len(exps) == len(names) else ", ".join(n.split("/")[-1] for n in exps)}
+               for (key, a, b), exps in rows.items()]
+    if not records:
+        return pd.DataFrame({"setting": [], "paper": [], profile: []}).set_index("setting")
+    return pd.DataFrame(records).set_index("setting").sort_index(kind="stable")
+
+
+def _get(cfg, dotted: str):
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
 
 
 def params_table(names: Sequence[str], profile: str):

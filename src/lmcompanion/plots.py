@@ -84,6 +84,28 @@ def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title
     return fig
 
 
+def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabel: str, ylabel: str,
+          title: str | None = None):
+    """One panel per series: for each x, the mean over seeds with a bar from the lowest to the highest seed.
+
+    ``series[name][j]`` holds the per-seed values at ``x[j]``.
+    """
+    fig, axes = plt.subplots(1, len(series), squeeze=False, figsize=(3.6 * len(series) + 0.6, 3.2))
+    for ax, color, (name, values) in zip(axes[0], COLORS, series.items()):
+        means = np.array([np.mean(v) for v in values])
+        lo = means - np.array([np.min(v) for v in values])
+        hi = np.array([np.max(v) for v in values]) - means
+        ax.errorbar(x, means, yerr=[lo, hi], color=color, marker="o", capsize=3, lw=1.4)
+        ax.set_title(name)
+        ax.set_xlabel(xlabel)
+        ax.set_xticks(list(x))
+    axes[0][0].set_ylabel(ylabel)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
             cmap: str = "viridis", colorbar: str | None = None, ax=None):
     """A matrix as an image (rows = y, columns = x)."""

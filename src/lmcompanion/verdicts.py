@@ -25,6 +25,13 @@ def compare(better: Sequence[float], worse: Sequence[float]) -> str:
     return INCONCLUSIVE
 
 
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation (Pearson's correlation of the ranks; ties get their average rank)."""
+    import pandas as pd
+
+    return float(pd.Series(list(x)).rank().corr(pd.Series(list(y)).rank()))
+
+
 def span(values: Sequence[float], fmt: str = ".3f") -> str:
     """'mean [min, max]' over seeds (just the value for one seed)."""
     values = list(values)
