@@ -34,7 +34,7 @@ def deepsight_config(profile: str, name: str, **keys) -> RunConfig:
         cross_attn_config=CrossAttnConfig(n_head=cross_heads, use_bias=False),
         **keys,
     )
-    return RunConfig(name=name, model=model, data=s.data, train=s.train)
+    return RunConfig(name=name, model=model, data=s.data, train=s.train_long)
 
 
 PLAN = dict(future_context_aggregation_type="DECAY", present_future_context_aggregation_type="EQUAL",
@@ -64,5 +64,6 @@ register("deepsight/no_loss", title="no planning loss", published={"train": 2.80
 
 @register("deepsight/baseline", title="baseline", published={"train": 2.789, "val": 3.391, "params": 16_036_800})
 def _baseline(profile: str) -> RunConfig:
-    return baseline_config(profile, name="deepsight/baseline", width=scale(profile).baseline,
-                           context=scale(profile).context_long)
+    s = scale(profile)
+    cfg = baseline_config(profile, name="deepsight/baseline", width=s.baseline, context=s.context_long)
+    return cfg.replace(train=s.train_long)
