@@ -1,0 +1,55 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Against the decoder-only baselines
+#
+# The combined model against three decoder-only transformers: the baseline (more parameters), a *smaller
+# baseline* with fewer parameters than the combined model (so that a better validation loss cannot be put down to
+# size), and the baseline with 0.2 dropout. The write-up: "the new model outperformed the baseline in validation
+# loss but underperformed in train loss", and it also beat the smaller and the dropout baselines on validation
+# loss.
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper
+device = "auto"  # auto | cpu | cuda
+seed = 0  # first seed; the runs use seeds seed, seed+1, ...
+n_seeds = None  # seeds per arm (None: the profile's default)
+max_steps = None  # override the number of training steps (None: the profile's)
+overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
+
+# %%
+from lmcompanion import nb, plots, tables
+
+S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+print(S.describe())
+
+# %% [markdown]
+# ## Parameter counts
+#
+# Counted as the write-up counts them: the position table is left out and the tied token/output matrix is
+# counted once. The first columns are computed from the models at the write-up's size; the last is the size at
+# this profile.
+
+# %%
+ARMS = ["ar_ed/mse_pos_sub", "ar_ed/baseline", "ar_ed/smaller_baseline", "ar_ed/dropout_baseline"]
+nb.params_table(ARMS, S.profile)
+
+# %% [markdown]
+# ## Losses
+
+# %%
+runs = S.arms(ARMS)
+tables.results(runs, published=nb.published(ARMS))
+
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the three decoder-only baselines (mean over seeds, bands span the seeds).", "name": "ar-ed-baselines-curves"}}
+fig = plots.loss_curves(runs)

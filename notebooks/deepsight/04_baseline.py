@@ -1,0 +1,44 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Against the decoder-only baseline
+#
+# The write-up's third table: DeepSight (δ = 11, MSE) against the decoder-only baseline, both with a context of
+# 400 tokens in the paper's setting. It reports that "the new model outperformed the baseline in validation and
+# train loss ... but the baseline had more parameters": 2.782 / 3.34 against 2.789 / 3.391, with 15,763,500
+# against 16,036,800 parameters.
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper
+device = "auto"  # auto | cpu | cuda
+seed = 0  # first seed; the runs use seeds seed, seed+1, ...
+n_seeds = None  # seeds per arm (None: the profile's default)
+max_steps = None  # override the number of training steps (None: the profile's)
+overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
+
+# %%
+from lmcompanion import nb, plots, tables
+
+S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+print(S.describe())
+
+# %%
+ARMS = ["deepsight/mse_d11", "deepsight/baseline"]
+nb.params_table(ARMS, S.profile)
+
+# %%
+runs = S.arms(ARMS)
+tables.results(runs, published=nb.published(ARMS))
+
+# %% mystnb={"figure": {"caption": "DeepSight (delta = 11, MSE) against the decoder-only baseline at the long context (mean over seeds, bands span the seeds).", "name": "deepsight-baseline-curves"}}
+fig = plots.loss_curves(runs)
