@@ -7,6 +7,8 @@
   run-notebook SRC [-o OUT] [--profile P] [-p NAME VALUE ...]
                                               execute a notebook source with papermill
   runs                                        the finished runs in the store
+  bench NAME [--profile P] [--device D] [--steps N] [--set key=value ...]
+                                              tokens/s, MFU and peak memory of a training step
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ def _cmd_runs(args) -> None:
         print(f"{run.path.name}  val={s['final'].get('val', float('nan')):.4f}  {s['train_time_s']:.0f}s")
 
 
+def _cmd_bench(args) -> None:
+    from . import experiments
+    from .bench import bench
+
+    cfg = experiments.config(args.name, args.profile, device=args.device, overrides=parse_overrides(args.set))
+    for key, value in bench(cfg, steps=args.steps, warmup=args.warmup).items():
+        print(f"{key:>18}: {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:>18}: {value}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -112,6 +123,15 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("runs", help="list finished runs in the store")
     s.set_defaults(fn=_cmd_runs)
+
+    s = sub.add_parser("bench", help="tokens/s, MFU and peak memory of an experiment's training step")
+    s.add_argument("name")
+    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    s.add_argument("--steps", type=int, default=10)
+    s.add_argument("--warmup", type=int, default=3)
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
+    s.set_defaults(fn=_cmd_bench)
     return p
 
 
