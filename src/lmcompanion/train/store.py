@@ -6,10 +6,13 @@ A folder ``<runs>/<name>-s<seed>-<key>/`` holds
 - ``env.json``: provenance (versions, hardware, git commit, time; and the code fingerprint in the key),
 - ``metrics.jsonl``: train-loss records and evaluations,
 - ``summary.json``: written last, so its presence means the run finished,
-- ``model.pt``: the final weights (``ckpt.pt`` while the run is unfinished).
+- ``model.pt``: the final weights (``ckpt.pt`` while the run is unfinished),
+- ``procedure.json``: for runs made by another procedure than the shared trainer, its name and settings.
 
 ``store.run(cfg)`` returns the finished run if there is one and trains it otherwise; an unfinished run
-resumes from its checkpoint. The key includes a fingerprint of the normalized source of the modules that
+resumes from its checkpoint. ``store.run(cfg, procedure=fn, settings=s)`` runs another training procedure
+(for example a write-up's algorithm transcribed literally): ``fn(cfg, folder, s)`` writes ``metrics.jsonl`` and
+``model.pt`` in the trainer's formats and returns the summary; its name, settings and code join the key. The key includes a fingerprint of the normalized source of the modules that
 compute the run (comments and docstrings ignored), so changing the model or the trainer invalidates cached
 runs while editing prose does not.
 """
@@ -17,6 +20,7 @@ runs while editing prose does not.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -26,6 +30,10 @@ from pathlib import Path
 
 from .. import env, paths
 from ..config import RunConfig, digest
+
+
+def _settings_dict(settings) -> dict | None:
+    return dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else settings
 
 
 def family_modules(cfg: RunConfig) -> tuple[str, ...]:
@@ -67,6 +75,12 @@ class Run:
     def env(self) -> dict:
         return json.loads((self.path / "env.json").read_text())
 
+    @cached_property
+    def procedure(self) -> dict | None:
+        """{"procedure": "module.function", "settings": {...}} for runs not made by the shared trainer."""
+        path = self.path / "procedure.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
     @property
     def name(self) -> str:
         return self.config.name
@@ -99,6 +113,10 @@ class Run:
         return model.to(device).eval()
 
 
+def _qualname(fn) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
 
@@ -107,15 +125,19 @@ class RunStore:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root) if root is not None else paths.runs_dir()
 
-    def key(self, cfg: RunConfig) -> str:
-        return digest({"config": cfg.to_dict(), "code": env.code_fingerprint(*family_modules(cfg))})
+    def key(self, cfg: RunConfig, procedure=None, settings=None) -> str:
+        if procedure is None:
+            return digest({"config": cfg.to_dict(), "code": env.code_fingerprint(*family_modules(cfg))})
+        return digest({"config": cfg.to_dict(), "procedure": _qualname(procedure), "settings": _settings_dict(settings),
+                       "code": env.code_fingerprint(*family_modules(cfg), procedure.__module__)})
 
-    def path(self, cfg: RunConfig) -> Path:
-        return self.root / f"{_slug(cfg.name)}-s{cfg.seed}-{self.key(cfg)}"
+    def path(self, cfg: RunConfig, procedure=None, settings=None) -> Path:
+        tag = f"-{procedure.__name__}" if procedure is not None else ""
+        return self.root / f"{_slug(cfg.name)}{tag}-s{cfg.seed}-{self.key(cfg, procedure, settings)}"
 
-    def get(self, cfg: RunConfig) -> Run | None:
-        """The finished run of this config, if the store has one."""
-        run = Run(self.path(cfg))
+    def get(self, cfg: RunConfig, procedure=None, settings=None) -> Run | None:
+        """The finished run of this config (and procedure), if the store has one."""
+        run = Run(self.path(cfg, procedure, settings))
         return run if run.finished else None
 
     @contextlib.contextmanager
@@ -128,11 +150,15 @@ class RunStore:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
-    def run(self, cfg: RunConfig, *, force: bool = False, progress: bool | None = None, callbacks=()) -> Run:
-        """The finished run of ``cfg``: reused from the store, or trained (resuming a checkpoint if any)."""
+    def run(self, cfg: RunConfig, *, procedure=None, settings=None, force: bool = False, progress: bool | None = None,
+            callbacks=()) -> Run:
+        """The finished run of ``cfg``: reused from the store, or trained (resuming a checkpoint if any).
+
+        ``procedure(cfg, folder, settings) -> summary`` replaces the shared trainer when given.
+        """
         from .trainer import train
 
-        folder = self.path(cfg)
+        folder = self.path(cfg, procedure, settings)
         run = Run(folder)
         if run.finished and not force:
             return run
@@ -147,10 +173,17 @@ class RunStore:
             if is_main:
                 _write_json(folder / "config.json", cfg.to_dict())
                 provenance = env.environment(cfg.device, world)
-                provenance["code_fingerprint"] = env.code_fingerprint(*family_modules(cfg))
-                provenance["key"] = self.key(cfg)
+                modules = family_modules(cfg) + ((procedure.__module__,) if procedure is not None else ())
+                provenance["code_fingerprint"] = env.code_fingerprint(*modules)
+                provenance["key"] = self.key(cfg, procedure, settings)
                 _write_json(folder / "env.json", provenance)
-            summary = train(cfg, folder, progress=progress, callbacks=callbacks)
+                if procedure is not None:
+                    _write_json(folder / "procedure.json",
+                                {"procedure": _qualname(procedure), "settings": _settings_dict(settings)})
+            if procedure is None:
+                summary = train(cfg, folder, progress=progress, callbacks=callbacks)
+            else:
+                summary = procedure(cfg, folder, settings)
             if is_main:
                 _write_json(folder / "summary.json", summary)
         return Run(folder)
