@@ -127,3 +127,58 @@ def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xtick
     if fig is not None:
         fig.tight_layout()
     return fig or ax.figure
+
+
+def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *, xlabel: str, ylabel: str,
+           logx: bool = False, logy: bool = False, title: str | None = None, legend: str = "best"):
+    """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
+    title), one line per group (mean over seeds, min-max band). Rows where a panel's column is missing are skipped,
+    and so is x = 0 on a log axis."""
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(3.6 * len(panels) + 0.6, 3.4))
+    for ax, (column, panel_title) in zip(axes[0], panels.items()):
+        for color, (label, frames) in zip(COLORS, groups.items()):
+            kept = [f.dropna(subset=[column]) for f in frames if column in f.columns]
+            if logx:
+                kept = [f[f[x] > 0] for f in kept]
+            kept = [f[[x, column]].rename(columns={x: "step"}).reset_index(drop=True) for f in kept]
+            if not kept or not len(kept[0]):
+                continue
+            steps, values = _stack(kept, column)
+            _band(ax, steps, values, label, color)
+        ax.set_title(panel_title)
+        ax.set_xlabel(xlabel)
+        if logx:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+        if logy:
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(loc=legend)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str = "viridis",
+             vmin: float | None = None, vmax: float | None = None, colorbar: str | None = None,
+             title: str | None = None, panel_size: tuple[float, float] = (3.0, 2.7)):
+    """Several matrices side by side in one figure. Each panel is a mapping with ``matrix``, ``title``, ``xlabel``,
+    ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all."""
+    n = len(panels)
+    ncols = ncols or n
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(panel_size[0] * ncols + 0.8, panel_size[1] * nrows + 0.3))
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    for ax, panel in zip(axes.flat, panels):
+        heatmap(panel["matrix"], xlabel=panel.get("xlabel", ""), ylabel=panel.get("ylabel", ""),
+                title=panel.get("title"), xticks=panel.get("xticks"), yticks=panel.get("yticks"), cmap=cmap, ax=ax)
+        ax.images[-1].set_clim(vmin, vmax)
+    if colorbar is not None:
+        fig.colorbar(axes.flat[0].images[-1], ax=list(axes.flat[:n]), label=colorbar, shrink=0.85)
+    if title:
+        fig.suptitle(title)
+    return fig

@@ -1,0 +1,132 @@
+"""The formal encoder–decoder chapter's runs at every profile.
+
+The same ED-Transformer is trained two ways on the same generated task (reverse a string of digits):
+
+- ``formal_ed/adamw`` (a registered experiment): batches of examples through the shared trainer, AdamW with
+  warmup and cosine decay, the loss averaged per target token;
+- the write-up's ED-Training (``lmcompanion.chapters.formal_ed.literal_run``): one example at a time, in order,
+  T epochs, plain gradient steps on the summed loss J(θ), with the settings of :class:`LiteralConfig`. It starts
+  from the same initial weights as the AdamW run of the same seed and is kept in the run store like a trainer run.
+
+The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed``.
+
+``paper`` here means a model and data large enough that the task is solved near perfectly on one GPU: the
+write-up reports no experiment, so there is no published number to match; the bar each profile must reach
+(:attr:`Protocol.target`) is ours and is stated before the runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..config import ConfigBase, RunConfig, TrainConfig, check_profile, require
+from ..data.seq2seq import Seq2SeqDataConfig
+from ..models.formal_ed import FormalEDConfig
+from . import register
+
+NAME = "formal_ed/adamw"
+NOTEBOOKS = ("notebooks/formal_ed/01_algorithm.py", "notebooks/formal_ed/02_training.py",
+             "notebooks/formal_ed/03_inference.py")
+INF = float("inf")
+
+
+# --------------------------------------------------------------------------------------------------
+# Profiles
+
+
+@dataclass(frozen=True)
+class LiteralConfig(ConfigBase):
+    """ED-Training's hyperparameters (T, η) and how much of the train split it loops over."""
+
+    T: int = 2  # epochs
+    eta: float = 0.01  # η: the plain gradient step on the summed loss J
+    n: int = 1000  # examples: the first n of the train split, in order
+    evals: int = 10  # loss evaluations, evenly spaced over the T·n updates
+
+    def validate(self) -> None:
+        require(self.T >= 1, f"ED-Training's T (notebook parameter literal_epochs) must be >= 1, got {self.T}")
+        require(self.eta > 0, f"ED-Training's η (notebook parameter literal_eta) must be > 0, got {self.eta}")
+        require(self.n >= 1, f"ED-Training's n (notebook parameter literal_examples) must be >= 1, got {self.n}")
+        require(1 <= self.evals <= self.T * self.n,
+                f"ED-Training's evals must lie in 1..T·n = {self.T * self.n}, got {self.evals}")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Everything a profile sets for this chapter."""
+
+    model: FormalEDConfig
+    data: Seq2SeqDataConfig
+    train: TrainConfig  # the batched AdamW run
+    literal: LiteralConfig  # the write-up's ED-Training
+    temperatures: tuple[float, ...]  # the τ grid of the inference results
+    prompts: int  # held-out sources per τ
+    samples: int  # samples per source (for diversity)
+    target: float | None  # our bar: held-out exact match at τ = 0 of every AdamW seed (None: not judged)
+
+
+def _adamw(steps: int, batch: int, lr: float, *, evals: int = 10, eval_batches: int = 8, warmup: int | None = None,
+           deterministic: bool = False, compile: bool = False) -> TrainConfig:
+    """AdamW (β2 0.98, weight decay 0.01, clip 1.0), linear warmup over 5% of the steps, cosine to lr/10."""
+    return TrainConfig(
+        batch_size=batch, grad_accum=1, max_steps=steps, lr=lr, min_lr=float(f"{lr / 10:.6g}"), schedule="cosine",
+        warmup_steps=warmup if warmup is not None else max(1, steps // 20), beta1=0.9, beta2=0.98,
+        weight_decay=0.01, grad_clip=1.0, eval_interval=max(1, steps // evals), eval_batches=eval_batches,
+        eval_batch_size=128, log_interval=max(1, steps // 100), deterministic=deterministic, compile=compile,
+    )
+
+
+_TAUS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 4.0, INF)
+
+PROTOCOLS: dict[str, Protocol] = {
+    # Seconds, for CI and the nbval references; the numbers mean nothing.
+    "smoke": Protocol(
+        model=FormalEDConfig(l_max=6, L_enc=1, L_dec=1, H=2, d_e=16, d_mlp=32),
+        data=Seq2SeqDataConfig(min_len=1, max_len=4, n_train=512, n_val=64),
+        train=_adamw(40, 16, 3e-3, evals=2, eval_batches=1, warmup=4, deterministic=True),
+        literal=LiteralConfig(T=1, eta=0.03, n=48, evals=3),
+        temperatures=(0.0, 1.0, 4.0, INF), prompts=16, samples=2, target=None,
+    ),
+    # A few minutes for the whole chapter on 2 CPU cores.
+    "cpu": Protocol(
+        model=FormalEDConfig(l_max=10, L_enc=2, L_dec=2, H=4, d_e=64, d_mlp=128),
+        data=Seq2SeqDataConfig(min_len=1, max_len=8, n_train=20_000, n_val=1_000),
+        train=_adamw(600, 64, 1e-3),
+        literal=LiteralConfig(T=2, eta=0.03, n=1500, evals=10),
+        temperatures=_TAUS, prompts=200, samples=4, target=0.9,
+    ),
+    # One GPU, minutes: longer strings, a wider model.
+    "gpu": Protocol(
+        model=FormalEDConfig(l_max=18, L_enc=3, L_dec=3, H=4, d_e=128, d_mlp=512),
+        data=Seq2SeqDataConfig(min_len=1, max_len=16, n_train=100_000, n_val=2_000),
+        train=_adamw(4000, 128, 1e-3, eval_batches=10),
+        literal=LiteralConfig(T=1, eta=0.01, n=10_000, evals=10),
+        temperatures=_TAUS, prompts=1000, samples=8, target=0.98,
+    ),
+    # One GPU: a base-sized model on strings of up to 20 digits, solved near perfectly.
+    "paper": Protocol(
+        model=FormalEDConfig(l_max=22, L_enc=4, L_dec=4, H=8, d_e=256, d_mlp=1024),
+        data=Seq2SeqDataConfig(min_len=1, max_len=20, n_train=200_000, n_val=2_000),
+        train=_adamw(10_000, 256, 5e-4, eval_batches=10),
+        literal=LiteralConfig(T=1, eta=0.005, n=20_000, evals=20),
+        temperatures=_TAUS, prompts=2000, samples=8, target=0.99,
+    ),
+}
+
+
+def protocol(profile: str) -> Protocol:
+    return PROTOCOLS[check_profile(profile)]
+
+
+@register(NAME, title="ED-Transformer trained with AdamW (batched, shared trainer)", published={})
+def _adamw_run(profile: str) -> RunConfig:
+    p = protocol(profile)
+    return RunConfig(name=NAME, model=p.model, data=p.data, train=p.train)
+
+
+def literal_config(profile: str, *, T: int | None = None, eta: float | None = None, n: int | None = None) -> LiteralConfig:
+    """The profile's ED-Training settings, with the notebook's named overrides (None keeps the profile's)."""
+    base = protocol(profile).literal
+    changes = {k: v for k, v in {"T": T, "eta": eta, "n": n}.items() if v is not None}
+    return dataclasses.replace(base, **changes)
