@@ -81,7 +81,7 @@ nbval: $(INSTALLED)
 smoke-book: $(INSTALLED)
 	rm -rf $(SMOKE_SRC) && mkdir -p $(SMOKE_SRC)
 	cp _config.yml _toc.yml $(SMOKE_SRC)/ && cp -r book $(SMOKE_SRC)/book && cp -r tests/nbval $(SMOKE_SRC)/notebooks
-	ln -s $(abspath src) $(SMOKE_SRC)/src
+	ln -s $(abspath src) $(SMOKE_SRC)/src && ln -s $(abspath tests) $(SMOKE_SRC)/tests   # pages include code from both
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
 
 references: $(NB_REF)

@@ -137,19 +137,22 @@ def params_table(names: Sequence[str], profile: str):
 
 
 def data_table(cfg: RunConfig):
-    """The data a run trains on: corpus, where its text came from, tokenizer, and the size of each split."""
+    """The data a run trains on: one row per split with its corpus, text source, tokenizer and size."""
     import pandas as pd
 
     from .data import corpora, load_tokens
 
     d = load_tokens(cfg.data)
     corpus = corpora.get(cfg.data.corpus)
-    source = "GENERATED (not real text; smoke profile only)" if corpus.generated else d.source.split(":")[0]
-    return pd.DataFrame(
-        {"characters": [f"{d.chars[s]:,}" for s in d.splits], "tokens": [f"{d.splits[s].size:,}" for s in d.splits]},
-        index=pd.Index(list(d.splits), name=f"{cfg.data.corpus} ({source}), {d.tokenizer} tokens, "
-                                              f"vocabulary {d.vocab_size:,}, split {cfg.data.split}"),
-    )
+    source = "GENERATED (not real text)" if corpus.generated else d.source.split(":")[0]
+    return pd.DataFrame({
+        "corpus": cfg.data.corpus,
+        "text from": source,
+        "split rule": cfg.data.split,
+        "tokenizer": f"{d.tokenizer} ({d.vocab_size:,} tokens)",
+        "characters": [f"{d.chars[s]:,}" for s in d.splits],
+        "tokens": [f"{d.splits[s].size:,}" for s in d.splits],
+    }, index=pd.Index(list(d.splits), name="split"))
 
 
 def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temperature: float = 0.8,
