@@ -27,25 +27,23 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb, plots, tables
+from lmcompanion import nb, tables
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
 # %%
-from lmcompanion import experiments, models, verdicts
+from lmcompanion import experiments, verdicts
 from lmcompanion.experiments.deepsight import DELTAS
 
 NAMES = experiments.names("deepsight")
 runs = {name: S.runs(name) for name in NAMES}
 final = {split: {name: tables.final(r, split) for name, r in runs.items()} for split in ("train", "val")}
 pub = {name: experiments.get(name).published for name in NAMES}
-short = lambda n: n.split("/")[1]
 
 
 def claim(text, metric, better, worse):
-    return verdicts.claim(text, f"{pub[better][metric]} vs {pub[worse][metric]}", final[metric][better],
-                          final[metric][worse], labels=(short(better), short(worse)))
+    return verdicts.between(text, metric, better, worse, runs)
 
 
 def spearman(values):
@@ -78,19 +76,13 @@ rows.append(verdicts.Verdict(
     verdicts.HOLDS if not separated and abs(rho_val) < 0.7 else verdicts.FAILS if separated and abs(rho_val) >= 0.7
     else verdicts.INCONCLUSIVE))
 
-counts = {n: models.num_params(experiments.config(n, "paper", device="cpu").model) for n in ("deepsight/mse_d11", "deepsight/baseline")}
-rows.append(verdicts.Verdict("DeepSight has fewer parameters than the baseline (paper size)",
-                             f"{pub['deepsight/mse_d11']['params']:,} vs {pub['deepsight/baseline']['params']:,}",
-                             f"{counts['deepsight/mse_d11']:,} vs {counts['deepsight/baseline']:,}",
-                             verdicts.HOLDS if counts["deepsight/mse_d11"] < counts["deepsight/baseline"] else verdicts.FAILS))
+rows.append(verdicts.fewer_parameters("DeepSight has fewer parameters than the baseline (paper size)",
+                                      "deepsight/mse_d11", "deepsight/baseline"))
 
 # The planning loss "collapses": the write-up's final values are about 5e-9; we call it collapsed below 1e-6.
 for name in sweep + ["deepsight/cosine_d11"]:
-    values = tables.last_train_metric(runs[name], "aux/planning")
-    rows.append(verdicts.Verdict(
-        f"the planning loss of '{experiments.get(name).title}' ends near zero (below 1e-6)", f"{pub[name]['aux']:.3e}",
-        verdicts.span(values, ".2e"),
-        verdicts.HOLDS if max(values) < 1e-6 else verdicts.FAILS if min(values) >= 1e-6 else verdicts.INCONCLUSIVE))
+    rows.append(verdicts.below(f"the planning loss of '{experiments.get(name).title}' ends near zero (below 1e-6)",
+                               f"{pub[name]['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"), 1e-6))
 
 verdicts.table(rows)
 

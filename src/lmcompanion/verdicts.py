@@ -56,6 +56,34 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     return Verdict(text, published, ours, compare(better, worse))
 
 
+def between(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
+    """The claim "experiment ``better`` beats experiment ``worse`` on ``metric``" (the final estimate, as the
+    write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers."""
+    from . import experiments, tables
+
+    pb, pw = experiments.get(better).published, experiments.get(worse).published
+    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "not in the write-up"
+    labels = (better.split("/")[-1], worse.split("/")[-1])
+    return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
+
+
+def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
+    """The claim "experiment ``smaller`` has fewer parameters than ``larger``" at the write-up's size (paper
+    profile), counted as the write-ups count; exact numbers, so no seeds are involved."""
+    from . import experiments, models
+
+    a, b = (models.num_params(experiments.config(n, "paper", device="cpu").model) for n in (smaller, larger))
+    pa, pb = experiments.get(smaller).published.get("params"), experiments.get(larger).published.get("params")
+    published = f"{pa:,} vs {pb:,}" if pa and pb else "not in the write-up"
+    return Verdict(text, published, f"{a:,} vs {b:,}", HOLDS if a < b else FAILS)
+
+
+def below(text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e") -> Verdict:
+    """The claim "the value ends below ``limit``", judged on every seed's value."""
+    verdict = HOLDS if max(values) < limit else FAILS if min(values) >= limit else INCONCLUSIVE
+    return Verdict(text, published, span(values, fmt), verdict)
+
+
 def table(verdicts: Sequence[Verdict]):
     import pandas as pd
 
