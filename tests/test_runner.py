@@ -55,3 +55,13 @@ def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path
     with pytest.raises(Exception, match=r"(?s)failed in cell \d+: ValueError: boom.*partly executed notebook"):
         run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
     assert (tmp_path / "bad.failed.ipynb").exists() and not (tmp_path / "bad.ipynb").exists()
+
+
+def test_adjacent_stream_outputs_are_merged():
+    from lmcompanion.runner import _merge_streams
+
+    outs = [{"output_type": "stream", "name": "stdout", "text": "a\n"}, {"output_type": "stream", "name": "stdout", "text": "b\n"},
+            {"output_type": "stream", "name": "stderr", "text": "c\n"}, {"output_type": "display_data", "data": {}},
+            {"output_type": "stream", "name": "stdout", "text": "d\n"}]
+    merged = _merge_streams(outs)
+    assert [o.get("text") for o in merged] == ["a\nb\n", "c\n", None, "d\n"]

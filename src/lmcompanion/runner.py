@@ -63,8 +63,21 @@ def check_parameters(nb, params: Mapping[str, Any], src: Path | str = "notebook"
         check_profile(valid["profile"])
 
 
+def _merge_streams(outputs: list) -> list:
+    """Adjacent stdout (or stderr) outputs as one: how prints are split into messages depends on timing."""
+    merged: list = []
+    for out in outputs:
+        if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")):
+            merged[-1]["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
+
+
 def clean(nb):
-    """Drop what changes between identical runs: timestamps, paths, random ids, tool bookkeeping."""
+    """Drop what changes between identical runs: timestamps, paths, random ids, tool bookkeeping, and the
+    timing-dependent split of printed text into several stream outputs."""
     nb.metadata.pop("jupytext", None)
     pm = nb.metadata.get("papermill")
     if pm is not None:
@@ -73,6 +86,8 @@ def clean(nb):
         cell["id"] = f"cell-{i}"
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell["outputs"] = _merge_streams(cell.get("outputs", []))
     return nb
 
 
