@@ -76,8 +76,8 @@ fig = plots.loss_curves({"baseline": runs})
 # ## A sample
 #
 # The first seed's model continues the opening of the validation split (temperature 0.8), decoded with the run's
-# own tokenizer. At the `cpu` profile the model has seen about half a million tokens, so expect word-like
-# fragments rather than prose.
+# own tokenizer. At the `cpu` profile the model has seen little text (the throughput table below counts its
+# tokens), so expect word-like fragments rather than prose.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
