@@ -24,7 +24,7 @@ from .lm import build_source as _lm_source
 
 # kind -> (config class, source builder); a chapter's data module registers itself with register_kind.
 _KINDS: dict[str, tuple[type, Callable]] = {}
-# modules that register further kinds when imported
+# modules that register further kinds when imported (lazily: they import torch-heavy code)
 _PLUGINS = ("lmcompanion.data.seq2seq",)
 
 
@@ -37,11 +37,7 @@ register_kind(LMDataConfig, _lm_source)
 
 def _load_plugins() -> None:
     for name in _PLUGINS:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+        importlib.import_module(name)
 
 
 def kinds() -> dict[str, tuple[type, Callable]]:

@@ -56,11 +56,7 @@ def _load() -> None:
         return
     _loaded = True
     for module in _MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:  # a chapter not written yet
-            if exc.name != module:
-                raise
+        importlib.import_module(module)
 
 
 def all_experiments() -> dict[str, Experiment]:

@@ -31,11 +31,7 @@ def register(config_cls: type, model_cls: type) -> None:
 def families() -> dict[str, tuple[type, type]]:
     if not _FAMILIES:
         for name in _MODULES:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as exc:  # a chapter's model file not written yet
-                if exc.name != name:
-                    raise
+            importlib.import_module(name)
     return _FAMILIES
 
 
@@ -49,7 +45,7 @@ def build(config, device: str | torch.device | None = None) -> torch.nn.Module:
     """Instantiate the model of a config (on ``device``; ``"meta"`` builds it without memory, for counting)."""
     model_cls = families()[config.family][1] if config.family in families() else None
     if model_cls is None:
-        config_class(config.family)  # raises with the list of families
+        config_class(config.family)  # raises, naming the known families
     if device is None:
         return model_cls(config)
     with torch.device(device):

@@ -142,7 +142,6 @@ class RunStore:
 
     @contextlib.contextmanager
     def _lock(self, folder: Path):
-        folder.mkdir(parents=True, exist_ok=True)
         with open(folder / ".lock", "w") as f:
             fcntl.flock(f, fcntl.LOCK_EX)  # another process training the same run: wait for it
             try:
@@ -163,8 +162,8 @@ class RunStore:
         if run.finished and not force:
             return run
         is_main = int(os.environ.get("RANK", "0")) == 0
-        lock = self._lock(folder) if is_main else contextlib.nullcontext(folder.mkdir(parents=True, exist_ok=True))
-        with lock:
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._lock(folder) if is_main else contextlib.nullcontext():  # under DDP, rank 0 holds the lock
             if run.finished and not force:
                 return run  # finished by another process while we waited
             if force and is_main:
