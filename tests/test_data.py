@@ -54,8 +54,15 @@ def test_ddp_processes_split_each_global_step_between_them():
     r0 = _source(world=2, rank=0).train_batches(5)
     r1 = _source(world=2, rank=1).train_batches(5)
     assert torch.equal(single[0]["idx"], r0[0]["idx"]) and torch.equal(single[1]["idx"], r1[0]["idx"])
-    with pytest.raises(ConfigError, match="grad_accum=3 must be a multiple of the number of processes"):
-        _source(world=2, grad_accum=3)
+
+
+def test_accumulation_must_split_over_the_processes():
+    from lmcompanion.train.distributed import Dist, check_accumulation
+
+    check_accumulation(4, Dist(world=2))
+    with pytest.raises(ConfigError, match=r"grad_accum=3 must be a multiple of the number of processes \(2\).*"
+                                          r"--set train.grad_accum=2"):
+        check_accumulation(3, Dist(world=2))
 
 
 def test_strided_evaluation_windows_are_fixed_and_span_the_split():

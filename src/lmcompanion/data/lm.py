@@ -148,11 +148,6 @@ class LMSource:
         self.rank, self.world = rank, world
         self.vocab_size = data.vocab_size
         self.eval_splits = tuple(s for s in eval_splits if s in data.splits)
-        if train_cfg.grad_accum % world:
-            raise ConfigError(
-                f"train.grad_accum={train_cfg.grad_accum} must be a multiple of the number of processes ({world}): "
-                "the global batch is batch_size * grad_accum"
-            )
         if "train" not in data.splits:
             raise DataError(f"the data has no train split (it has {sorted(data.splits)})")
         for split, arr in data.splits.items():

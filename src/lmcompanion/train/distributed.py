@@ -37,6 +37,18 @@ def setup(device_type: str) -> Dist:
     return Dist(rank, local_rank, world)
 
 
+def check_accumulation(grad_accum: int, d: Dist) -> None:
+    """Every process takes grad_accum / world of each step's micro-batches, so the world must divide it."""
+    if grad_accum % d.world:
+        teardown(d)
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"train.grad_accum={grad_accum} must be a multiple of the number of processes ({d.world}): the global "
+            f"batch is batch_size * grad_accum; e.g. --set train.grad_accum={d.world * max(1, grad_accum // d.world)}"
+        )
+
+
 def teardown(d: Dist) -> None:
     if d.enabled and dist.is_initialized():
         dist.destroy_process_group()

@@ -147,6 +147,7 @@ def train(cfg, run_dir: Path, *, progress: bool | None = None,
     run_dir = Path(run_dir)
     tc = cfg.train
     d = distributed.setup(cfg.device)
+    distributed.check_accumulation(tc.grad_accum, d)  # on every process, before any collective call
     device = torch.device(f"cuda:{d.local_rank}" if cfg.device == "cuda" else "cpu")
     if cfg.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
