@@ -30,7 +30,8 @@ def test_reference_is_an_up_to_date_smoke_execution(src):
     assert len(injected) == 1
     values = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.parse(injected[0].source).body}
     assert values.get("profile") == "smoke", f"{ref} was not executed at the smoke profile"
-    assert all(c.get("outputs") is not None for c in executed.cells if c.cell_type == "code")
+    unexecuted = [i for i, c in enumerate(executed.cells) if c.cell_type == "code" and c.get("execution_count") is None]
+    assert not unexecuted, f"{ref}: cells {unexecuted} were never executed; run `make references`"
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: str(p.relative_to(REPO)))

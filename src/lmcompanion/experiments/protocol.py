@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import TrainConfig
+from ..config import TrainConfig, check_profile
 from ..data import LMDataConfig
 
 PAPER_STEPS, PAPER_WARMUP, PAPER_DECAY = 9000, 300, 700_000
@@ -102,6 +102,4 @@ SCALES: dict[str, Scale] = {
 
 
 def scale(profile: str) -> Scale:
-    from ..config import check_profile
-
     return SCALES[check_profile(profile)]
