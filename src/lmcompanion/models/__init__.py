@@ -1,51 +1,57 @@
-"""Models: one module per write-up plus shared layers.
+"""Models: one module per write-up plus shared layers, behind one interface (:class:`base.Model`).
 
-Each family is a frozen config dataclass (with a ``family`` class attribute) and an ``nn.Module`` built from it.
-``build(config)`` makes the module; ``families()`` lists what is registered. A chapter adds its family by
-listing its module in ``_MODULES``; the module calls :func:`register` at import.
+Each family is a frozen config dataclass (with a ``family`` class attribute) and a :class:`base.Model` built from
+it. This package is the registry: it imports every family module and maps the family name to its (config, model)
+classes. The family modules never import this package back. ``build(config)`` makes the module;
+``num_params(config)`` counts without allocating.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import torch
 
 from ..config import suggest
 from ..errors import ConfigError
-from .base import LanguageModel, ModelOutput, count_params
+from . import ar_ed, baseline, deepsight, formal_ed, hourglass, mixer, transformer
+from .base import LanguageModel, Model, ModelOutput, count_params
 
-_FAMILIES: dict[str, tuple[type, type]] = {}
-_MODULES = (
-    "lmcompanion.models.baseline",
-    "lmcompanion.models.ar_ed",
-    "lmcompanion.models.deepsight",
-    "lmcompanion.models.formal_ed",
-)
-
-
-def register(config_cls: type, model_cls: type) -> None:
-    _FAMILIES[config_cls.family] = (config_cls, model_cls)
+FAMILIES: dict[str, tuple[type, type]] = {
+    config.family: (config, model)
+    for config, model in [
+        (baseline.BaselineConfig, baseline.Baseline),
+        (ar_ed.AREDConfig, ar_ed.AREncoderDecoder),
+        (deepsight.DeepSightConfig, deepsight.DeepSight),
+        (formal_ed.FormalEDConfig, formal_ed.FormalED),
+        (mixer.MixerConfig, mixer.MaskedMixer),
+        (transformer.TransformerConfig, transformer.Transformer),
+        (hourglass.HourglassConfig, hourglass.Hourglass),
+    ]
+}
 
 
 def families() -> dict[str, tuple[type, type]]:
-    if not _FAMILIES:
-        for name in _MODULES:
-            importlib.import_module(name)
-    return _FAMILIES
+    return FAMILIES
 
 
 def config_class(family: str) -> type:
-    if family not in families():
-        raise ConfigError(f"unknown model family {family!r}{suggest(family, _FAMILIES)}; known: {sorted(_FAMILIES)}")
-    return _FAMILIES[family][0]
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown model family {family!r}{suggest(family, FAMILIES)}; known: {sorted(FAMILIES)}")
+    return FAMILIES[family][0]
 
 
-def build(config, device: str | torch.device | None = None) -> torch.nn.Module:
+def model_class(family: str) -> type:
+    config_class(family)  # raises, naming the known families
+    return FAMILIES[family][1]
+
+
+def module_of(family: str) -> str:
+    """The module that implements a family (what a run of it executes)."""
+    return model_class(family).__module__
+
+
+def build(config, device: str | torch.device | None = None) -> Model:
     """Instantiate the model of a config (on ``device``; ``"meta"`` builds it without memory, for counting)."""
-    model_cls = families()[config.family][1] if config.family in families() else None
-    if model_cls is None:
-        config_class(config.family)  # raises, naming the known families
+    model_cls = model_class(config.family)
     if device is None:
         return model_cls(config)
     with torch.device(device):
@@ -57,4 +63,5 @@ def num_params(config) -> int:
     return build(config, device="meta").num_params()
 
 
-__all__ = ["LanguageModel", "ModelOutput", "build", "config_class", "count_params", "families", "num_params", "register"]
+__all__ = ["FAMILIES", "LanguageModel", "Model", "ModelOutput", "build", "config_class", "count_params", "families",
+           "model_class", "module_of", "num_params"]

@@ -162,9 +162,6 @@ class EncoderDecoderCore(LanguageModel):
     def positional_parameters(self) -> list[nn.Parameter]:
         return [self.wpe.weight]
 
-    def _flop_shape(self) -> tuple[int, int]:
-        return 2 * self.config.n_layer, self.config.n_embed
-
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """E = dropout(token + position embeddings)."""
         B, T = idx.shape
@@ -275,14 +272,6 @@ class AREncoderDecoder(EncoderDecoderCore):
             target = self.embeddings_ln(target)
         return disaffinity(enc, target, c.embedding_loss_type)
 
-
-def _register() -> None:
-    from . import register
-
-    register(AREDConfig, AREncoderDecoder)
-
-
-_register()
 
 __all__ = ["AREDConfig", "AREncoderDecoder", "CrossAttnConfig", "DecoderBlock", "EncoderDecoderConfig",
            "EncoderDecoderCore", "cumulative_mean", "disaffinity"]

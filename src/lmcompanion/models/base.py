@@ -9,6 +9,7 @@ cross-entropy, as in the write-ups' estimates.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -37,21 +38,72 @@ def count_params(params) -> int:
     return total
 
 
-class LanguageModel(nn.Module):
-    """Base for decoder-style language models: parameter counting as the write-ups count, and sampling."""
+class Model(nn.Module):
+    """The one interface every model family gives the trainer, the bench and the notebooks.
+
+    - ``context_size``: the longest input the model reads (tokens per sequence);
+    - ``num_params()``: the parameter count as the family's write-up counts it;
+    - ``flops_per_token()``: training (forward + backward) FLOPs per token, *counted* by
+      ``torch.utils.flop_counter`` on a meta-device copy (no memory, no time), so every family is measured the
+      same way; ``training=False`` counts the forward pass alone (inference);
+    - ``example_batch(batch_size)``: a batch of the shapes the model trains on (zeros), for counting and benching.
+    """
 
     config: object
 
+    @property
+    def context_size(self) -> int:
+        return self.config.context_size
+
     def positional_parameters(self) -> list[nn.Parameter]:
-        """Parameters the write-ups leave out of their counts (learned position tables)."""
+        """Parameters the write-up leaves out of its counts (e.g. learned position tables)."""
         return []
 
     def num_params(self, exclude_positional: bool = True) -> int:
-        """Parameter count; by default as the write-ups count it: position embeddings excluded, tied matrix once."""
+        """Parameter count; by default as the write-ups count it: positional tables excluded, tied matrix once."""
         total = count_params(self.parameters())
         if exclude_positional:
             total -= count_params(self.positional_parameters())
         return total
+
+    def example_batch(self, batch_size: int = 1, device: str | torch.device | None = None) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def flops_per_token(self, training: bool = True) -> float:
+        return counted_flops_per_token(self.config, type(self), training)
+
+
+@functools.lru_cache(maxsize=256)
+def counted_flops_per_token(config, model_cls: type, training: bool = True) -> float:
+    """FLOPs of one forward (+ backward when ``training``) pass over ``example_batch(1)``, per target token.
+
+    Matrix products and attention are counted (``FlopCounterMode``); elementwise work is not, as in the usual
+    6N + 12LTC estimate, which this count reproduces for a transformer.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        model = model_cls(config)
+    batch = model.example_batch(1, device="meta")
+    model.train(training)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        if training:
+            model(**batch).loss.backward()
+        else:
+            with torch.no_grad():
+                model(**batch)
+    tokens = batch["targets"].numel() if "targets" in batch else next(iter(batch.values())).numel()
+    return counter.get_total_flops() / tokens
+
+
+class LanguageModel(Model):
+    """Base for decoder-style language models: ``forward(idx, targets=None)`` over (B, T) token ids, and sampling."""
+
+    def example_batch(self, batch_size: int = 1, device: str | torch.device | None = None) -> dict[str, torch.Tensor]:
+        shape = (batch_size, self.context_size)
+        return {"idx": torch.zeros(shape, dtype=torch.long, device=device),
+                "targets": torch.zeros(shape, dtype=torch.long, device=device)}
 
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
@@ -78,15 +130,3 @@ class LanguageModel(nn.Module):
             idx = torch.cat([idx, nxt], dim=1)
         self.train(was_training)
         return idx
-
-    def flops_per_token(self) -> float:
-        """Training FLOPs per token (forward + backward), PaLM-style estimate: 6N + 12 * L * T * C.
-
-        Used only by the benchmarks for model FLOPs utilisation (MFU); families override ``_flop_shape``.
-        """
-        n_layer, n_embed = self._flop_shape()
-        return 6 * self.num_params(exclude_positional=True) + 12 * n_layer * self.config.context_size * n_embed
-
-    def _flop_shape(self) -> tuple[int, int]:
-        cfg = self.config
-        return cfg.n_layer, cfg.n_embed

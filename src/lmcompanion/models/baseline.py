@@ -84,11 +84,3 @@ class Baseline(LanguageModel):
         loss = cross_entropy(logits, targets) if targets is not None else None
         return ModelOutput(logits, loss, {})
 
-
-def _register() -> None:
-    from . import register
-
-    register(BaselineConfig, Baseline)
-
-
-_register()

@@ -138,11 +138,3 @@ class DeepSight(EncoderDecoderCore):
         prediction = self.encoder_out_ln(enc[:, :n])  # out_enc_ln, not detached: trains the encoder
         return disaffinity(prediction, self.planning_target(E), self.config.planning_loss_type)
 
-
-def _register() -> None:
-    from . import register
-
-    register(DeepSightConfig, DeepSight)
-
-
-_register()

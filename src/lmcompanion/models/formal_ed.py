@@ -42,7 +42,7 @@ import torch.nn.functional as F
 
 from ..config import ConfigBase, require
 from ..errors import ConfigError, TrainingDiverged
-from .base import ModelOutput, count_params
+from .base import Model, ModelOutput
 
 IGNORE = -100  # target id skipped by the loss (F.cross_entropy's ignore_index)
 
@@ -181,7 +181,7 @@ class DecoderLayer(nn.Module):
 # ED-Transformer
 
 
-class FormalED(nn.Module):
+class FormalED(Model):
     """ED-Transformer(z, x | θ): returns logits whose softmax is the write-up's P, one row per column of P."""
 
     def __init__(self, config: FormalEDConfig):
@@ -205,14 +205,25 @@ class FormalED(nn.Module):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
 
+    @property
+    def context_size(self) -> int:
+        """ℓ_max: the longest z or x."""
+        return self.config.l_max
+
     def positional_parameters(self) -> list[nn.Parameter]:
         return [self.W_p.weight]
 
     def num_params(self, exclude_positional: bool = False) -> int:
         """The size of θ. The write-up lists W_p in θ, so by default it is counted (unlike the decoder-only
         write-ups' convention)."""
-        total = count_params(self.parameters())
-        return total - count_params(self.positional_parameters()) if exclude_positional else total
+        return super().num_params(exclude_positional)
+
+    def example_batch(self, batch_size: int = 1, device: str | torch.device | None = None) -> dict[str, torch.Tensor]:
+        """z and x of the longest length, every position a target."""
+        shape = (batch_size, self.config.l_max)
+        zeros = torch.zeros(shape, dtype=torch.long, device=device)
+        return {"z": zeros, "x": zeros.clone(), "targets": zeros.clone(),
+                "z_valid": torch.ones(shape, dtype=torch.bool, device=device)}
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Embed(s | W_e, W_p): column j is (W_e)_{:, s_j} + (W_p)_{:, j}.  (B, ℓ) -> (B, ℓ, d_e)"""
@@ -469,13 +480,22 @@ def ed_training(model: FormalED, examples: Sequence[tuple[torch.Tensor, torch.Te
     return model
 
 
-def _register() -> None:
-    from . import register
+@dataclass(frozen=True)
+class LiteralConfig(ConfigBase):
+    """ED-Training's hyperparameters (T, η) and how much of the train split it loops over."""
 
-    register(FormalEDConfig, FormalED)
+    T: int = 2  # epochs
+    eta: float = 0.01  # η: the plain gradient step on the summed loss J
+    n: int = 1000  # examples: the first n of the train split, in order
+    evals: int = 10  # loss evaluations, evenly spaced over the T·n updates
+
+    def validate(self) -> None:
+        require(self.T >= 1, f"ED-Training's T (notebook parameter literal_epochs) must be >= 1, got {self.T}")
+        require(self.eta > 0, f"ED-Training's η (notebook parameter literal_eta) must be > 0, got {self.eta}")
+        require(self.n >= 1, f"ED-Training's n (notebook parameter literal_examples) must be >= 1, got {self.n}")
+        require(1 <= self.evals <= self.T * self.n,
+                f"ED-Training's evals must lie in 1..T·n = {self.T * self.n}, got {self.evals}")
 
 
-_register()
-
-__all__ = ["DecoderLayer", "EncoderLayer", "FormalED", "FormalEDConfig", "Generation", "MultiHeadAttention",
+__all__ = ["DecoderLayer", "EncoderLayer", "FormalED", "FormalEDConfig", "Generation", "LiteralConfig", "MultiHeadAttention",
            "check_temperature", "ed_inference", "ed_training", "entropy", "sample_tau", "sequence_loss", "tempered"]
