@@ -36,7 +36,8 @@ def data_dir():
 
 def tiny_run(name="test/tiny", *, steps=12, seed=0, **train_kw):
     """A run config that trains in about a second on the generated corpus."""
-    from lmcompanion.config import RunConfig, TrainConfig
+    from lmcompanion.config import TrainConfig
+    from lmcompanion.run import RunConfig
     from lmcompanion.data import LMDataConfig, vocab_size
     from lmcompanion.models.baseline import BaselineConfig
 

@@ -2,7 +2,8 @@ import dataclasses
 
 import pytest
 
-from lmcompanion.config import (PROFILES, RunConfig, TrainConfig, apply_overrides, check_profile, parse_overrides)
+from lmcompanion.config import PROFILES, TrainConfig, apply_overrides, check_profile, parse_overrides
+from lmcompanion.run import RunConfig
 from lmcompanion.errors import ConfigError
 from lmcompanion.models.baseline import BaselineConfig
 

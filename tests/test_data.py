@@ -3,14 +3,14 @@ import pytest
 import torch
 
 from lmcompanion.config import TrainConfig
-from lmcompanion.data import LMDataConfig, corpora, load_tokens, synthetic, tokenizers
+from lmcompanion.data import LMDataConfig, corpora, lm, load_tokens, synthetic, tokenizers
 from lmcompanion.data.lm import LMSource, TokenData
 from lmcompanion.errors import ConfigError, DataError
 
 
 def _source(n=1000, T=8, world=1, rank=0, **kw):
     arr = np.arange(n, dtype=np.uint16)
-    data = TokenData({"train": arr, "val": arr[:300]}, 1000, "test", "generated", {"train": n, "val": 300})
+    data = TokenData({"train": arr, "val": arr[:300]}, 1000, "test", "generated", {"train": n, "val": 300}, "test")
     cfg = TrainConfig(**{"batch_size": 4, "grad_accum": 2, "eval_batches": 3, **kw})
     return LMSource(data, T, cfg, seed=7, rank=rank, world=world)
 
@@ -104,7 +104,7 @@ def test_token_cache_is_written_once_and_memory_mapped():
     cfg = LMDataConfig(corpus="synthetic", tokenizer="char")
     first = load_tokens(cfg)
     assert isinstance(first.splits["train"], np.memmap) and first.source == "generated"
-    tok = tokenizers.build(cfg)
+    tok = lm.tokenizer(cfg)
     text = corpora.load_splits("synthetic", "chars_90_10")["val"]
     assert tok.decode(first.splits["val"][:50].tolist()) == text[:50]
     assert load_tokens(cfg).splits["train"].filename == first.splits["train"].filename
@@ -112,12 +112,12 @@ def test_token_cache_is_written_once_and_memory_mapped():
 
 def test_bpe_is_trained_on_train_split_and_cached():
     cfg = LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=300, max_chars=50_000)
-    tok = tokenizers.build(cfg)
+    tok = lm.tokenizer(cfg)
     assert tok.vocab_size == 300 and tok.decode(tok.encode("the cat sat.\nada had 3 cups")) == "the cat sat.\nada had 3 cups"
-    again = tokenizers.build(cfg)
+    again = lm.tokenizer(cfg)
     assert again.tok.to_str() == tok.tok.to_str()
     with pytest.raises(DataError, match="too small for this vocabulary"):
-        tokenizers.build(LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=5000, max_chars=2000))
+        lm.tokenizer(LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=5000, max_chars=2000))
 
 
 # --- the offline corpora in ../shared/data (skipped without them) ------------------------------------

@@ -1,18 +1,20 @@
-"""Configuration: frozen dataclasses with validation, the four profiles, and ``key=value`` overrides.
+"""Configuration, the bottom layer: frozen dataclasses with validation, the four profiles, ``key=value`` overrides.
 
-A run is fully described by a :class:`RunConfig`: a model config (one dataclass per model family, in
-``lmcompanion.models``), a data config (``lmcompanion.data``), a :class:`TrainConfig`, a seed and a device.
-Every config checks the types of its fields when it is built and then runs its own ``validate`` rules,
-so an impossible setting stops before any data is loaded or any step is taken.
+Every config checks the types of its fields when it is built (floats must be finite) and then runs its own
+``validate`` rules, so an impossible setting stops before any data is loaded or any step is taken. A run is
+described by :class:`lmcompanion.run.RunConfig`, which combines a model config (``lmcompanion.models``), a data
+config (``lmcompanion.data``) and the :class:`TrainConfig` defined here.
 
-Overrides address fields by dotted path (``train.lr=1e-3``, ``model.cross_attn_config.n_head=4``); an
-unknown path is an error that lists the valid ones.
+Overrides address fields by dotted path (``train.lr=1e-3``, ``model.cross_attn_config.n_head=4``). All of them are
+applied first and each config is validated once afterwards, so settings that only make sense together can be given
+together, in any order; an unknown path is an error that lists the valid ones.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import difflib
 import hashlib
 import json
@@ -104,6 +106,8 @@ class ConfigBase:
             if hint is float or (get_origin(hint) in (Union, types.UnionType) and float in get_args(hint)):
                 if isinstance(value, int) and not isinstance(value, bool):
                     object.__setattr__(self, f.name, float(value))
+                elif isinstance(value, float) and not math.isfinite(value):
+                    raise ConfigError(f"{type(self).__name__}.{f.name} must be a finite number, got {value!r}")
         self.validate()
 
     def validate(self) -> None:
@@ -171,63 +175,7 @@ class TrainConfig(ConfigBase):
         return self.batch_size * self.grad_accum
 
 
-# --------------------------------------------------------------------------------------------------
-# The run: model + data + training + seed + device
-
-
-@dataclass(frozen=True)
-class RunConfig(ConfigBase):
-    name: str  # the experiment's name, e.g. "ar_ed/mse_pos_sub"
-    model: Any  # a model config dataclass from lmcompanion.models
-    data: Any  # a data config dataclass from lmcompanion.data
-    train: TrainConfig
-    seed: int = 0
-    device: Literal["cpu", "cuda"] = "cpu"
-
-    def validate(self) -> None:
-        from . import data, models
-
-        require(is_dataclass(self.model) and getattr(self.model, "family", None) in models.families(),
-                f"RunConfig.model must be a model config of one of the families {sorted(models.families())}")
-        require(is_dataclass(self.data) and getattr(self.data, "kind", None) in data.kinds(),
-                f"RunConfig.data must be a data config of one of the kinds {sorted(data.kinds())}")
-        require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
-        check = getattr(self.data, "check_model", None)
-        if check is not None:
-            check(self.model)
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "model": {"family": self.model.family, **dataclasses.asdict(self.model)},
-            "data": {"kind": self.data.kind, **dataclasses.asdict(self.data)},
-            "train": dataclasses.asdict(self.train),
-            "seed": self.seed,
-            "device": self.device,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping) -> "RunConfig":
-        from . import data, models
-
-        model_d, data_d = dict(d["model"]), dict(d["data"])
-        model_cls = models.config_class(model_d.pop("family"))
-        data_cls = data.config_class(data_d.pop("kind"))
-        return cls(
-            name=d["name"],
-            model=_build(model_cls, model_d),
-            data=_build(data_cls, data_d),
-            train=_build(TrainConfig, d["train"]),
-            seed=d["seed"],
-            device=d["device"],
-        )
-
-    def hash(self) -> str:
-        """Short, stable digest of the full config (the run store adds the code fingerprint)."""
-        return digest(self.to_dict())
-
-
-def _build(cls, d: Mapping):
+def build_dataclass(cls, d: Mapping):
     """Rebuild a (possibly nested) config dataclass from its asdict() form; JSON lists become tuples."""
     hints = get_type_hints(cls)
     kwargs = {}
@@ -238,7 +186,7 @@ def _build(cls, d: Mapping):
         hint = hints[f.name]
         inner = [a for a in (get_args(hint) or (hint,)) if is_dataclass(a)]
         if inner and isinstance(value, Mapping):
-            value = _build(inner[0], value)
+            value = build_dataclass(inner[0], value)
         elif isinstance(value, list):
             value = tuple(value)
         kwargs[f.name] = value
@@ -302,38 +250,46 @@ def _coerce(value, hint):
 
 
 def apply_overrides(cfg, overrides: Mapping[str, Any]):
-    """Return a copy of ``cfg`` with dotted-path overrides applied and validated."""
+    """Return a copy of ``cfg`` with dotted-path overrides applied, then validated once.
+
+    Every path is checked first (unknown keys are errors that list the valid ones); each config dataclass is then
+    rebuilt once with all of its overrides, so ``data.tokenizer=bpe`` and ``data.vocab_size=5000`` can be given in
+    either order. Rules between configs (e.g. the model's vocabulary against the data's) run last.
+    """
+    tree: dict = {}
     for key, value in overrides.items():
-        cfg = _set_path(cfg, key.split("."), value, key, cfg)
-    return cfg
+        node, obj, path = tree, cfg, key.split(".")
+        for i, part in enumerate(path):
+            names = [f.name for f in fields(obj)]
+            if part not in names:
+                valid = flat_keys(cfg)
+                raise ConfigError(f"unknown config key {key!r}{suggest(key, valid)}; valid keys: {', '.join(valid)}")
+            current = getattr(obj, part)
+            last = i == len(path) - 1
+            if last and is_dataclass(current):
+                raise ConfigError(f"{key!r} is a group of settings; set its fields, e.g. {key}.{fields(current)[0].name}=...")
+            if not last and not is_dataclass(current):
+                raise ConfigError(f"{'.'.join(path[: i + 1])} in {key!r} is a plain value and has no sub-keys")
+            if last:
+                node[part] = _coerce(value, get_type_hints(type(obj))[part])
+            else:
+                node = node.setdefault(part, {})
+                obj = current
+    return _rebuild(cfg, tree)
 
 
-def _set_path(obj, path: list[str], value, full_key: str, root):
-    names = [f.name for f in fields(obj)]
-    head = path[0]
-    if head not in names:
-        valid = flat_keys(root)
-        raise ConfigError(
-            f"unknown config key {full_key!r}{suggest(full_key, valid)}; valid keys: {', '.join(valid)}"
-        )
-    current = getattr(obj, head)
-    if len(path) == 1:
-        if is_dataclass(current):
-            raise ConfigError(f"{full_key!r} is a group of settings; set its fields, e.g. {full_key}.{fields(current)[0].name}=...")
-        hint = get_type_hints(type(obj))[head]
-        return dataclasses.replace(obj, **{head: _coerce(value, hint)})
-    if not is_dataclass(current):
-        raise ConfigError(f"{'.'.join(path[:1])} in {full_key!r} is a plain value and has no sub-keys")
-    return dataclasses.replace(obj, **{head: _set_path(current, path[1:], value, full_key, root)})
+def _rebuild(obj, changes: Mapping[str, Any]):
+    values = {name: _rebuild(getattr(obj, name), sub) if isinstance(sub, dict) else sub for name, sub in changes.items()}
+    return dataclasses.replace(obj, **values) if values else obj
 
 
 __all__ = [
     "PROFILES",
     "ConfigBase",
     "ConfigError",
-    "RunConfig",
     "TrainConfig",
     "apply_overrides",
+    "build_dataclass",
     "check_profile",
     "digest",
     "flat_keys",

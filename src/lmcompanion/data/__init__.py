@@ -1,8 +1,9 @@
 """Data: corpora, tokenizers, token caches and batch sources.
 
-A *data config* is a frozen dataclass with a ``kind`` (``"lm"`` for token streams; chapters may register
-others, such as sequence-to-sequence tasks). ``build_source(run_cfg, rank, world)`` turns a run config into
-a *source* with the interface the trainer needs:
+A *data config* is a frozen dataclass with a ``kind`` and a ``fingerprint()`` (the identity of the text or task it
+reads). This package is the registry: it imports every data module and maps each kind to its config class and its
+source builder; the data modules never import it back. ``build_source(run_cfg, rank, world)`` turns a run config
+into a *source* with the interface the trainer needs:
 
 - ``train_batches(step) -> list[dict]``: this process's micro-batches of optimizer step ``step``,
 - ``eval_batches(split, step) -> iterator of dict``: this process's share of the evaluation batches,
@@ -14,45 +15,42 @@ know what a batch contains.
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from ..config import suggest
 from ..errors import ConfigError
+from . import lm, seq2seq
 from .lm import LMDataConfig, LMSource, load_tokens, vocab_size
-from .lm import build_source as _lm_source
 
-# kind -> (config class, source builder); a chapter's data module registers itself with register_kind.
-_KINDS: dict[str, tuple[type, Callable]] = {}
-# modules that register further kinds when imported (lazily: they import torch-heavy code)
-_PLUGINS = ("lmcompanion.data.seq2seq",)
-
-
-def register_kind(config_cls: type, build: Callable) -> None:
-    _KINDS[config_cls.kind] = (config_cls, build)
-
-
-register_kind(LMDataConfig, _lm_source)
-
-
-def _load_plugins() -> None:
-    for name in _PLUGINS:
-        importlib.import_module(name)
+KINDS: dict[str, tuple[type, Callable]] = {
+    config.kind: (config, build)
+    for config, build in [
+        (lm.LMDataConfig, lm.build_source),
+        (seq2seq.Seq2SeqDataConfig, seq2seq.build_source),
+    ]
+}
 
 
 def kinds() -> dict[str, tuple[type, Callable]]:
-    _load_plugins()
-    return _KINDS
+    return KINDS
 
 
 def config_class(kind: str) -> type:
-    if kind not in kinds():
-        raise ConfigError(f"unknown data kind {kind!r}{suggest(kind, _KINDS)}; known: {sorted(_KINDS)}")
-    return _KINDS[kind][0]
+    if kind not in KINDS:
+        raise ConfigError(f"unknown data kind {kind!r}{suggest(kind, KINDS)}; known: {sorted(KINDS)}")
+    return KINDS[kind][0]
+
+
+def module_of(kind: str) -> str:
+    """The module that implements a data kind (what a run reading it executes)."""
+    config_class(kind)
+    return KINDS[kind][1].__module__
 
 
 def build_source(run_cfg, rank: int = 0, world: int = 1):
-    return kinds()[run_cfg.data.kind][1](run_cfg, rank, world)
+    config_class(run_cfg.data.kind)
+    return KINDS[run_cfg.data.kind][1](run_cfg, rank, world)
 
 
-__all__ = ["LMDataConfig", "LMSource", "build_source", "config_class", "kinds", "load_tokens", "register_kind", "vocab_size"]
+__all__ = ["KINDS", "LMDataConfig", "LMSource", "build_source", "config_class", "kinds", "load_tokens", "module_of",
+           "vocab_size"]

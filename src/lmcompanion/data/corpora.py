@@ -4,6 +4,10 @@ Every real corpus is read through Hugging Face ``datasets``: from the hub when o
 plain-text copies in ``$LMC_DATA_DIR`` (the layout of the repository's ``../shared/data``) with the built-in
 ``text`` builder. Local copies win when both exist, so builds on machines without network are deterministic.
 
+Data identity: :func:`fingerprint` names the exact text a corpus gives right now: a SHA-256 of the local files'
+bytes, the hub dataset's revision, or a digest of the generated text. Token caches and run keys include it, so a
+changed or truncated copy of a corpus can never be mistaken for the real one.
+
 Split rules turn one text into named splits. ``chars_90_10`` is nanoGPT's and the yif-AI write-ups' rule
 (first 90% of the characters for training, the rest for validation); ``chars_80_10_10`` gives a contiguous
 train/val/test split; ``given`` keeps the corpus's own splits (TinyStories has train and validation files).
@@ -12,6 +16,8 @@ train/val/test split; ``given`` keeps the corpus's own splits (TinyStories has t
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -198,11 +204,26 @@ def _quiet_datasets():
 def _read_local(corpus: Corpus, split: str, path: Path) -> str:
     import datasets
 
+    expected = file_digest(path)
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"corpus {corpus.name!r}: {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                        f"replace it with the UTF-8 original (see the data folder's SHA256SUMS)") from None
     # one row holding the whole file ("all" is reserved by datasets as a split name)
-    with _quiet_datasets():
-        ds = datasets.load_dataset("text", data_files={"train": str(path)}, sample_by="document",
-                                   cache_dir=_hf_cache(), split="train")
-    return ds[0]["text"]
+    for mode in (None, "force_redownload"):  # a stale `datasets` cache of an edited file is rebuilt once
+        try:
+            with _quiet_datasets():
+                ds = datasets.load_dataset("text", data_files={"train": str(path)}, sample_by="document",
+                                           cache_dir=_hf_cache(), split="train", download_mode=mode)
+        except PermissionError as exc:
+            raise DataError(f"corpus {corpus.name!r}: cannot write the `datasets` cache ({exc}); point LMC_CACHE_DIR "
+                            "at a writable folder") from None
+        text = ds[0]["text"] if len(ds) else ""
+        if hashlib.sha256(text.encode()).hexdigest() == expected:
+            return text
+    raise DataError(f"corpus {corpus.name!r}: the text read from {path} does not match the file's bytes; delete "
+                    f"{_hf_cache()} and run again")
 
 
 def _read_hub(corpus: Corpus, split: str) -> str:
@@ -226,6 +247,48 @@ def _read_hub(corpus: Corpus, split: str) -> str:
         raise _missing(corpus, "it could not be downloaded from the hub", f"({type(exc).__name__}: {exc})") from exc
     text = hub.joiner.join(parts)
     return text[: hub.max_chars] if hub.max_chars else text
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (cached per process while its size and mtime stay the same)."""
+    st = os.stat(path)
+    return _digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _hub_revision(hub: HubSource) -> str:
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(hub.path).sha or "unknown"
+    except Exception as exc:  # offline, or the hub refused
+        raise DataError(f"the revision of {hub.path} on the Hugging Face hub cannot be read ({type(exc).__name__}); "
+                        "go online, or point LMC_DATA_DIR at local copies") from None
+
+
+def fingerprint(name: str) -> str:
+    """The identity of the text corpus ``name`` gives right now (see the module docstring)."""
+    corpus = get(name)
+    if corpus.generated:
+        return "generated:" + hashlib.sha256(synthetic.generate().encode()).hexdigest()[:16]
+    src = source_of(name)
+    if src.startswith("local:"):
+        root = paths.data_dir()
+        h = hashlib.sha256()
+        for split, rel in sorted(corpus.files.items()):
+            h.update(f"{split}={file_digest(root / rel)};".encode())
+        return "sha256:" + h.hexdigest()[:16]
+    if corpus.hub is None or _offline():
+        raise _missing(corpus, "no local copy was found and the hub is not reachable")
+    return f"hub:{corpus.hub.path}:{corpus.hub.name}@{_hub_revision(corpus.hub)}:{corpus.hub.max_chars}"
 
 
 def source_of(name: str) -> str:
@@ -272,7 +335,7 @@ def load_splits(name: str, rule: str, max_chars: int | None = None) -> dict[str,
         names = split_names(name, rule)
         if not names:
             raise DataError(f"corpus {name!r} has no splits of its own; use a rule such as chars_90_10")
-        return {s: load_raw(name, s)[:max_chars] for s in names}
+        return _checked(name, {s: load_raw(name, s)[:max_chars] for s in names})
     if corpus.files and "all" not in corpus.files:
         raise DataError(
             f"corpus {name!r} comes in its own splits ({', '.join(corpus.given_splits)}); use split='given' "
@@ -284,4 +347,21 @@ def load_splits(name: str, rule: str, max_chars: int | None = None) -> dict[str,
         end = len(text) if i == len(fractions) - 1 else start + int(frac * len(text))
         out[split] = text[start:end]
         start = end
-    return out
+    return _checked(name, out)
+
+
+def _checked(name: str, texts: dict[str, str]) -> dict[str, str]:
+    """Stop early on text no model should train on: an empty split, binary data, a single repeated character."""
+    where = f" ({source_of(name)})"
+    for split, text in texts.items():
+        if not text.strip():
+            raise DataError(f"split {split!r} of corpus {name!r} is empty{where}: restore the corpus files, or raise "
+                            "data.max_chars")
+        if "\x00" in text:
+            raise DataError(f"corpus {name!r} contains NUL bytes{where}: it is binary data, not text; restore the "
+                            "original files")
+    distinct = set().union(*(set(t) for t in texts.values()))
+    if len(distinct) < 2:
+        raise DataError(f"corpus {name!r} has a single distinct character ({next(iter(distinct))!r}){where}: there is "
+                        "nothing to learn; restore the corpus files")
+    return texts

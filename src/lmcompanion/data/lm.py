@@ -1,7 +1,9 @@
 """Language-modelling data: the data config, token caches, and batching.
 
 Token caches are flat arrays of token ids (uint16, or uint32 for vocabularies over 65,536) written once per
-(corpus, split rule, text size, tokenizer, split) under ``$LMC_CACHE_DIR/tokens`` and memory-mapped after.
+(corpus, its content fingerprint, split rule, text size, tokenizer, split) under ``$LMC_CACHE_DIR/tokens`` and
+memory-mapped after. The fingerprint (``corpora.fingerprint``) is part of the folder's name, so a cache built from
+other text (a truncated copy, another ``LMC_DATA_DIR``) is never read for this one; ``meta.json`` is written last.
 
 Batching follows the write-ups: training draws random windows *with replacement* (``x = data[i:i+T]``,
 ``y = data[i+1:i+T+1]``, ``i`` uniform), so there are no epochs. The windows of step ``s`` are a pure
@@ -25,8 +27,9 @@ from .. import paths
 from ..config import ConfigBase, require
 from ..errors import ConfigError, DataError
 from . import corpora, tokenizers
+from .sampling import mix_seed
 
-CACHE_VERSION = 1  # bump when cleaning or tokenization changes, to invalidate old token caches
+CACHE_VERSION = 2  # bump when cleaning or tokenization changes, to invalidate old token caches
 
 
 @dataclass(frozen=True)
@@ -63,20 +66,40 @@ class LMDataConfig(ConfigBase):
         if self.tokenizer != "char":  # char vocabularies depend on the text: checked when the data is loaded
             expected = tokenizers.GPT2_VOCAB if self.tokenizer == "gpt2" else self.vocab_size
             require(model.vocab_size == expected,
-                    f"model.vocab_size={model.vocab_size} but the {tokenizers.tokenizer_key(self)} tokenizer has {expected} tokens")
+                    f"model.vocab_size={model.vocab_size} but the {self.tokenizer_name} tokenizer has {expected} tokens")
+
+    @property
+    def tokenizer_name(self) -> str:
+        return tokenizers.tokenizer_key(self.tokenizer, self.vocab_size)
+
+    def fingerprint(self) -> str:
+        """The identity of the text this config reads (the corpus's content fingerprint)."""
+        return corpora.fingerprint(self.corpus)
 
 
 def text_key(cfg: LMDataConfig) -> str:
+    """Names exactly one text: split rule, head, cache version and the corpus's content fingerprint."""
     head = f"-head{cfg.max_chars}" if cfg.max_chars else ""
-    return f"{cfg.split}{head}-v{CACHE_VERSION}"
+    fp = cfg.fingerprint().split(":", 1)[-1].replace("/", "_").replace(":", "_")[:40]
+    return f"{cfg.split}{head}-v{CACHE_VERSION}-{fp}"
 
 
 def load_texts(cfg: LMDataConfig) -> dict[str, str]:
     return corpora.load_splits(cfg.corpus, cfg.split, cfg.max_chars)
 
 
+def _text_dir(cfg: LMDataConfig) -> Path:
+    return paths.cache_dir() / "tokens" / cfg.corpus / text_key(cfg)
+
+
+def tokenizer(cfg: LMDataConfig, texts: dict[str, str] | None = None) -> tokenizers.Tokenizer:
+    """The config's tokenizer (char and BPE vocabularies are built from this text and cached beside its tokens)."""
+    return tokenizers.build(cfg.tokenizer, vocab_size=cfg.vocab_size, folder=_text_dir(cfg) / "vocab",
+                            texts=(lambda: texts) if texts is not None else (lambda: load_texts(cfg)))
+
+
 def _cache_dir(cfg: LMDataConfig) -> Path:
-    return paths.cache_dir() / "tokens" / cfg.corpus / text_key(cfg) / tokenizers.tokenizer_key(cfg)
+    return _text_dir(cfg) / cfg.tokenizer_name
 
 
 @dataclass
@@ -86,6 +109,7 @@ class TokenData:
     tokenizer: str
     source: str  # where the text came from: generated, local:<dir> or hub:<id>
     chars: dict[str, int]  # characters of text per split
+    fingerprint: str  # the identity of the text (corpora.fingerprint)
 
 
 def vocab_size(cfg: LMDataConfig) -> int:
@@ -94,24 +118,44 @@ def vocab_size(cfg: LMDataConfig) -> int:
         return tokenizers.GPT2_VOCAB
     if cfg.tokenizer == "bpe":
         return cfg.vocab_size
-    return tokenizers.build(cfg).vocab_size
+    return tokenizer(cfg).vocab_size
+
+
+def _intact(folder: Path, meta_path: Path) -> bool:
+    try:
+        meta = json.loads(meta_path.read_text())
+        size = np.dtype(meta["dtype"]).itemsize
+        return all((folder / f"{s}.bin").stat().st_size == n * size for s, n in meta["tokens"].items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def load_tokens(cfg: LMDataConfig) -> TokenData:
     """Memory-mapped token ids of every split, tokenizing and caching what is missing."""
     folder = _cache_dir(cfg)
     meta_path = folder / "meta.json"
+    if meta_path.is_file() and not _intact(folder, meta_path):
+        meta_path.unlink()  # a damaged cache (a truncated or missing .bin, an unreadable meta) is rebuilt
     if not meta_path.is_file():
         texts = load_texts(cfg)
-        tok = tokenizers.build(cfg, texts)
+        tok = tokenizer(cfg, texts)
         dtype = np.uint16 if tok.vocab_size <= 2**16 else np.uint32
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"cannot create the token cache {folder} ({exc.strerror}): point LMC_CACHE_DIR at a "
+                            "writable folder") from None
         counts = {}
         for split, text in texts.items():
             ids = np.asarray(tok.encode(text), dtype=dtype)
             tmp = folder / f"{split}.bin.tmp{os.getpid()}"
-            ids.tofile(tmp)
-            os.replace(tmp, folder / f"{split}.bin")
+            try:
+                ids.tofile(tmp)
+                os.replace(tmp, folder / f"{split}.bin")
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise DataError(f"cannot write the token cache {folder} ({exc.strerror}): free disk space or point "
+                                "LMC_CACHE_DIR at a writable folder with room") from None
             counts[split] = int(ids.size)
         meta = {
             "vocab_size": tok.vocab_size,
@@ -120,6 +164,7 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
             "chars": {s: len(t) for s, t in texts.items()},
             "tokenizer": tok.name,
             "source": corpora.source_of(cfg.corpus),
+            "fingerprint": cfg.fingerprint(),
         }
         tmp = meta_path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(meta, indent=1))
@@ -128,15 +173,8 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
     splits = {
         s: np.memmap(folder / f"{s}.bin", dtype=meta["dtype"], mode="r", shape=(n,)) for s, n in meta["tokens"].items()
     }
-    return TokenData(splits, meta["vocab_size"], meta["tokenizer"], meta["source"], meta["chars"])
+    return TokenData(splits, meta["vocab_size"], meta["tokenizer"], meta["source"], meta["chars"], meta["fingerprint"])
 
-
-def _mix(*ints: int) -> int:
-    """A deterministic 63-bit seed from several integers (no Python hash randomization)."""
-    h = 0x9E3779B97F4A7C15
-    for i in ints:
-        h = (h ^ (int(i) + 0x9E3779B97F4A7C15 + (h << 6) + (h >> 2))) & 0x7FFFFFFFFFFFFFFF
-    return h
 
 
 class LMSource:
@@ -165,7 +203,7 @@ class LMSource:
     def train_batches(self, step: int) -> list[dict[str, torch.Tensor]]:
         """This process's micro-batches for optimizer step ``step`` (0-based)."""
         arr, B, accum = self.data.splits["train"], self.cfg.batch_size, self.cfg.grad_accum
-        g = torch.Generator().manual_seed(_mix(self.seed, step, 1))
+        g = torch.Generator().manual_seed(mix_seed(self.seed, step, 1))
         starts = torch.randint(0, arr.size - self.T, (accum * B,), generator=g)
         local = range(self.rank, accum, self.world)  # global micro-batch m*world + rank
         return [self._windows(arr, starts[m * B : (m + 1) * B]) for m in local]
@@ -177,7 +215,7 @@ class LMSource:
         if self.cfg.eval_sampling == "strided":
             starts = torch.linspace(0, arr.size - self.T - 1, K * B).long()
         else:
-            g = torch.Generator().manual_seed(_mix(self.seed, step, 2, self.eval_splits.index(split)))
+            g = torch.Generator().manual_seed(mix_seed(self.seed, step, 2, self.eval_splits.index(split)))
             starts = torch.randint(0, arr.size - self.T, (K * B,), generator=g)
         for k in range(self.rank, K, self.world):
             yield self._windows(arr, starts[k * B : (k + 1) * B])

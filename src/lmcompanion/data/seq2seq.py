@@ -37,7 +37,7 @@ import torch
 
 from ..config import ConfigBase, require
 from ..errors import ConfigError
-from .lm import _mix
+from .sampling import mix_seed
 
 PAD, BOS, EOS = 0, 1, 2
 DIGIT0 = 3  # token of digit 0; digit d is DIGIT0 + d
@@ -88,6 +88,10 @@ class Seq2SeqDataConfig(ConfigBase):
     def width(self) -> int:
         """Columns of the padded decoder input and targets (|x| - 1 of the longest example)."""
         return self.max_len + 1
+
+    def fingerprint(self) -> str:
+        """Generated data: a pure function of this config (which the run key holds) and of this module's code."""
+        return "generated"
 
     def check_model(self, model) -> None:
         for name in ("vocab_size", "l_max"):
@@ -222,7 +226,7 @@ class Seq2SeqSource:
         """This process's micro-batches for optimizer step ``step``: examples drawn with replacement."""
         B, accum = self.train_cfg.batch_size, self.train_cfg.grad_accum
         split = self.splits["train"]
-        g = torch.Generator().manual_seed(_mix(self.seed, step, 1))
+        g = torch.Generator().manual_seed(mix_seed(self.seed, step, 1))
         idx = torch.randint(0, len(split), (accum * B,), generator=g)
         return [split.batch(idx[m * B : (m + 1) * B]) for m in range(self.rank, accum, self.world)]
 
@@ -234,7 +238,7 @@ class Seq2SeqSource:
         if self.train_cfg.eval_sampling == "strided":
             idx = torch.linspace(0, len(data) - 1, K * B).long()  # the same examples at every evaluation
         else:
-            g = torch.Generator().manual_seed(_mix(self.seed, step, 2, self.eval_splits.index(split)))
+            g = torch.Generator().manual_seed(mix_seed(self.seed, step, 2, self.eval_splits.index(split)))
             idx = torch.randint(0, len(data), (K * B,), generator=g)
         for k in range(self.rank, K, self.world):
             yield data.batch(idx[k * B : (k + 1) * B])
@@ -242,15 +246,6 @@ class Seq2SeqSource:
 
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> Seq2SeqSource:
     return Seq2SeqSource(run_cfg.data, run_cfg.train, run_cfg.seed, rank, world)
-
-
-def _register() -> None:
-    from . import register_kind
-
-    register_kind(Seq2SeqDataConfig, build_source)
-
-
-_register()
 
 __all__ = ["BOS", "EOS", "IGNORE", "PAD", "Seq2SeqDataConfig", "Seq2SeqSource", "Split", "TASKS", "VOCAB", "answer",
            "collate", "dataset", "decode", "encode_digits"]

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from .. import paths
 from ..errors import DataError
@@ -143,10 +143,7 @@ class BPETokenizer:
         return cls(HFTokenizer.from_file(str(path)), name)
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        self.tok.save(str(tmp))
-        os.replace(tmp, path)
+        _write_atomic(path, self.tok.to_str())
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []
@@ -162,38 +159,44 @@ def _lines(text: str):
     return text.splitlines(keepends=True)
 
 
-def tokenizer_key(data_cfg) -> str:
-    """Names the tokenizer in cache paths: 'gpt2', 'char' or 'bpe4096'."""
-    return f"bpe{data_cfg.vocab_size}" if data_cfg.tokenizer == "bpe" else data_cfg.tokenizer
+def tokenizer_key(kind: str, vocab_size: int | None = None) -> str:
+    """Names a tokenizer in cache paths: 'gpt2', 'char' or 'bpe4096'."""
+    return f"bpe{vocab_size}" if kind == "bpe" else kind
 
 
-def build(data_cfg, texts: dict[str, str] | None = None) -> Tokenizer:
-    """The tokenizer a data config asks for; BPE and char vocabularies are cached under $LMC_CACHE_DIR."""
-    from .lm import load_texts, text_key
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"cannot write the tokenizer cache {path} ({exc.strerror}): point LMC_CACHE_DIR at a writable "
+                        "folder with room") from None
 
-    if data_cfg.tokenizer == "gpt2":
+
+def build(kind: str, *, vocab_size: int | None, folder: Path, texts: Callable[[], dict[str, str]]) -> Tokenizer:
+    """The tokenizer ``kind`` for one text; char and BPE vocabularies are built from ``texts()`` (called only when
+    ``folder``, the cache for exactly that text, does not hold them yet)."""
+    if kind == "gpt2":
         return GPT2Tokenizer()
-    cache = paths.cache_dir() / "tokenizers" / data_cfg.corpus / text_key(data_cfg)
-    if data_cfg.tokenizer == "char":
-        path = cache / "char.json"
+    if kind == "char":
+        path = folder / "char.json"
         if path.is_file():
             return CharTokenizer(json.loads(path.read_text())["chars"])
-        texts = texts if texts is not None else load_texts(data_cfg)
-        tok = CharTokenizer.from_texts(texts.values())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"chars": tok.chars}))
-        os.replace(tmp, path)
+        tok = CharTokenizer.from_texts(texts().values())
+        _write_atomic(path, json.dumps({"chars": tok.chars}))
         return tok
-    if data_cfg.tokenizer == "bpe":
-        path = cache / f"bpe{data_cfg.vocab_size}.json"
-        name = tokenizer_key(data_cfg)
+    if kind == "bpe":
+        path = folder / f"bpe{vocab_size}.json"
+        name = tokenizer_key(kind, vocab_size)
         if path.is_file():
             return BPETokenizer.load(path, name)
-        texts = texts if texts is not None else load_texts(data_cfg)
-        if "train" not in texts:
-            raise DataError(f"BPE is trained on the train split, and {data_cfg.corpus!r} has none under {data_cfg.split!r}")
-        tok = BPETokenizer.train(texts["train"], data_cfg.vocab_size, name)
+        splits = texts()
+        if "train" not in splits:
+            raise DataError(f"BPE is trained on the train split, and this text has only {sorted(splits)}")
+        tok = BPETokenizer.train(splits["train"], vocab_size, name)
         tok.save(path)
         return tok
-    raise DataError(f"unknown tokenizer {data_cfg.tokenizer!r}; valid: gpt2, char, bpe")
+    raise DataError(f"unknown tokenizer {kind!r}; valid: gpt2, char, bpe")

@@ -4,78 +4,47 @@ An experiment is a function ``profile -> RunConfig`` registered under a name suc
 the write-up's label and published numbers. ``config(name, profile, seed=..., device=..., overrides=...)``
 gives the run config a notebook or the CLI trains; ``lmcompanion.train.run`` trains or reuses it.
 
-Each chapter's module (``ar_ed``, ``deepsight``, ...) registers its experiments when this package is imported.
+Each chapter's module (``ar_ed``, ``deepsight``, ...) registers its experiments in :mod:`.registry` when this
+package imports it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Mapping
 
-from ..config import RunConfig, apply_overrides, check_profile, suggest
+from ..config import apply_overrides, check_profile, suggest
 from ..errors import ConfigError
+from ..run import RunConfig
+from . import ar_ed, baselines, deepsight, formal_ed  # noqa: F401  (they register their experiments)
+from .registry import REGISTRY, Experiment, register
 
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str  # "<chapter>/<arm>"
-    chapter: str
-    title: str  # the write-up's own label for the run
-    build: Callable[[str], RunConfig]  # profile -> config (seed 0, device cpu)
-    published: Mapping[str, float] = field(default_factory=dict)  # the write-up's numbers: train, val, aux, params
-    notes: str = ""
-
-
-_REGISTRY: dict[str, Experiment] = {}
-_MODULES = (
-    "lmcompanion.experiments.baselines",
-    "lmcompanion.experiments.ar_ed",
-    "lmcompanion.experiments.deepsight",
-    "lmcompanion.experiments.formal_ed",
-)
-_loaded = False
-
-
-def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = ""):
-    """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``."""
-
-    def deco(fn: Callable[[str], RunConfig]):
-        if name in _REGISTRY:
-            raise ValueError(f"experiment {name!r} is registered twice")
-        _REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes)
-        return fn
-
-    return deco
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in _MODULES:
-        importlib.import_module(module)
+CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight")
 
 
 def all_experiments() -> dict[str, Experiment]:
-    _load()
-    return dict(_REGISTRY)
+    return dict(REGISTRY)
+
+
+def chapters() -> list[str]:
+    """The chapters that have experiments, in registration order."""
+    return list(dict.fromkeys(e.chapter for e in REGISTRY.values()))
 
 
 def names(chapter: str | None = None) -> list[str]:
-    return [n for n, e in all_experiments().items() if chapter is None or e.chapter == chapter]
+    if chapter is not None and chapter not in chapters():
+        raise ConfigError(f"unknown chapter {chapter!r}{suggest(chapter, chapters())}; chapters with experiments: "
+                          f"{', '.join(chapters())}")
+    return [n for n, e in REGISTRY.items() if chapter is None or e.chapter == chapter]
 
 
 def get(name: str) -> Experiment:
-    registry = all_experiments()
-    if name not in registry:
+    if name not in REGISTRY:
         raise ConfigError(
-            f"unknown experiment {name!r}{suggest(name, registry)}; see `python -m lmcompanion list` "
-            f"(known: {', '.join(registry)})"
+            f"unknown experiment {name!r}{suggest(name, REGISTRY)}; see `python -m lmcompanion list` "
+            f"(known: {', '.join(REGISTRY)})"
         )
-    return registry[name]
+    return REGISTRY[name]
 
 
 def resolve_device(device: str, profile: str) -> str:
@@ -93,11 +62,16 @@ def resolve_device(device: str, profile: str) -> str:
 
 def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "auto",
            overrides: Mapping[str, object] | None = None) -> RunConfig:
-    """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides."""
+    """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides
+    (applied together, then validated; a ``device`` override is checked like the ``device`` argument)."""
     check_profile(profile)
+    overrides = dict(overrides or {})
+    if "device" in overrides:
+        device = str(overrides.pop("device"))
     cfg = get(name).build(profile)
     cfg = dataclasses.replace(cfg, seed=seed, device=resolve_device(device, profile))
-    return apply_overrides(cfg, overrides or {})
+    return apply_overrides(cfg, overrides)
 
 
-__all__ = ["Experiment", "all_experiments", "config", "get", "names", "register", "resolve_device"]
+__all__ = ["CHAPTERS", "Experiment", "all_experiments", "chapters", "config", "get", "names", "register",
+           "resolve_device"]

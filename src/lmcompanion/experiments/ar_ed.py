@@ -5,10 +5,10 @@ The three decoder-only baselines live in ``baselines.py`` (the prologue trains t
 
 from __future__ import annotations
 
-from ..config import RunConfig
+from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import AREDConfig, CrossAttnConfig
-from . import register
+from .registry import register
 from .baselines import baseline_config
 from .protocol import scale
 

@@ -5,10 +5,10 @@ AR encoder-decoder chapter compares against all three."""
 from __future__ import annotations
 
 
-from ..config import RunConfig
+from ..run import RunConfig
 from ..data import vocab_size
 from ..models.baseline import BaselineConfig
-from . import register
+from .registry import register
 from .protocol import scale
 
 

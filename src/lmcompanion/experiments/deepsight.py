@@ -9,11 +9,11 @@ encoder-decoder's training protocol.
 
 from __future__ import annotations
 
-from ..config import RunConfig
+from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import CrossAttnConfig
 from ..models.deepsight import PLANNING_KEYS, DeepSightConfig
-from . import register
+from .registry import register
 from .baselines import baseline_config
 from .protocol import scale
 

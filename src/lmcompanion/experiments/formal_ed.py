@@ -4,11 +4,11 @@ The same ED-Transformer is trained two ways on the same generated task (reverse 
 
 - ``formal_ed/adamw`` (a registered experiment): batches of examples through the shared trainer, AdamW with
   warmup and cosine decay, the loss averaged per target token;
-- the write-up's ED-Training (``lmcompanion.chapters.formal_ed.literal_run``): one example at a time, in order,
+- the write-up's ED-Training (``lmcompanion.chapters.formal_ed.training.literal_run``, by the procedure in ``lmcompanion.chapters.formal_ed.procedure``): one example at a time, in order,
   T epochs, plain gradient steps on the summed loss J(θ), with the settings of :class:`LiteralConfig`. It starts
   from the same initial weights as the AdamW run of the same seed and is kept in the run store like a trainer run.
 
-The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed``.
+The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed`` (one module per notebook).
 
 ``paper`` here means a model and data large enough that the task is solved near perfectly on one GPU: the
 write-up reports no experiment, so there is no published number to match; the bar each profile must reach
@@ -20,10 +20,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..config import ConfigBase, RunConfig, TrainConfig, check_profile, require
+from ..config import TrainConfig, check_profile
+from ..run import RunConfig
 from ..data.seq2seq import Seq2SeqDataConfig
-from ..models.formal_ed import FormalEDConfig
-from . import register
+from ..models.formal_ed import FormalEDConfig, LiteralConfig
+from .registry import register
 
 NAME = "formal_ed/adamw"
 NOTEBOOKS = ("notebooks/formal_ed/01_algorithm.py", "notebooks/formal_ed/02_training.py",
@@ -33,23 +34,6 @@ INF = float("inf")
 
 # --------------------------------------------------------------------------------------------------
 # Profiles
-
-
-@dataclass(frozen=True)
-class LiteralConfig(ConfigBase):
-    """ED-Training's hyperparameters (T, η) and how much of the train split it loops over."""
-
-    T: int = 2  # epochs
-    eta: float = 0.01  # η: the plain gradient step on the summed loss J
-    n: int = 1000  # examples: the first n of the train split, in order
-    evals: int = 10  # loss evaluations, evenly spaced over the T·n updates
-
-    def validate(self) -> None:
-        require(self.T >= 1, f"ED-Training's T (notebook parameter literal_epochs) must be >= 1, got {self.T}")
-        require(self.eta > 0, f"ED-Training's η (notebook parameter literal_eta) must be > 0, got {self.eta}")
-        require(self.n >= 1, f"ED-Training's n (notebook parameter literal_examples) must be >= 1, got {self.n}")
-        require(1 <= self.evals <= self.T * self.n,
-                f"ED-Training's evals must lie in 1..T·n = {self.T * self.n}, got {self.evals}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""The package's shape: layered imports without cycles, and a run key that covers exactly the code a run executes."""
+
+import ast
+import dataclasses
+import graphlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from lmcompanion import experiments, fingerprint, run
+from lmcompanion.chapters.formal_ed import procedure
+from lmcompanion.train import trainer
+
+from conftest import REPO, tiny_run
+
+SRC = REPO / "src"
+MODULES = sorted(
+    ".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__") for p in (SRC / "lmcompanion").rglob("*.py")
+)
+
+# Each module imports only modules of a lower layer (or, within a layer, without cycles). Exact names first, then
+# patterns ("x.*": the submodules of x; "x*": x and its submodules).
+LAYERS = {
+    0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths"],
+    1: ["lmcompanion.config", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner"],
+    2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
+    3: ["lmcompanion.data", "lmcompanion.models"],  # their registries
+    4: ["lmcompanion.run"],  # the run definition and its key
+    5: ["lmcompanion.train*"],
+    6: ["lmcompanion.experiments*"],
+    7: ["lmcompanion.plots", "lmcompanion.tables"],
+    8: ["lmcompanion.verdicts", "lmcompanion.recorded"],
+    9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench"],
+    10: ["lmcompanion.cli", "lmcompanion.__main__"],
+}
+
+
+def layer(module: str) -> int:
+    for rank, names in LAYERS.items():
+        if module in names:
+            return rank
+    for rank, names in LAYERS.items():
+        for pattern in names:
+            if pattern.endswith(".*") and module.startswith(pattern[:-1]):
+                return rank
+            if pattern.endswith("*") and not pattern.endswith(".*") and (
+                    module == pattern[:-1] or module.startswith(pattern[:-1] + ".")):
+                return rank
+    raise AssertionError(f"{module} has no layer in tests/test_architecture.py: add it")
+
+
+def module_level_imports(module: str) -> set[str]:
+    """Imports at module level only (what executes when the module is imported)."""
+    tree = ast.parse(fingerprint._source(module))
+    top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+    names = set()
+    saved = fingerprint._source
+    try:
+        fingerprint._source = lambda m, _s=ast.unparse(top): _s if m == module else saved(m)
+        names = fingerprint.imports_of(module)
+    finally:
+        fingerprint._source = saved
+    return names
+
+
+def test_every_module_has_a_layer_and_imports_only_downward():
+    wrong = []
+    for module in MODULES:
+        for dep in module_level_imports(module):
+            if layer(dep) > layer(module):
+                wrong.append(f"{module} (layer {layer(module)}) imports {dep} (layer {layer(dep)})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_import_graph_has_no_cycles():
+    graph = {m: module_level_imports(m) for m in MODULES}
+    graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle
+
+
+def test_no_function_local_imports_of_the_package():
+    found = []
+    for module in MODULES:
+        tree = ast.parse(fingerprint._source(module))
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("lmcompanion")):
+                    found.append(f"{module}.{fn.name}: from {'.' * node.level}{node.module or ''} import ...")
+                if isinstance(node, ast.Import) and any(a.name.startswith("lmcompanion") for a in node.names):
+                    found.append(f"{module}.{fn.name}: import lmcompanion...")
+    assert not found, "\n".join(found)
+
+
+# --- the run key ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def edited(monkeypatch):
+    """Pretend a module's code was edited (its source as the fingerprint reads it gets one more statement)."""
+    original = fingerprint._source
+
+    def edit(*modules):
+        original.cache_clear()
+
+        def source(m, _orig=original):
+            text = _orig(m)
+            return text + "\n_EDITED = 1\n" if m in modules and text is not None else text
+
+        monkeypatch.setattr(fingerprint, "_source", source)
+
+    yield edit
+    fingerprint._source = original
+    original.cache_clear()
+
+
+def _literal_spec(cfg):
+    return run.spec(cfg, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig())
+
+
+def test_an_edit_to_seeding_checkpoint_or_ddp_code_changes_the_key(edited):
+    cfg = tiny_run()
+    before = run.spec(cfg).key
+    for module in ("lmcompanion.train.seeding", "lmcompanion.train.checkpoint", "lmcompanion.train.distributed",
+                   "lmcompanion.train.schedules", "lmcompanion.models.layers", "lmcompanion.data.lm"):
+        edited(module)
+        assert run.spec(cfg).key != before, f"editing {module} left the key unchanged"
+
+
+def test_an_edit_to_tables_verdicts_or_another_family_does_not_change_the_key(edited):
+    cfg = tiny_run()
+    formal = experiments.config("formal_ed/adamw", "smoke")
+    before, before_literal = run.spec(cfg).key, _literal_spec(formal).key
+    edited("lmcompanion.tables", "lmcompanion.verdicts", "lmcompanion.plots", "lmcompanion.nb",
+           "lmcompanion.chapters.formal_ed.training", "lmcompanion.chapters.formal_ed.inference",
+           "lmcompanion.models.ar_ed", "lmcompanion.experiments.ar_ed", "lmcompanion.models",
+           "lmcompanion.run")
+    assert run.spec(cfg).key == before
+    assert _literal_spec(formal).key == before_literal  # the literal ED-Training runs' key covers no table code
+
+
+def test_an_edit_to_a_comment_or_docstring_does_not_change_the_key(monkeypatch):
+    cfg = tiny_run()
+    before = run.spec(cfg).key
+    original = fingerprint._source
+    fingerprint._source.cache_clear()
+    monkeypatch.setattr(fingerprint, "_source", lambda m: (original(m) or "") + "\n# a comment\n" if m == "lmcompanion.train.seeding" else original(m))
+    try:
+        assert run.spec(cfg).key == before
+    finally:
+        original.cache_clear()
+
+
+def test_the_key_covers_every_module_whose_code_runs_during_training(tmp_path):
+    """Trace a real run (and a literal ED-Training run): every project function called must live in a module the
+    key covers (the registries are lookup tables; they name the module, which the key covers)."""
+    cases = [(tiny_run(steps=3), trainer.train, "lmcompanion.train.trainer.train", None),
+             (experiments.config("formal_ed/adamw", "smoke"), procedure.literal_training,
+              "lmcompanion.chapters.formal_ed.procedure.literal_training",
+              procedure.LiteralConfig(T=1, eta=0.01, n=4, evals=1))]
+    for cfg, fn, name, settings in cases:
+        covered = set(run.spec(cfg, name, settings).modules) | fingerprint.REGISTRIES
+        executed = set()
+        root = str(SRC / "lmcompanion")
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.startswith(root):
+                rel = Path(frame.f_code.co_filename).relative_to(SRC).with_suffix("")
+                executed.add(".".join(rel.parts).removesuffix(".__init__"))
+
+        folder = tmp_path / name
+        folder.mkdir()
+        sys.setprofile(profile)
+        try:
+            fn(cfg, folder) if settings is None else fn(cfg, folder, settings)
+        finally:
+            sys.setprofile(None)
+        assert executed, "the trace saw nothing: the test cannot fail"
+        assert executed <= covered, f"{name} executed modules its key does not cover: {sorted(executed - covered)}"
+
+
+def test_the_key_changes_with_the_data_it_reads(monkeypatch):
+    cfg = tiny_run()
+    before = run.spec(cfg).key
+    monkeypatch.setattr(type(cfg.data), "fingerprint", lambda self: "sha256:another-text")
+    assert run.spec(cfg).key != before
+
+
+def test_the_key_changes_with_the_config_and_the_procedure_settings():
+    cfg = tiny_run()
+    assert run.spec(dataclasses.replace(cfg, seed=1)).key != run.spec(cfg).key
+    formal = experiments.config("formal_ed/adamw", "smoke")
+    a = run.spec(formal, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig(T=1))
+    b = run.spec(formal, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig(T=2))
+    assert a.key != b.key
