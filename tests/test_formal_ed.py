@@ -7,13 +7,16 @@ import math
 import pytest
 import torch
 
-import formal_ed_literal as literal
 from lmcompanion import experiments, models
-from lmcompanion.config import RunConfig, TrainConfig
+from lmcompanion.config import TrainConfig
+from lmcompanion.run import RunConfig
 from lmcompanion.data import seq2seq
 from lmcompanion.data.seq2seq import BOS, EOS, IGNORE, PAD, Seq2SeqDataConfig
 from lmcompanion.errors import ConfigError, TrainingDiverged
-from lmcompanion.chapters import formal_ed as fe
+from lmcompanion.chapters.formal_ed import algorithm, inference, training
+from lmcompanion.experiments.formal_ed import NAME, literal_config, protocol
+from lmcompanion.models import formal_ed_literal as literal
+from lmcompanion.models.formal_ed import LiteralConfig
 from lmcompanion.models.formal_ed import (FormalED, FormalEDConfig, check_temperature, ed_inference, ed_training,
                                           sample_tau, sequence_loss, tempered)
 from lmcompanion.train import RunStore
@@ -23,7 +26,7 @@ SMALL = FormalEDConfig(vocab_size=13, l_max=7, L_enc=2, L_dec=2, H=2, d_e=8, d_m
 
 def random_model(cfg=SMALL, seed=0, dtype=torch.float64):
     g = torch.Generator().manual_seed(seed)
-    return fe.randomize(FormalED(cfg), g).to(dtype).eval()
+    return algorithm.randomize(FormalED(cfg), g).to(dtype).eval()
 
 
 def P_of(model, z, x, z_valid=None):
@@ -100,7 +103,7 @@ def test_a_padded_batch_equals_each_example_alone():
 
 
 def test_agreement_table_of_the_chapter_agrees_and_can_fail():
-    table = fe.agreement(literal.ed_transformer, SMALL, seed=3, cases=2)
+    table = algorithm.agreement(literal.ed_transformer, SMALL, seed=3, cases=2)
     assert (table["agree"] == "yes").all() and len(table) == 7
 
     def wrong(z, x, theta, eps):  # a transcription that forgets the output bias b_o
@@ -108,7 +111,7 @@ def test_agreement_table_of_the_chapter_agrees_and_can_fail():
             layer["W_enc"] = {**layer["W_enc"], "b_o": torch.zeros_like(layer["W_enc"]["b_o"])}
         return literal.ed_transformer(z, x, theta, eps)
 
-    assert (fe.agreement(wrong, SMALL, seed=3, cases=2)["agree"] == "NO").any()
+    assert (algorithm.agreement(wrong, SMALL, seed=3, cases=2)["agree"] == "NO").any()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,8 +134,8 @@ def test_decoder_cannot_see_later_tokens():
 def test_encoder_and_cross_attention_see_every_source_position():
     model = random_model()
     z, x = torch.randint(0, 13, (5,)), torch.randint(0, 13, (6,))
-    dep = fe.dependence(model, z, x)
-    checks = fe.mask_checks(dep)
+    dep = algorithm.dependence(model, z, x)
+    checks = algorithm.mask_checks(dep)
     assert checks["earlier columns changed by a later x token"] == 0
     assert checks["columns of P not changed by some z token"] == 0
     assert checks["columns of Z not changed by some z token"] == 0
@@ -163,7 +166,7 @@ def test_sequences_longer_than_l_max_are_refused():
 
 def test_parameter_inventory_matches_the_write_up_list():
     model = FormalED(SMALL)
-    table = fe.parameter_inventory(model)
+    table = algorithm.parameter_inventory(model)
     assert (table["match"] == "yes").all()
     c = SMALL
     mha = c.H * (3 * c.d_attn * c.d_e + 3 * c.d_attn) + c.d_e * c.d_e + c.d_e
@@ -189,7 +192,7 @@ def test_parameter_inventory_rejects_parameters_outside_theta():
     model = FormalED(SMALL)
     model.extra = torch.nn.Linear(2, 2)
     with pytest.raises(AssertionError, match="outside the write-up's θ"):
-        fe.parameter_inventory(model)
+        algorithm.parameter_inventory(model)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -210,7 +213,7 @@ def test_tau_infinity_is_exact_uniform_without_nan():
     q = tempered(logits, math.inf)
     assert torch.equal(q, torch.full((2, 4), 0.25, dtype=torch.float64))
     ys = sample_tau(logits[0].expand(40_000, 4), math.inf, torch.Generator().manual_seed(0))
-    assert fe.chi_square_p(torch.bincount(ys, minlength=4), q[0]) > 1e-3
+    assert inference.chi_square_p(torch.bincount(ys, minlength=4), q[0]) > 1e-3
 
 
 def test_tau_one_is_p_and_sampling_is_faithful():
@@ -219,8 +222,8 @@ def test_tau_one_is_p_and_sampling_is_faithful():
     assert torch.allclose(q, torch.softmax(logits.double(), -1), atol=1e-15)
     ys = sample_tau(logits.expand(50_000, 5), 1.0, torch.Generator().manual_seed(0))
     counts = torch.bincount(ys, minlength=5)
-    assert fe.chi_square_p(counts, q) > 1e-3
-    assert fe.chi_square_p(counts, tempered(logits, 2.0)) < 1e-6  # the test can tell another τ apart
+    assert inference.chi_square_p(counts, q) > 1e-3
+    assert inference.chi_square_p(counts, tempered(logits, 2.0)) < 1e-6  # the test can tell another τ apart
 
 
 @pytest.mark.parametrize("tau", [1e-300, 1e-8, 0.3, 7.0, 1e8, 1e300])
@@ -263,7 +266,7 @@ def test_inference_always_terminates_within_the_cap(tau):
     assert gen.x.shape[0] == 64 and gen.x.shape[1] <= SMALL.l_max
     assert (gen.x[:, 0] == BOS).all()
     for row, capped in zip(gen.x.tolist(), gen.capped.tolist()):
-        assert fe._ended(row, SMALL.l_max)
+        assert inference._ended(row, SMALL.l_max)
         assert capped == (EOS not in row)
     if tau == math.inf:  # uniform over 13 tokens: most rows run into the cap of 7 tokens
         assert 0 < gen.capped.float().mean() < 1
@@ -289,7 +292,7 @@ def test_inference_stops_at_eos_and_pads_after_it():
     assert gen.x.tolist() == [[BOS, EOS]] * 4 and not gen.capped.any()
     gen = ed_inference(model, z, math.inf, bos=BOS, eos=EOS, pad=PAD, generator=torch.Generator().manual_seed(0))
     rows = gen.x.tolist()
-    assert all(fe._ended(r, SMALL.l_max) for r in rows)
+    assert all(inference._ended(r, SMALL.l_max) for r in rows)
     assert any(r.index(EOS) > 1 if EOS in r else True for r in rows)  # τ = ∞ ignores that EOS is likely
 
 
@@ -400,7 +403,7 @@ def test_batches_are_a_pure_function_of_seed_and_step_and_split_across_processes
 
 
 def test_the_adamw_experiment_trains_through_the_shared_trainer(tmp_path):
-    cfg = experiments.config(fe.NAME, "smoke", overrides={"train.max_steps": 30})
+    cfg = experiments.config(NAME, "smoke", overrides={"train.max_steps": 30})
     run = RunStore(tmp_path).run(cfg)
     evals = run.evals()
     assert evals["val"].iloc[-1] < evals["val"].iloc[0] < math.log(13)
@@ -410,13 +413,13 @@ def test_the_adamw_experiment_trains_through_the_shared_trainer(tmp_path):
 
 def test_literal_runs_are_cached_and_start_from_the_trainer_initial_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("LMC_RUNS_DIR", str(tmp_path))
-    cfg = experiments.config(fe.NAME, "smoke")
-    lit = fe.LiteralConfig(T=1, eta=0.03, n=8, evals=2)
-    run = fe.literal_run(cfg, lit)
+    cfg = experiments.config(NAME, "smoke")
+    lit = LiteralConfig(T=1, eta=0.03, n=8, evals=2)
+    run = training.literal_run(cfg, lit)
     assert list(run.evals()["step"]) == [0, 4, 8]
-    assert run.procedure["procedure"].endswith("formal_ed.literal_training") and run.procedure["settings"]["n"] == 8
+    assert run.procedure["procedure"].endswith("formal_ed.procedure.literal_training") and run.procedure["settings"]["n"] == 8
     stamp = (run.path / "summary.json").stat().st_mtime_ns
-    assert fe.literal_run(cfg, lit).path == run.path
+    assert training.literal_run(cfg, lit).path == run.path
     assert (run.path / "summary.json").stat().st_mtime_ns == stamp
     torch.manual_seed(cfg.seed)
     initial = models.build(cfg.model)
@@ -428,8 +431,8 @@ def test_literal_runs_are_cached_and_start_from_the_trainer_initial_weights(tmp_
 
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu", "paper"])
 def test_every_profile_builds_a_valid_config(profile):
-    cfg = experiments.config(fe.NAME, profile, device="cpu")
+    cfg = experiments.config(NAME, profile, device="cpu")
     assert cfg.model.l_max >= cfg.data.max_len + 2
-    assert fe.literal_config(profile).n <= cfg.data.n_train
+    assert literal_config(profile).n <= cfg.data.n_train
     if profile == "paper":
-        assert fe.protocol(profile).target >= 0.99
+        assert protocol(profile).target >= 0.99

@@ -1,17 +1,23 @@
 """Throughput and memory of one experiment's training step: ``python -m lmcompanion bench NAME --profile P``.
 
-It times ``--steps`` optimizer steps of the experiment's real configuration (model, batch, dtype, compile) on
-random token windows, after ``--warmup`` untimed steps, and prints tokens per second, the model FLOPs
-utilisation (MFU: the 6N + 12LTC training FLOPs per token against the GPU's dense bf16 peak) and the peak
-memory. It prints figures; nothing asserts a speed.
+It builds the run exactly as the trainer does (:func:`lmcompanion.train.trainer.setup`: device, data, model,
+optimizer, autocast, compile), takes the real micro-batches of the run's first step, and times ``--steps``
+optimizer steps after ``--warmup`` untimed ones. It prints tokens per second, the model FLOPs utilisation (MFU: the
+counted training FLOPs per token, ``Model.flops_per_token``, against the GPU's dense bf16 peak) and the peak memory.
+
+``--bare`` also times a bare loop on the same model, optimizer and batches (forward, backward, optimizer step and
+nothing else), interleaved with the trainer's step in rounds so that both see the same machine state, and prints
+the trainer's overhead. It prints figures; nothing asserts a speed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import torch
+
+from .errors import ConfigError
+from .train import trainer
 
 # Dense bf16 tensor-core peaks from the vendors' data sheets (FLOP/s), for MFU; unknown devices print no MFU.
 PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "L4": 121e12}
@@ -21,54 +27,68 @@ def peak_flops(device_name: str) -> float | None:
     return next((v for k, v in PEAK_BF16.items() if k in device_name), None)
 
 
-def bench(cfg, steps: int = 20, warmup: int = 5) -> dict:
-    from . import models
-    from .train.trainer import autocast_dtype, make_optimizer
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
-    tc = cfg.train
-    device = torch.device(cfg.device)
+
+def bench(cfg, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5) -> dict:
+    if steps < 1 or warmup < 0 or rounds < 1:
+        raise ConfigError(f"bench needs --steps >= 1, --warmup >= 0 and --rounds >= 1 (got {steps}, {warmup}, {rounds})")
+    s = trainer.setup(cfg)
     if cfg.device == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-        torch.cuda.reset_peak_memory_stats()
-    torch.manual_seed(cfg.seed)
-    model = models.build(cfg.model).to(device)
-    optimizer = make_optimizer(model, tc, cfg.device)
-    run_model = torch.compile(model) if tc.compile else model
-    dtype = autocast_dtype(tc, cfg.device)
-    amp = (lambda: torch.autocast(device_type=cfg.device, dtype=dtype)) if dtype else contextlib.nullcontext
-    T, V = cfg.model.context_size, cfg.model.vocab_size
-    g = torch.Generator().manual_seed(0)
-    batch = torch.randint(0, V, (tc.batch_size, T + 1), generator=g).to(device)
-    x, y = batch[:, :-1], batch[:, 1:]
+        torch.cuda.reset_peak_memory_stats(s.device)
+    batches = [{k: v.to(s.device) for k, v in b.items()} for b in s.source.train_batches(0)]
+    lr = cfg.train.lr
 
-    def step():
-        for _ in range(tc.grad_accum):
-            with amp():
-                loss = run_model(x, y).loss
-            (loss / tc.grad_accum).backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    def trainer_step() -> int:
+        _, _, tokens = trainer.forward_backward(s, batches)
+        trainer.update(s, lr)
+        return tokens
+
+    def bare_step() -> int:
+        for batch in batches:
+            with s.autocast():
+                loss = s.run_model(**batch).loss
+            (loss / len(batches)).backward()
+        s.optimizer.step()
+        s.optimizer.zero_grad(set_to_none=True)
+        return 0
+
+    def timed(fn, n: int) -> float:
+        _sync(s.device)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        _sync(s.device)
+        return time.perf_counter() - t0
 
     for _ in range(warmup):
-        step()
+        tokens = trainer_step()
+        if bare:
+            bare_step()
+    tokens = trainer_step()
+    t_trainer = t_bare = 0.0
+    for _ in range(rounds if bare else 1):  # interleaved rounds: both loops see the same machine state
+        t_trainer += timed(trainer_step, steps)
+        if bare:
+            t_bare += timed(bare_step, steps)
+    n_steps = steps * (rounds if bare else 1)
+    seconds = t_trainer / n_steps
+    model = s.model
+    result = {"experiment": cfg.name, "device": cfg.device,
+              "dtype": str(trainer.autocast_dtype(cfg.train, cfg.device) or torch.float32).replace("torch.", ""),
+              "compile": cfg.train.compile, "threads": torch.get_num_threads(), "params": model.num_params(),
+              "tokens/step": tokens, "s/step": round(seconds, 4), "tokens/s": round(tokens / seconds),
+              "training FLOP/token (counted)": f"{model.flops_per_token():.4g}"}
+    if bare:
+        result["bare loop s/step"] = round(t_bare / n_steps, 4)
+        result["trainer overhead"] = f"{100 * (t_trainer / t_bare - 1):+.1f}%"
     if cfg.device == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if cfg.device == "cuda":
-        torch.cuda.synchronize()
-    seconds = (time.perf_counter() - t0) / steps
-    tokens = tc.batch_size * tc.grad_accum * T
-    result = {"experiment": cfg.name, "device": cfg.device, "dtype": str(dtype or torch.float32).replace("torch.", ""),
-              "compile": tc.compile, "params": model.num_params(), "tokens/step": tokens,
-              "s/step": round(seconds, 4), "tokens/s": round(tokens / seconds)}
-    if cfg.device == "cuda":
-        name = torch.cuda.get_device_name()
+        name = torch.cuda.get_device_name(s.device)
         peak = peak_flops(name)
         result["gpu"] = name
-        result["peak memory (GiB)"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        result["peak memory (GiB)"] = round(torch.cuda.max_memory_allocated(s.device) / 2**30, 2)
         if peak:
             result["MFU"] = round(model.flops_per_token() * tokens / seconds / peak, 3)
     return result

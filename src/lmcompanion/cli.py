@@ -6,8 +6,9 @@
                                               train (or reuse) one run; also under torchrun
   run-notebook SRC [-o OUT] [--profile P] [-p NAME VALUE ...]
                                               execute a notebook source with papermill
-  runs                                        the finished runs in the store
-  bench NAME [--profile P] [--device D] [--steps N] [--set key=value ...]
+  runs                                        the finished runs in the store (and damaged ones)
+  retrain RUN_FOLDER                          train a run folder's config again (e.g. after damage)
+  bench NAME [--profile P] [--device D] [--steps N] [--bare] [--set key=value ...]
                                               tokens/s, MFU and peak memory of a training step
 """
 
@@ -15,25 +16,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from . import experiments, models, train
+from .bench import bench
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError
+from .runner import run_notebook
+
+
+def _progress(args) -> bool | None:
+    """--no-progress wins; otherwise LMC_PROGRESS decides (the trainer reads it)."""
+    return False if args.no_progress else None
 
 
 def _cmd_list(args) -> None:
-    from . import experiments
-
-    rows = [(e.name, e.title) for e in experiments.all_experiments().values()
-            if args.chapter is None or e.chapter == args.chapter]
+    rows = [(n, experiments.get(n).title) for n in experiments.names(args.chapter)]
     width = max((len(n) for n, _ in rows), default=10)
     for name, title in rows:
         print(f"{name:<{width}}  {title}")
 
 
 def _cmd_params(args) -> None:
-    from . import experiments, models
-
     if not args.all and not args.name:
         raise LMCError("give an experiment name, or --all")
     names = experiments.names() if args.all else [args.name]
@@ -49,13 +54,9 @@ def _cmd_params(args) -> None:
 
 
 def _cmd_train(args) -> None:
-    from . import experiments, train
-
     cfg = experiments.config(args.name, args.profile, seed=args.seed, device=args.device,
                              overrides=parse_overrides(args.set))
-    run = train.RunStore().run(cfg, force=args.force, progress=not args.no_progress)
-    import os
-
+    run = train.RunStore().run(cfg, force=args.force, progress=_progress(args))
     if int(os.environ.get("RANK", "0")) == 0:
         s = run.summary
         print(f"{run.path}")
@@ -64,27 +65,31 @@ def _cmd_train(args) -> None:
 
 
 def _cmd_run_notebook(args) -> None:
-    from .runner import run_notebook
-
     params = {name: parse_value(value) for name, value in (args.param or [])}
     out = run_notebook(args.src, args.output, profile=args.profile, params=params)
     print(out)
 
 
 def _cmd_runs(args) -> None:
-    from . import train
-
-    for run in train.RunStore().runs():
+    store = train.RunStore()
+    for run in store.runs():
         s = run.summary
         print(f"{run.path.name}  val={s['final'].get('val', float('nan')):.4f}  {s['train_time_s']:.0f}s")
+    damaged = store.damaged()
+    for run, problem in damaged:
+        print(f"DAMAGED {run.path.name}: {problem}; repair: python -m lmcompanion retrain {run.path}")
+    if not store.runs() and not damaged:
+        print(f"no finished runs in {store.root}")
+
+
+def _cmd_retrain(args) -> None:
+    run = train.store.retrain(args.folder, progress=_progress(args))
+    print(run.path)
 
 
 def _cmd_bench(args) -> None:
-    from . import experiments
-    from .bench import bench
-
     cfg = experiments.config(args.name, args.profile, device=args.device, overrides=parse_overrides(args.set))
-    for key, value in bench(cfg, steps=args.steps, warmup=args.warmup).items():
+    for key, value in bench(cfg, steps=args.steps, warmup=args.warmup, bare=args.bare, rounds=args.rounds).items():
         print(f"{key:>18}: {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:>18}: {value}")
 
 
@@ -124,12 +129,19 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("runs", help="list finished runs in the store")
     s.set_defaults(fn=_cmd_runs)
 
+    s = sub.add_parser("retrain", help="train a run folder's config again (e.g. after its files were damaged)")
+    s.add_argument("folder")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=_cmd_retrain)
+
     s = sub.add_parser("bench", help="tokens/s, MFU and peak memory of an experiment's training step")
     s.add_argument("name")
     s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
     s.add_argument("--device", default="auto", help="auto, cpu or cuda")
     s.add_argument("--steps", type=int, default=10)
     s.add_argument("--warmup", type=int, default=3)
+    s.add_argument("--bare", action="store_true", help="also time a bare loop on the same model and batches")
+    s.add_argument("--rounds", type=int, default=5, help="with --bare: interleaved rounds of --steps each")
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
     s.set_defaults(fn=_cmd_bench)
     return p
@@ -137,6 +149,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
     try:
         args.fn(args)
     except LMCError as exc:

@@ -40,11 +40,21 @@ def parameters_cell(nb):
 def parameters_of(nb) -> dict[str, Any]:
     """Name -> default value of every assignment in the ``parameters`` cell (literals only)."""
     out = {}
-    for node in ast.parse(parameters_cell(nb).source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            out[node.targets[0].id] = ast.literal_eval(node.value)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            out[node.target.id] = ast.literal_eval(node.value)
+    source = parameters_cell(nb).source
+    try:
+        body = ast.parse(source).body
+    except SyntaxError as exc:
+        raise ConfigError(f"the notebook's parameters cell has a syntax error on its line {exc.lineno} "
+                          f"({exc.msg}): {(exc.text or '').strip()!r}; fix that line (one `name = literal` per line)") from None
+    for node in body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
+            try:
+                out[target.id] = ast.literal_eval(node.value)
+            except ValueError:
+                raise ConfigError(f"the parameters cell sets {target.id} to {ast.unparse(node.value)!r}, which is not "
+                                  "a literal: papermill can only replace literals (numbers, strings, lists, dicts, "
+                                  "None)") from None
     return out
 
 
@@ -110,8 +120,12 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     out.parent.mkdir(parents=True, exist_ok=True)
     for i, cell in enumerate(nb.cells):  # jupytext gives random ids; fixed ones keep the output stable
         cell["id"] = f"cell-{i}"
-    env_before = os.environ.get("LMC_PROGRESS")
+    env_before = os.environ.get("LMC_PROGRESS"), os.environ.get("LMC_COMMAND")
     os.environ["LMC_PROGRESS"] = "0"  # no progress bars inside the book's outputs
+    # what runs made by this notebook record as the command that made them
+    os.environ["LMC_COMMAND"] = " ".join(["python -m lmcompanion run-notebook", str(src), "--profile",
+                                          str(params.get("profile", "(default)")),
+                                          *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile")])
     tmp = out.with_name(f".{out.stem}.partial.ipynb")
     try:
         papermill.execute_notebook(
@@ -129,10 +143,11 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
             + (f"\nThe partly executed notebook is in {kept}." if failed is not None else "")
         ) from None
     finally:
-        if env_before is None:
-            os.environ.pop("LMC_PROGRESS", None)
-        else:
-            os.environ["LMC_PROGRESS"] = env_before
+        for name, value in zip(("LMC_PROGRESS", "LMC_COMMAND"), env_before):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     executed = clean(nbformat.read(tmp, as_version=4))
     nbformat.write(executed, tmp)
     os.replace(tmp, out)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from ..errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Dist:
@@ -41,8 +43,6 @@ def check_accumulation(grad_accum: int, d: Dist) -> None:
     """Every process takes grad_accum / world of each step's micro-batches, so the world must divide it."""
     if grad_accum % d.world:
         teardown(d)
-        from ..errors import ConfigError
-
         raise ConfigError(
             f"train.grad_accum={grad_accum} must be a multiple of the number of processes ({d.world}): the global "
             f"batch is batch_size * grad_accum; e.g. --set train.grad_accum={d.world * max(1, grad_accum // d.world)}"

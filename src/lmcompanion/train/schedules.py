@@ -28,5 +28,5 @@ def lr_at(step: int, cfg) -> float:
         return lr
     if s > decay:
         return cfg.min_lr
-    ratio = (s - warmup) / (decay - warmup)
+    ratio = (s - warmup) / max(1, decay - warmup)  # a run no longer than its warmup never decays
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - cfg.min_lr)

@@ -1,53 +1,59 @@
-"""The run store: one folder per run, keyed by a hash of its full config and of the code that trains it.
+"""The run store: one folder per run, named by the run's key (:func:`lmcompanion.run.spec`).
 
-A folder ``<runs>/<name>-s<seed>-<key>/`` holds
+A folder ``<runs>/<name>[-<procedure>]-s<seed>-<key>/`` holds
 
 - ``config.json``: the full RunConfig (rebuild it with ``RunConfig.from_dict``),
-- ``env.json``: provenance (versions, hardware, git commit, time; and the code fingerprint in the key),
+- ``env.json``: provenance: versions, hardware, git commit, time, and every part of the key (procedure, code
+  fingerprint and the modules it covers, data fingerprint),
 - ``metrics.jsonl``: train-loss records and evaluations,
-- ``summary.json``: written last, so its presence means the run finished,
 - ``model.pt``: the final weights (``ckpt.pt`` while the run is unfinished),
-- ``procedure.json``: for runs made by another procedure than the shared trainer, its name and settings.
+- ``procedure.json``: for runs made by another procedure than the shared trainer, its name and settings,
+- ``summary.json``: written last, with the SHA-256 of ``model.pt`` and ``metrics.jsonl``.
 
-``store.run(cfg)`` returns the finished run if there is one and trains it otherwise; an unfinished run
-resumes from its checkpoint. ``store.run(cfg, procedure=fn, settings=s)`` runs another training procedure
-(for example a write-up's algorithm transcribed literally): ``fn(cfg, folder, s)`` writes ``metrics.jsonl`` and
-``model.pt`` in the trainer's formats and returns the summary; its name, settings and code join the key. The key includes a fingerprint of the normalized source of the modules that
-compute the run (comments and docstrings ignored), so changing the model or the trainer invalidates cached
-runs while editing prose does not.
+A run is *finished and intact* when its summary is readable and both files match their recorded digests. Anything
+else is not finished: ``store.run(cfg)`` resumes it from its checkpoint, or retrains it (a damaged, missing or
+foreign ``model.pt`` included), so a cached run is always exactly the run its key names. ``Run.load_model`` on a
+damaged run raises an error that names the one command that repairs it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import json
 import os
 import re
+import sys
 from functools import cached_property
 from pathlib import Path
 
-from .. import env, paths
-from ..config import RunConfig, digest
+from .. import env, models, paths
+from ..errors import CheckpointError, LMCError
+from ..run import TRAINER, RunConfig, spec
+from . import checkpoint
+from .trainer import CKPT, METRICS, WEIGHTS, train
 
-
-def _settings_dict(settings) -> dict | None:
-    return dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else settings
-
-
-def family_modules(cfg: RunConfig) -> tuple[str, ...]:
-    from .. import data, models
-
-    model_mod = models.families()[cfg.model.family][1].__module__
-    data_mod = data.kinds()[cfg.data.kind][0].__module__
-    return (model_mod, data_mod)
+SUMMARY = "summary.json"
+DIGESTS = "files_sha256"  # summary key: file name -> SHA-256
 
 
 def _write_json(path: Path, obj) -> None:
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write {path} ({exc.strerror or exc}): free disk space, or point LMC_RUNS_DIR "
+                              "at a writable folder") from None
+
+
+def _qualname(fn) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
 
 
 class Run:
@@ -59,27 +65,60 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({self.path.name})"
 
+    def _json(self, name: str) -> dict:
+        path = self.path / name
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{path} cannot be read ({type(exc).__name__}); {self.repair_hint()}") from None
+
+    def problem(self) -> str | None:
+        """Why this run is not finished and intact (None when it is)."""
+        path = self.path / SUMMARY
+        if not path.is_file():
+            return "it has not finished (no summary.json)"
+        try:
+            digests = json.loads(path.read_text())[DIGESTS]
+        except (OSError, ValueError, KeyError, TypeError):
+            return "its summary.json is unreadable"
+        for name, expected in digests.items():
+            f = self.path / name
+            if not f.is_file():
+                return f"its {name} is missing"
+            if checkpoint.file_sha256(f) != expected:
+                return f"its {name} does not match the digest recorded when the run finished (damaged or replaced)"
+        return None
+
     @property
     def finished(self) -> bool:
-        return (self.path / "summary.json").is_file()
+        return self.problem() is None
+
+    def repair_hint(self) -> str:
+        return (f"re-execute the notebook (the store retrains a damaged run), or run "
+                f"`python -m lmcompanion retrain {self.path}`")
+
+    def check(self) -> "Run":
+        problem = self.problem()
+        if problem is not None:
+            raise CheckpointError(f"run {self.path} is not usable: {problem}; {self.repair_hint()}")
+        return self
 
     @cached_property
     def config(self) -> RunConfig:
-        return RunConfig.from_dict(json.loads((self.path / "config.json").read_text()))
+        return RunConfig.from_dict(self._json("config.json"))
 
     @cached_property
     def summary(self) -> dict:
-        return json.loads((self.path / "summary.json").read_text())
+        return self._json(SUMMARY)
 
     @cached_property
     def env(self) -> dict:
-        return json.loads((self.path / "env.json").read_text())
+        return self._json("env.json")
 
     @cached_property
     def procedure(self) -> dict | None:
         """{"procedure": "module.function", "settings": {...}} for runs not made by the shared trainer."""
-        path = self.path / "procedure.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        return self._json("procedure.json") if (self.path / "procedure.json").is_file() else None
 
     @property
     def name(self) -> str:
@@ -93,8 +132,19 @@ class Run:
         """A DataFrame of every metrics record (train records have ``loss``; evaluations ``eval/<split>``)."""
         import pandas as pd
 
-        lines = (self.path / "metrics.jsonl").read_text().splitlines()
-        return pd.DataFrame([json.loads(line) for line in lines if line])
+        path = self.path / METRICS
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise CheckpointError(f"{path} cannot be read ({exc.strerror}); {self.repair_hint()}") from None
+        records = []
+        for i, line in enumerate(lines):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise CheckpointError(f"{path} line {i + 1} is not valid JSON (a truncated write?); "
+                                      f"{self.repair_hint()}") from None
+        return pd.DataFrame(records)
 
     def evals(self):
         """Evaluation records only, columns ``step`` and one per split (``train``, ``val``, ...)."""
@@ -104,94 +154,134 @@ class Run:
         return out.rename(columns={c: c[5:] for c in cols}).reset_index(drop=True)
 
     def load_model(self, device: str = "cpu"):
-        """The trained model, in eval mode."""
-        from .. import models
-        from . import checkpoint
-
+        """The trained model, in eval mode (after checking that its weights are the ones this run made)."""
+        self.check()
         model = models.build(self.config.model)
-        model.load_state_dict(checkpoint.load(self.path / "model.pt", map_location=device))
+        model.load_state_dict(checkpoint.load(self.path / WEIGHTS, map_location=device))
         return model.to(device).eval()
-
-
-def _qualname(fn) -> str:
-    return f"{fn.__module__}.{fn.__qualname__}"
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
 
 
 class RunStore:
     def __init__(self, root: Path | str | None = None):
         self.root = Path(root) if root is not None else paths.runs_dir()
 
-    def key(self, cfg: RunConfig, procedure=None, settings=None) -> str:
-        if procedure is None:
-            return digest({"config": cfg.to_dict(), "code": env.code_fingerprint(*family_modules(cfg))})
-        return digest({"config": cfg.to_dict(), "procedure": _qualname(procedure), "settings": _settings_dict(settings),
-                       "code": env.code_fingerprint(*family_modules(cfg), procedure.__module__)})
+    def folder(self, cfg: RunConfig, procedure=None, settings=None, *, run_spec=None) -> Path:
+        run_spec = run_spec or spec(cfg, _qualname(procedure) if procedure else f"{TRAINER}.train", settings)
+        tag = f"-{procedure.__name__}" if procedure is not None else ""
+        return self.root / f"{_slug(cfg.name)}{tag}-s{cfg.seed}-{run_spec.key}"
 
     def path(self, cfg: RunConfig, procedure=None, settings=None) -> Path:
-        tag = f"-{procedure.__name__}" if procedure is not None else ""
-        return self.root / f"{_slug(cfg.name)}{tag}-s{cfg.seed}-{self.key(cfg, procedure, settings)}"
+        return self.folder(cfg, procedure, settings)
 
     def get(self, cfg: RunConfig, procedure=None, settings=None) -> Run | None:
-        """The finished run of this config (and procedure), if the store has one."""
-        run = Run(self.path(cfg, procedure, settings))
+        """The finished, intact run of this config (and procedure), if the store has one."""
+        run = Run(self.folder(cfg, procedure, settings))
         return run if run.finished else None
 
     @contextlib.contextmanager
     def _lock(self, folder: Path):
         with open(folder / ".lock", "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)  # another process training the same run: wait for it
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"waiting: another process is training this run ({folder.name}); it will be reused when it "
+                      "finishes", file=sys.stderr, flush=True)
+                fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
+    def _mkdir(self, folder: Path) -> None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f".write-test{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise CheckpointError(f"the run store {self.root} is not writable ({exc.strerror}): set LMC_RUNS_DIR to a "
+                                  "writable folder") from None
+
     def run(self, cfg: RunConfig, *, procedure=None, settings=None, force: bool = False, progress: bool | None = None,
             callbacks=()) -> Run:
         """The finished run of ``cfg``: reused from the store, or trained (resuming a checkpoint if any).
 
-        ``procedure(cfg, folder, settings) -> summary`` replaces the shared trainer when given.
+        ``procedure(cfg, folder, settings) -> summary`` replaces the shared trainer when given; it writes
+        ``metrics.jsonl`` and ``model.pt`` in the trainer's formats.
         """
-        from .trainer import train
-
-        folder = self.path(cfg, procedure, settings)
+        run_spec = spec(cfg, _qualname(procedure) if procedure else f"{TRAINER}.train", settings)
+        folder = self.folder(cfg, procedure, settings, run_spec=run_spec)
         run = Run(folder)
-        if run.finished and not force:
+        if not force and run.finished:
             return run
         is_main = int(os.environ.get("RANK", "0")) == 0
-        folder.mkdir(parents=True, exist_ok=True)
+        if is_main:
+            self._mkdir(folder)
         with self._lock(folder) if is_main else contextlib.nullcontext():  # under DDP, rank 0 holds the lock
-            if run.finished and not force:
+            problem = run.problem()
+            if problem is None and not force:
                 return run  # finished by another process while we waited
-            if force and is_main:
-                (folder / "summary.json").unlink(missing_ok=True)
-            world = int(os.environ.get("WORLD_SIZE", "1"))
             if is_main:
+                if (folder / SUMMARY).exists():  # finished once, but damaged (or --force): train it again
+                    if not force:
+                        print(f"retraining {folder.name}: {problem}", file=sys.stderr, flush=True)
+                    (folder / SUMMARY).unlink()
+                if force:
+                    (folder / CKPT).unlink(missing_ok=True)
+                world = int(os.environ.get("WORLD_SIZE", "1"))
                 _write_json(folder / "config.json", cfg.to_dict())
-                provenance = env.environment(cfg.device, world)
-                modules = family_modules(cfg) + ((procedure.__module__,) if procedure is not None else ())
-                provenance["code_fingerprint"] = env.code_fingerprint(*modules)
-                provenance["key"] = self.key(cfg, procedure, settings)
-                _write_json(folder / "env.json", provenance)
+                _write_json(folder / "env.json", {**env.environment(cfg.device, world), **run_spec.provenance()})
                 if procedure is not None:
                     _write_json(folder / "procedure.json",
-                                {"procedure": _qualname(procedure), "settings": _settings_dict(settings)})
+                                {"procedure": run_spec.procedure, "settings": run_spec.settings})
             if procedure is None:
                 summary = train(cfg, folder, progress=progress, callbacks=callbacks)
             else:
                 summary = procedure(cfg, folder, settings)
             if is_main:
-                _write_json(folder / "summary.json", summary)
+                summary[DIGESTS] = {name: checkpoint.file_sha256(folder / name) for name in (WEIGHTS, METRICS)}
+                _write_json(folder / SUMMARY, summary)
         return Run(folder)
 
     def runs(self) -> list[Run]:
-        """Every finished run in the store."""
+        """Every finished, intact run in the store."""
+        return [r for r in self._folders() if r.finished]
+
+    def damaged(self) -> list[tuple[Run, str]]:
+        """Runs that finished once but fail their check, with the reason."""
+        out = []
+        for r in self._folders():
+            if (r.path / SUMMARY).exists():
+                problem = r.problem()
+                if problem is not None:
+                    out.append((r, problem))
+        return out
+
+    def _folders(self) -> list[Run]:
         if not self.root.is_dir():
             return []
-        return [Run(p) for p in sorted(self.root.iterdir()) if (p / "summary.json").is_file()]
+        return [Run(p) for p in sorted(self.root.iterdir()) if p.is_dir()]
+
+
+def retrain(folder: Path | str, *, progress: bool | None = None) -> Run:
+    """Train a run folder's config again (by its procedure), e.g. after its files were damaged."""
+    import importlib
+
+    folder = Path(folder)
+    run = Run(folder)
+    try:
+        cfg = RunConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    except (OSError, ValueError) as exc:
+        raise LMCError(f"{folder} has no readable config.json ({type(exc).__name__}); delete the folder and re-execute "
+                       "the notebook that made it") from None
+    procedure, settings = None, None
+    if run.procedure is not None:
+        module, _, name = run.procedure["procedure"].rpartition(".")
+        procedure, settings = getattr(importlib.import_module(module), name), run.procedure["settings"]
+        settings_cls = getattr(procedure, "settings_class", None)
+        if settings_cls is not None:
+            settings = settings_cls(**settings)
+    return RunStore(folder.parent).run(cfg, procedure=procedure, settings=settings, force=True, progress=progress)
 
 
 def run(cfg: RunConfig, **kwargs) -> Run:
