@@ -33,8 +33,8 @@ print(S.describe())
 
 # %%
 import pandas as pd
-import torch
 
+from lmcompanion.chapters import deepsight
 from lmcompanion.models.deepsight import planning_weights
 
 cfg = S.config("deepsight/mse_d11").model
@@ -51,14 +51,7 @@ fig = plots.heatmap(W, xlabel="input position t", ylabel="planning target i", co
 # DECAY with EQUAL aggregation (left).
 
 # %% mystnb={"figure": {"caption": "The first 16 positions' weights (delta = 11, T = 27) for the write-up's setting (DECAY future weights, EQUAL halves) and three of the code's other options.", "name": "deepsight-weights-options"}}
-import matplotlib.pyplot as plt
-
-OPTIONS = [("DECAY", "EQUAL"), ("DECAY_W_NORMALIZE", "EQUAL"), ("AVG", "EQUAL"), ("DECAY", "CONTEXT_SIZE")]
-fig, axes = plt.subplots(1, len(OPTIONS), figsize=(13, 3.2))
-for ax, (future, aggregation) in zip(axes, OPTIONS):
-    plots.heatmap(planning_weights(27, 11, future, aggregation), xlabel="input t", ylabel="target i",
-                  title=f"{future}\n{aggregation}", ax=ax)
-fig.tight_layout()
+fig = plots.heatmaps(deepsight.option_panels(), panel_size=(3.0, 3.0))
 
 # %% [markdown]
 # ## Checked by hand
@@ -67,7 +60,6 @@ fig.tight_layout()
 # fractions out gives the rows below, which must equal the matrix the model uses.
 
 # %%
-by_hand = torch.tensor([[1 / 2, 1 / 2, 1 / 4, 0, 0], [1 / 4, 1 / 4, 1 / 2, 1 / 4, 0], [1 / 6, 1 / 6, 1 / 6, 1 / 2, 1 / 4]])
-model_w = planning_weights(5, 2)
-print("equal to the hand computation:", torch.allclose(model_w, by_hand))
+model_w, by_hand, agree = deepsight.hand_check()
+print("equal to the hand computation:", agree)
 pd.DataFrame(model_w.numpy(), index=[f"target {i + 1}" for i in range(3)], columns=[f"E_{t + 1}" for t in range(5)]).round(4)

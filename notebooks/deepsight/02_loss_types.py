@@ -41,5 +41,5 @@ tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "plannin
 fig = plots.loss_curves(runs)
 
 # %% mystnb={"figure": {"caption": "The planning loss (unscaled) during training. Log scale.", "name": "deepsight-planning-loss-curves"}}
-fig = plots.train_metric({k: v for k, v in runs.items() if k != "no planning loss"}, "aux/planning",
+fig = plots.train_metric(S.arms(["deepsight/cosine_d11", "deepsight/mse_d11"]), "aux/planning",
                          ylabel="planning loss (unscaled)")

@@ -47,14 +47,6 @@ fig = plots.sweep(DELTAS, {split: [tables.final(r, split) for r in runs.values()
 # from its table the same way:
 
 # %%
-import pandas as pd
+from lmcompanion.chapters import deepsight
 
-from lmcompanion.experiments import get
-from lmcompanion.verdicts import spearman
-
-published = {split: [get(n).published[split] for n in ARMS] for split in ("train", "val")}
-ours = {split: [sum(v) / len(v) for v in (tables.final(r, split) for r in runs.values())] for split in ("train", "val")}
-pd.DataFrame({
-    "write-up": {s: f"{spearman(DELTAS, published[s]):+.2f}" for s in published},
-    "ours": {s: f"{spearman(DELTAS, ours[s]):+.2f}" for s in ours},
-}).rename_axis("Spearman rank correlation of delta with the final loss")
+deepsight.delta_correlations(S.arms(ARMS, by="name"))

@@ -35,42 +35,17 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 # %%
-from lmcompanion.experiments.deepsight import DELTAS
+from lmcompanion.chapters.deepsight import PLANNING
 
-ARMS = [f"deepsight/mse_d{d}" for d in DELTAS] + ["deepsight/cosine_d11"]
-runs = S.arms(ARMS)
+runs = S.arms(PLANNING)
 
 # %% mystnb={"figure": {"caption": "The planning loss (unscaled) of every run with one, mean over seeds. Log scale.", "name": "deepsight-collapse-curves"}}
 fig = plots.train_metric(runs, "aux/planning", ylabel="planning loss (unscaled)")
 
 # %%
-import pandas as pd
+from lmcompanion.chapters import deepsight
 
-
-def first_below(run, threshold):
-    m = run.metrics().dropna(subset=["aux/planning"])
-    hit = m[m["aux/planning"] < threshold]
-    return int(hit["step"].iloc[0]) if len(hit) else None
-
-
-def layer_norms(run):
-    sd = run.load_model().state_dict()
-    g_pred, g_plan = sd["encoder_out_ln.weight"], sd["planning_context_ln_2.weight"]
-    b_gap = (sd["encoder_out_ln.bias"] - sd["planning_context_ln_2.bias"]).abs().mean()
-    return g_pred.abs().mean().item(), g_plan.abs().mean().item(), b_gap.item()
-
-
-rows = []
-for label, rs in runs.items():
-    for r in rs:
-        start = r.metrics().dropna(subset=["aux/planning"])["aux/planning"].iloc[0]
-        g_pred, g_plan, gap = layer_norms(r)
-        rows.append({"run": label, "seed": r.seed, "first logged": f"{start:.3g}",
-                     "final": f"{tables.last_train_metric([r], 'aux/planning')[0]:.3g}",
-                     "step < 1e-2": first_below(r, 1e-2), "step < 1e-4": first_below(r, 1e-4),
-                     "mean |gain| encoder-out LN": f"{g_pred:.3g}", "mean |gain| planning LN": f"{g_plan:.3g}",
-                     "mean |bias gap|": f"{gap:.3g}"})
-pd.DataFrame(rows).set_index(["run", "seed"]).fillna("not reached")
+deepsight.collapse_table(runs)
 
 # %% [markdown]
 # Reading the table: if the loss collapses by the mechanism above, the final gains are near zero next to their

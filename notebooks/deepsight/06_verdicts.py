@@ -13,10 +13,12 @@
 # %% [markdown]
 # # Verdicts
 #
-# Every claim of the write-up beside our measurement, with the verdict rule of the book: A beats B (lower loss)
-# **holds** when every seed of A is below every seed of B, **does not hold** when every seed of A is above every
-# seed of B, and is **inconclusive at this scale** otherwise. The runs are those of the previous notebooks,
-# reused from the run store.
+# Every claim of the write-up beside our measurement, judged by the book's rule (see the prologue's
+# [verdict rule](verdict-rule)): each row gives the seeds per arm, the effect (mean difference, our claimed-better
+# arm minus the other) with its standard error, and the chance that a difference at least this large would appear if
+# the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is at most 5%;
+# otherwise it is **inconclusive at this scale**, with the direction the data lean. The runs are the ones the
+# previous notebooks made, reused from the run store.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -27,64 +29,17 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb, tables
+from lmcompanion import experiments, nb, verdicts
+from lmcompanion.chapters import deepsight
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
-# %%
-from lmcompanion import experiments, verdicts
-from lmcompanion.experiments.deepsight import DELTAS
-
 NAMES = experiments.names("deepsight")
-runs = {name: S.runs(name) for name in NAMES}
-final = {split: {name: tables.final(r, split) for name, r in runs.items()} for split in ("train", "val")}
-pub = {name: experiments.get(name).published for name in NAMES}
+runs = S.arms(NAMES, by="name")  # reused from the run store
 
-
-def claim(text, metric, better, worse):
-    return verdicts.between(text, metric, better, worse, runs)
-
-
-def spearman(values):
-    return verdicts.spearman(DELTAS, values)
-
-
-rows = [
-    claim("MSE planning loss beats cosine (validation)", "val", "deepsight/mse_d11", "deepsight/cosine_d11"),
-    claim("MSE planning loss beats cosine (train)", "train", "deepsight/mse_d11", "deepsight/cosine_d11"),
-    claim("MSE planning loss beats no planning loss (validation)", "val", "deepsight/mse_d11", "deepsight/no_loss"),
-    claim("MSE planning loss beats no planning loss (train)", "train", "deepsight/mse_d11", "deepsight/no_loss"),
-    claim("cosine planning loss beats no planning loss (train)", "train", "deepsight/cosine_d11", "deepsight/no_loss"),
-    claim("... and is slightly worse in validation loss", "val", "deepsight/no_loss", "deepsight/cosine_d11"),
-    claim("a larger future context (delta 26 vs 3) gives a better train loss", "train", "deepsight/mse_d26",
-          "deepsight/mse_d3"),
-    claim("DeepSight beats the baseline in validation loss", "val", "deepsight/mse_d11", "deepsight/baseline"),
-    claim("DeepSight beats the baseline in train loss", "train", "deepsight/mse_d11", "deepsight/baseline"),
-]
-
-# "Val loss is not very correlated" with delta: holds when the extreme deltas are not separated on validation
-# loss and the rank correlation is weak (|rho| < 0.7); does not hold when they are separated and |rho| >= 0.7.
-sweep = [f"deepsight/mse_d{d}" for d in DELTAS]
-rho_val = spearman([sum(final["val"][n]) / len(final["val"][n]) for n in sweep])
-extremes = verdicts.compare(final["val"]["deepsight/mse_d26"], final["val"]["deepsight/mse_d3"])
-separated = extremes in (verdicts.HOLDS, verdicts.FAILS)
-rows.append(verdicts.Verdict(
-    "validation loss is not very correlated with delta",
-    f"Spearman rho {spearman([pub[n]['val'] for n in sweep]):+.2f}",
-    f"Spearman rho {rho_val:+.2f}; delta 26 vs 3: {'separated' if separated else 'not separated'}",
-    verdicts.HOLDS if not separated and abs(rho_val) < 0.7 else verdicts.FAILS if separated and abs(rho_val) >= 0.7
-    else verdicts.INCONCLUSIVE))
-
-rows.append(verdicts.fewer_parameters("DeepSight has fewer parameters than the baseline (paper size)",
-                                      "deepsight/mse_d11", "deepsight/baseline"))
-
-# The planning loss "collapses": the write-up's final values are about 5e-9; we call it collapsed below 1e-6.
-for name in sweep + ["deepsight/cosine_d11"]:
-    rows.append(verdicts.below(f"the planning loss of '{experiments.get(name).title}' ends near zero (below 1e-6)",
-                               f"{pub[name]['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"), 1e-6))
-
-verdicts.table(rows)
+# %%
+verdicts.table(deepsight.verdict_rows(runs))
 
 # %% [markdown]
 # ## Settings of this profile
@@ -103,8 +58,7 @@ nb.config_diff(NAMES, S.profile)
 # store.
 
 # %%
-print(nb.rerun_commands([f"notebooks/deepsight/{n}.py" for n in
-                         ("01_planning_target", "02_loss_types", "03_future_context", "04_baseline", "05_collapse", "06_verdicts")]))
+print(nb.rerun_commands(nb.chapter_notebooks("deepsight")))
 
 # %%
 # NBVAL_IGNORE_OUTPUT

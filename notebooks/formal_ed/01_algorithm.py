@@ -35,10 +35,12 @@ overrides = {}  # any config field, by dotted key, e.g. {"model.H": 2}
 import torch
 
 from lmcompanion import models, nb, plots
-from lmcompanion.chapters import formal_ed as fe
+from lmcompanion.chapters.formal_ed import algorithm as fe
+from lmcompanion.experiments.formal_ed import NAME
+from lmcompanion.models import formal_ed_literal
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
-cfg = S.config(fe.NAME)
+cfg = S.config(NAME)
 print(S.describe())
 
 # %% [markdown]
@@ -67,15 +69,14 @@ fe.parameter_inventory(model)
 # %% [markdown]
 # ## The batched model against the literal algorithm
 #
-# `tests/formal_ed_literal.py` transcribes ED-Transformer line by line. It keeps one token per column, loops
+# `lmcompanion.models.formal_ed_literal` transcribes ED-Transformer line by line. It keeps one token per column, loops
 # over columns, heads and layers, and computes each softmax by hand. It takes $\theta$ in the write-up's own
 # orientation (`FormalED.theta()`). Here both run on random weights, far from the initialisation so that
 # every bias, $\gamma$ and $\beta$ matters, and the table gives the largest difference between their $P$
 # matrices. The cases include one padded batch, compared with each of its examples run alone without padding.
 
 # %%
-literal = fe.literal_transcription()
-agree = fe.agreement(literal.ed_transformer, cfg.model, seed=seed)
+agree = fe.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
 print(f"all {len(agree)} cases agree within tolerance: {bool((agree['_worst'] <= agree['_tol']).all())}")
 
 # %%

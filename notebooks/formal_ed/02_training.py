@@ -36,11 +36,12 @@ literal_examples = None  # ED-Training's n, the first n training examples (None:
 
 # %%
 from lmcompanion import nb, plots
-from lmcompanion.chapters import formal_ed as fe
+from lmcompanion.chapters.formal_ed import training as fe
+from lmcompanion.experiments.formal_ed import NAME, literal_config
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
-cfg = S.config(fe.NAME)
-lit = fe.literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
+cfg = S.config(NAME)
+lit = literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
 print(S.describe())
 print(f"ED-Training: T = {lit.T} epochs over the first n = {lit.n:,} training examples, η = {lit.eta}, "
       f"{lit.evals} loss evaluations")
@@ -64,7 +65,7 @@ fe.task_table(cfg.data)
 # What this profile changes from the `paper` profile (the model, the data and the AdamW run):
 
 # %%
-nb.config_diff([fe.NAME], S.profile)
+nb.config_diff([NAME], S.profile)
 
 # %% [markdown]
 # Each batch is padded on the right to a fixed width. The source $z$ comes with `z_valid`, which marks its
@@ -87,7 +88,7 @@ fe.encoding_table(cfg.data, n=2)
 # the code.
 
 # %%
-literal_runs = [fe.literal_run(S.config(fe.NAME, s), lit) for s in S.seeds]
+literal_runs = [fe.literal_run(S.config(NAME, s), lit) for s in S.seeds]
 
 # %% [markdown]
 # ## The batched run through the shared trainer
@@ -97,7 +98,7 @@ literal_runs = [fe.literal_run(S.config(fe.NAME, s), lit) for s in S.seeds]
 # decay and gradient clipping (its settings are printed at the top of this notebook).
 
 # %%
-adamw_runs = S.runs(fe.NAME)
+adamw_runs = S.runs(NAME)
 
 # %% mystnb={"figure": {"caption": "Loss against the number of training examples seen (log scale), for ED-Training as written (plain SGD, one example at a time, summed loss) and for batched AdamW through the shared trainer, from the same initial weights. Left: the training loss (ED-Training: the mean of J/(ℓ_X−1) since the previous point). Right: the held-out loss in eval mode on fixed batches. Lines are means over seeds; bands span the lowest to the highest seed.", "name": "formal-ed-training-curves"}}
 fig = plots.curves(fe.curves(literal_runs, adamw_runs), "examples",

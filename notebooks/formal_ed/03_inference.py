@@ -38,13 +38,16 @@ literal_examples = None  # ED-Training's n (None: the profile's)
 import torch
 
 from lmcompanion import nb, plots, verdicts
+from lmcompanion.chapters.formal_ed import algorithm, training
+from lmcompanion.chapters.formal_ed import inference as fe
 from lmcompanion.errors import ConfigError
-from lmcompanion.chapters import formal_ed as fe
+from lmcompanion.experiments.formal_ed import NAME, NOTEBOOKS, literal_config, protocol
+from lmcompanion.models import formal_ed_literal
 from lmcompanion.models.formal_ed import tempered
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
-cfg, P = S.config(fe.NAME), fe.protocol(S.profile)
-runs = S.runs(fe.NAME)  # the AdamW runs of the training notebook, reused from the run store
+cfg, P = S.config(NAME), protocol(S.profile)
+runs = S.runs(NAME)  # the AdamW runs of the training notebook, reused from the run store
 trained = {r.seed: r.load_model(S.device) for r in runs}
 model = trained[S.seeds[0]]
 print(S.describe())
@@ -75,7 +78,7 @@ for v in fe.verdict_temperatures(checks):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fe.visible(checks)  # float64 round-off and the χ² p-values vary in their last digits between machines
+algorithm.visible(checks)  # float64 round-off and the χ² p-values vary in their last digits between machines
 
 # %%
 for bad in (-1.0, float("nan"), "hot"):
@@ -122,7 +125,7 @@ fe.examples_table(model, cfg.data, (0.0, 1.0, 2.0, 4.0, float("inf")), seed=seed
 # order. A model that does this by attending to that token shows an anti-diagonal in at least one head.
 
 # %% mystnb={"figure": {"caption": "Cross-attention weights of the trained model (first seed) while it writes its τ = 0 answer to the longest held-out source: one panel per decoder layer and head (or the mean over heads when there are many). Rows: the token being written; columns: the source tokens z.", "name": "formal-ed-cross-attention"}}
-_, _, longest = fe.longest_example(cfg.data)
+_, _, longest = algorithm.longest_example(cfg.data)
 maps, src, predicted = fe.cross_attention(model, cfg.data, longest)
 fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len(maps) * maps.shape[1]),
                      vmin=0, vmax=1, colorbar="attention weight")
@@ -131,25 +134,25 @@ fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len
 # ## Verdicts
 #
 # The write-up reports no experiments. Its claims are the properties of its three algorithms, and each one is
-# checked by a computation made in this build. Where a check involves training, it is made for every seed. A
-# comparison *holds* when every seed is on the claimed side, *does not hold* when every seed is on the other
-# side, and is *inconclusive* otherwise (the book's rule). The AdamW bar is ours: we fixed it for each profile
+# checked by a computation made in this build. Where a check involves training, it is made for every seed and
+# judged by the book's rule (the prologue's [verdict rule](verdict-rule)): decisive only when the chance of the
+# difference under equal arms is at most 5%. Exact checks involve no sampling and say so. The AdamW bar is ours: we fixed it for each profile
 # before running. The `smoke` profile judges no bar, because its numbers mean nothing.
 
 # %%
-lit = fe.literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
-literal_runs = [fe.literal_run(S.config(fe.NAME, s), lit) for s in S.seeds]  # reused from the training notebook
-agree = fe.agreement(fe.literal_transcription().ed_transformer, cfg.model, seed=seed)
-z, x, _ = fe.longest_example(cfg.data)
-dep = fe.dependence(model, z, x)
+lit = literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
+literal_runs = [training.literal_run(S.config(NAME, s), lit) for s in S.seeds]  # reused from the training notebook
+agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
+z, x, _ = algorithm.longest_example(cfg.data)
+dep = algorithm.dependence(model, z, x)
 accuracy = [fe.exact_match(trained[s], cfg.data, "val") for s in S.seeds]
 verdicts.table([
-    fe.verdict_agreement(agree),
-    *fe.verdict_masks(fe.mask_checks(dep)),
+    algorithm.verdict_agreement(agree),
+    *algorithm.verdict_masks(algorithm.mask_checks(dep)),
     *fe.verdict_temperatures(checks),
     fe.verdict_termination(sweep),
-    fe.verdict_literal_training(literal_runs),
-    fe.verdict_accuracy(accuracy, P.target, S.profile),
+    training.verdict_literal_training(literal_runs),
+    training.verdict_accuracy(accuracy, P.target, S.profile),
     fe.verdict_tau_order(sweep),
 ])
 
@@ -208,12 +211,12 @@ verdicts.table([
 # paper-profile run is in the store.
 
 # %%
-paper = fe.protocol("paper")
+paper = protocol("paper")
 print(f"paper profile: sources of {paper.data.min_len}-{paper.data.max_len} digits, {paper.data.n_train:,} training "
       f"strings; L_enc = {paper.model.L_enc}, L_dec = {paper.model.L_dec}, d_e = {paper.model.d_e}, H = {paper.model.H}; "
       f"{paper.train.max_steps:,} AdamW steps of {paper.train.global_batch}; our bar: exact match >= {paper.target}\n")
-print(nb.rerun_commands(fe.NOTEBOOKS))
+print(nb.rerun_commands(NOTEBOOKS))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-nb.cost_table(S, [fe.NAME], {fe.NAME: runs})
+nb.cost_table(S, [NAME], {NAME: runs})

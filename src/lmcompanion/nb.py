@@ -15,9 +15,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from . import experiments, plots, train
-from .config import RunConfig, check_profile
+from . import experiments, models, paths, plots, train
+from .config import check_profile, flat_keys
+from .data import corpora, load_tokens
+from .data.lm import tokenizer
 from .errors import ConfigError
+from .run import RunConfig
 
 # Seeds per arm unless the notebook's n_seeds parameter says otherwise; verdicts need at least two.
 DEFAULT_SEEDS = {"smoke": 2, "cpu": 2, "gpu": 2, "paper": 2}
@@ -41,9 +44,12 @@ class Settings:
         """One finished run per seed."""
         return [self.run(name, s) for s in self.seeds]
 
-    def arms(self, names: Sequence[str]) -> dict[str, list[train.Run]]:
-        """The write-up's label of each experiment -> its runs (one per seed), in the order given."""
-        return {experiments.get(name).title: self.runs(name) for name in names}
+    def arms(self, names: Sequence[str], by: str = "title") -> dict[str, list[train.Run]]:
+        """Each experiment's runs (one per seed), in the order given, keyed by the write-up's label (``by="title"``,
+        for tables and figures) or by the experiment's name (``by="name"``, for the chapters' analyses)."""
+        if by not in ("title", "name"):
+            raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
+        return {experiments.get(name).title if by == "title" else name: self.runs(name) for name in names}
 
     def describe(self) -> str:
         seeds = ", ".join(map(str, self.seeds))
@@ -82,8 +88,6 @@ def config_diff(names: Sequence[str], profile: str):
     profile value), with the experiments it applies to."""
     import pandas as pd
 
-    from .config import flat_keys
-
     rows: dict[tuple, list[str]] = {}
     for name in names:
         paper = experiments.config(name, "paper", device="cpu")
@@ -113,8 +117,6 @@ def params_table(names: Sequence[str], profile: str):
     and ours at ``profile``."""
     import pandas as pd
 
-    from . import models
-
     rows = []
     for name in names:
         exp = experiments.get(name)
@@ -140,8 +142,6 @@ def data_table(cfg: RunConfig):
     """The data a run trains on: one row per split with its corpus, text source, tokenizer and size."""
     import pandas as pd
 
-    from .data import corpora, load_tokens
-
     d = load_tokens(cfg.data)
     corpus = corpora.get(cfg.data.corpus)
     source = "GENERATED (not real text)" if corpus.generated else d.source.split(":")[0]
@@ -161,10 +161,8 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
     writes after them (decoded with the run's own tokenizer)."""
     import torch
 
-    from .data import load_tokens, tokenizers
-
     cfg = run.config
-    tok = tokenizers.build(cfg.data)
+    tok = tokenizer(cfg.data)
     val = load_tokens(cfg.data).splits["val"]
     prompt = torch.tensor(val[:n_prompt].astype("int64"))[None]
     out = run.load_model().generate(prompt, max_new_tokens, temperature=temperature,
@@ -185,15 +183,11 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     tokens and FLOPs of one run and its measured GPU time once such a run is in the store."""
     import pandas as pd
 
-    from . import models
-
     store = train.RunStore()
     rows = []
     for name in names:
         paper = experiments.config(name, "paper", device="cpu")
-        model = models.build(paper.model, device="meta")
-        per_token = model.flops_per_token() if hasattr(model, "flops_per_token") else 6 * models.count_params(model.parameters())
-        flops = per_token * tokens_of(paper)
+        flops = models.build(paper.model, device="meta").flops_per_token() * tokens_of(paper)
         measured = [store.get(dataclasses.replace(paper, device="cuda", seed=s)) for s in settings.seeds]
         measured = [r.summary["train_time_s"] for r in measured if r is not None]
         here = (runs or {}).get(name) or []
@@ -207,6 +201,15 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             else "not measured yet",
         })
     return pd.DataFrame(rows).set_index("experiment")
+
+
+def chapter_notebooks(chapter: str) -> list[str]:
+    """The notebook sources of a chapter, in reading order (their file names start with their position)."""
+    root = paths.repo_root()
+    folder = (root / "notebooks" / chapter) if root is not None else None
+    if folder is None or not folder.is_dir():
+        raise ConfigError(f"no notebooks for chapter {chapter!r} (they live in notebooks/<chapter>/ of a source checkout)")
+    return [str(p.relative_to(root)) for p in sorted(folder.glob("*.py"))]
 
 
 def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:

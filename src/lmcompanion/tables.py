@@ -6,7 +6,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .verdicts import span
+from .stats import span
 
 
 def final(runs: Sequence, split: str) -> list[float]:

@@ -1,44 +1,32 @@
-"""Verdicts: a write-up's claim beside our measurement, judged with the spread over seeds in view.
+"""Verdicts: a write-up's claim beside our measurement, with the chance that the verdict is wrong stated.
 
-The rule is deliberately simple and stated in every chapter: a claim that arm A beats arm B on a metric
-(lower is better) **holds** when every seed of A is below every seed of B (their [min, max] ranges do not
-overlap); it **does not hold** when every seed of A is above every seed of B; otherwise it is **inconclusive at
-this scale**. With one seed per arm there is no spread to judge, and the verdict says so.
+The rule (documented once, in the prologue; tested by simulation in ``tests/test_stats.py``):
+
+- **Comparisons** ("arm A reaches a lower loss than arm B"): each arm has one value per seed. The exact permutation
+  test of :mod:`lmcompanion.stats` gives ``p``, the chance, if the two arms were in truth equal, of a difference at
+  least as large as ours in that direction. The claim **holds** when ``p <= 0.05``; it **does not hold** when the
+  same test in the opposite direction gives ``p <= 0.05``; otherwise it is **inconclusive at this scale**, and the
+  row says which way the data lean. So on equal arms each decisive verdict comes up at most 5% of the time.
+- **Thresholds** ("the loss collapses below 1e-6"): a one-sided one-sample t-test of the seeds' values (on a log
+  scale for losses near zero) against the bound, with the same 5% rule.
+- **Trends** ("train loss falls as delta grows"): Spearman's rank correlation of the arms' seed means with the
+  swept value, with its exact permutation p-value, and the same 5% rule. A claim of *no* trend can only be refuted
+  (a significant trend) or left inconclusive: no test shows an absence.
+- **Exact facts** (parameter counts, masks, agreement with a literal transcription): computed, not sampled; the
+  chance of a wrong verdict from noise is zero, and the row says "exact".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+import math
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+from . import experiments, models, stats, tables
+from .stats import ALPHA, span
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
-
-
-def compare(better: Sequence[float], worse: Sequence[float]) -> str:
-    """Verdict on "``better`` is lower than ``worse``" given one value per seed for each."""
-    if len(better) < 2 or len(worse) < 2:
-        return "inconclusive (one seed: no spread to judge)"
-    if max(better) < min(worse):
-        return HOLDS
-    if min(better) > max(worse):
-        return FAILS
-    return INCONCLUSIVE
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rank correlation (Pearson's correlation of the ranks; ties get their average rank)."""
-    import pandas as pd
-
-    return float(pd.Series(list(x)).rank().corr(pd.Series(list(y)).rank()))
-
-
-def span(values: Sequence[float], fmt: str = ".3f") -> str:
-    """'mean [min, max]' over seeds (just the value for one seed)."""
-    values = list(values)
-    mean = sum(values) / len(values)
-    if len(values) == 1:
-        return f"{mean:{fmt}}"
-    return f"{mean:{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+EXACT = "exact (no sampling)"
 
 
 @dataclass(frozen=True)
@@ -46,48 +34,141 @@ class Verdict:
     claim: str  # the write-up's claim, in a sentence
     published: str  # the write-up's numbers behind it
     ours: str  # our measurement, with its spread
-    verdict: str
+    verdict: str  # HOLDS, FAILS, or INCONCLUSIVE with the direction the data lean
+    seeds: str = ""  # seeds per arm, e.g. "3 vs 3"
+    effect: str = ""  # the effect with its spread, e.g. "-0.012 ± 0.004"
+    chance: str = EXACT  # the chance of this verdict if the claim's arms were equal (or EXACT)
+    notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
+
+    @property
+    def outcome(self) -> str:
+        """HOLDS, FAILS or INCONCLUSIVE, without the lean."""
+        return next(v for v in (HOLDS, FAILS, INCONCLUSIVE) if self.verdict.startswith(v))
+
+
+def _lean(toward_claim: bool | None) -> str:
+    if toward_claim is None:
+        return INCONCLUSIVE
+    return f"{INCONCLUSIVE} (the data lean {'toward' if toward_claim else 'against'} the claim)"
+
+
+def _chance(p: float) -> str:
+    return f"p = {p:.3f}"
 
 
 def claim(text: str, published: str, better: Sequence[float], worse: Sequence[float],
           labels: tuple[str, str] = ("A", "B"), fmt: str = ".3f") -> Verdict:
-    """A "``labels[0]`` < ``labels[1]``" claim with our per-seed values for each side."""
-    ours = f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}"
-    return Verdict(text, published, ours, compare(better, worse))
+    """The claim "``labels[0]`` is lower than ``labels[1]``" from our per-seed values for each side."""
+    c = stats.compare(better, worse)
+    if c.outcome == "holds":
+        verdict, p = HOLDS, c.p_claim
+    elif c.outcome == "does not hold":
+        verdict, p = FAILS, c.p_reverse
+    else:
+        verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
+    return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=f"{c.effect:+{fmt}} ± {c.se:{fmt}}", chance=_chance(p))
 
 
-def between(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
+def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
     """The claim "experiment ``better`` beats experiment ``worse`` on ``metric``" (the final estimate, as the
     write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers."""
-    from . import experiments, tables
-
     pb, pw = experiments.get(better).published, experiments.get(worse).published
     published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "not in the write-up"
     labels = (better.split("/")[-1], worse.split("/")[-1])
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
 
+def exact(text: str, published: str, ours: str, ok: bool) -> Verdict:
+    """A claim checked by computation, with no sampling involved."""
+    return Verdict(text, published, ours, HOLDS if ok else FAILS)
+
+
 def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
     """The claim "experiment ``smaller`` has fewer parameters than ``larger``" at the write-up's size (paper
     profile), counted as the write-ups count; exact numbers, so no seeds are involved."""
-    from . import experiments, models
-
     a, b = (models.num_params(experiments.config(n, "paper", device="cpu").model) for n in (smaller, larger))
     pa, pb = experiments.get(smaller).published.get("params"), experiments.get(larger).published.get("params")
     published = f"{pa:,} vs {pb:,}" if pa and pb else "not in the write-up"
-    return Verdict(text, published, f"{a:,} vs {b:,}", HOLDS if a < b else FAILS)
+    return exact(text, published, f"{a:,} vs {b:,}", a < b)
 
 
-def below(text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e") -> Verdict:
-    """The claim "the value ends below ``limit``", judged on every seed's value."""
-    verdict = HOLDS if max(values) < limit else FAILS if min(values) >= limit else INCONCLUSIVE
-    return Verdict(text, published, span(values, fmt), verdict)
+def below(text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e",
+          log: bool = True) -> Verdict:
+    """The claim "the value ends below ``limit``": a one-sided one-sample t-test of the seeds' values (of their
+    log10 when ``log``) against the limit."""
+    values = list(values)
+    tr = [math.log10(max(v, 1e-300)) for v in values] if log else values
+    bound = math.log10(limit) if log else limit
+    n = f"{len(values)} seeds"
+    if len(set(tr)) == 1:  # no spread: every seed gave the same number
+        verdict = HOLDS if tr[0] < bound else FAILS
+        return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds")
+    p_below, p_above = stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater")
+    if p_below <= ALPHA:
+        verdict, p = HOLDS, p_below
+    elif p_above <= ALPHA:
+        verdict, p = FAILS, p_above
+    else:
+        verdict, p = _lean(stats.mean(tr) < bound), p_below
+    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=_chance(p))
+
+
+def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]], *,
+          direction: str, fmt: str = "+.2f") -> Verdict:
+    """The claim that the seed-mean of ``per_arm[j]`` rises (``direction="up"``) or falls (``"down"``) with
+    ``x[j]``: Spearman's rho of the means with x and its exact permutation p-value."""
+    means = [stats.mean(v) for v in per_arm]
+    rho = stats.spearman(x, means)
+    p_claim = stats.spearman_p(x, means, "greater" if direction == "up" else "less")
+    p_reverse = stats.spearman_p(x, means, "less" if direction == "up" else "greater")
+    if p_claim <= ALPHA:
+        verdict, p = HOLDS, p_claim
+    elif p_reverse <= ALPHA:
+        verdict, p = FAILS, p_reverse
+    else:
+        verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
+    n = min(len(v) for v in per_arm)
+    return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
+                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p))
+
+
+def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
+             fmt: str = "+.2f") -> Verdict:
+    """The claim that the seed means do *not* follow ``x``: refuted by a significant trend either way (two-sided,
+    each side at 2.5%), otherwise inconclusive (a test cannot show that a trend is absent)."""
+    means = [stats.mean(v) for v in per_arm]
+    rho = stats.spearman(x, means)
+    p_two = min(1.0, 2 * min(stats.spearman_p(x, means, "greater"), stats.spearman_p(x, means, "less")))
+    verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
+    n = min(len(v) for v in per_arm)
+    return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
+                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p_two))
+
+
+def in_notebook(rows: Sequence[Verdict], notebook: str) -> list[Verdict]:
+    """The rows, each marked with the notebook (path under notebooks/, without .py) that decides it."""
+    return [replace(v, notebook=notebook) for v in rows]
+
+
+COLUMNS = {"claim": "claim (write-up)", "published": "published", "ours": "ours (mean [min, max] over seeds)",
+           "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict"}
 
 
 def table(verdicts: Sequence[Verdict]):
+    """The verdict table of a chapter: one row per claim."""
     import pandas as pd
 
-    return pd.DataFrame(
-        [{"claim (write-up)": v.claim, "published": v.published, "ours (mean [min, max] over seeds)": v.ours,
-          "verdict": v.verdict} for v in verdicts]
-    )
+    return pd.DataFrame([{label: getattr(v, field) for field, label in COLUMNS.items()} for v in verdicts])
+
+
+def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """How many verdicts hold, do not hold, are inconclusive."""
+    out = {HOLDS: 0, FAILS: 0, INCONCLUSIVE: 0}
+    for v in verdicts:
+        out[v.outcome] += 1
+    return out
+
+
+__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
+           "exact", "fewer_parameters", "in_notebook", "no_trend", "table", "trend"]

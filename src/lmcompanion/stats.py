@@ -1,0 +1,132 @@
+"""The statistics behind the verdicts: exact permutation tests over seeds, and summaries of per-seed values.
+
+Pure functions of lists of floats (no runs, no models), so they sit at the bottom of the package and are tested by
+simulation (``tests/test_stats.py``).
+
+**Comparing two arms.** Each arm is trained with ``n`` seeds and gives one number per seed (e.g. the final
+validation loss). If the two arms were in truth equal, every way of splitting the pooled numbers into two groups of
+those sizes would be equally likely. :func:`permutation_p` enumerates all of them with ``scipy.stats.permutation_test`` (``C(n_a + n_b, n_a)``: 20 for
+3 vs 3, 70 for 4 vs 4) and returns the share whose difference of means is at least as far in the claimed direction
+as the observed one: the exact probability, under equal arms, of seeing a difference this large by chance. With
+3 seeds per arm the smallest possible value is 1/20 = 0.05; with 2 it is 1/6, so two seeds can never give a
+decisive verdict at the 5% level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+ALPHA = 0.05  # the largest chance, under equal arms, at which a verdict is decisive
+
+
+def mean(values: Sequence[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def std(values: Sequence[float]) -> float:
+    """Sample standard deviation (n - 1); 0 for a single value."""
+    values = list(values)
+    if len(values) < 2:
+        return 0.0
+    m = mean(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def span(values: Sequence[float], fmt: str = ".3f") -> str:
+    """'mean [min, max]' over seeds (just the value for one seed)."""
+    values = list(values)
+    if len(values) == 1:
+        return f"{values[0]:{fmt}}"
+    return f"{mean(values):{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+
+
+def _mean_difference(x, y, axis=-1):
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def permutation_p(a: Sequence[float], b: Sequence[float], alternative: str = "less") -> float:
+    """Exact one-sided permutation p-value of mean(a) - mean(b) (``scipy.stats.permutation_test``, every split
+    enumerated).
+
+    ``alternative="less"``: the chance, if a and b came from the same distribution, that a random split of the
+    pooled values gives a difference of means <= the observed one ("a is lower"); ``"greater"``: >=. Ties count
+    against the claim (scipy's comparison tolerates rounding, so the p-value is conservative).
+    """
+    if alternative not in ("less", "greater"):
+        raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
+    if not len(a) or not len(b):
+        raise ValueError("both arms need at least one value")
+    result = scipy_stats.permutation_test((np.asarray(a, float), np.asarray(b, float)), _mean_difference,
+                                          permutation_type="independent", alternative=alternative,
+                                          n_resamples=np.inf, vectorized=True)
+    return float(result.pvalue)
+
+
+def min_p(n_a: int, n_b: int) -> float:
+    """The smallest p-value an exact permutation test can give with these arm sizes."""
+    return 1 / math.comb(n_a + n_b, n_a)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The claim "arm a is lower than arm b", judged on per-seed values."""
+
+    n_a: int
+    n_b: int
+    effect: float  # mean(a) - mean(b): negative when a is lower
+    se: float  # standard error of the effect (Welch)
+    p_claim: float  # chance under equal arms of a difference at least this far in the claimed direction
+    p_reverse: float  # the same in the opposite direction
+    outcome: str  # "holds", "does not hold" or "inconclusive"
+
+    @property
+    def p(self) -> float:
+        """The chance that the rule gives this verdict's direction if the arms were equal."""
+        return self.p_reverse if self.outcome == "does not hold" else self.p_claim
+
+    @property
+    def lean(self) -> str:
+        return "a" if self.effect < 0 else "b" if self.effect > 0 else "neither"
+
+
+def compare(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Comparison:
+    """Judge "a is lower than b": holds when p_claim <= alpha, does not hold when p_reverse <= alpha (b is
+    lower), inconclusive otherwise. Each decisive outcome has a chance of at most ``alpha`` under equal arms."""
+    a, b = list(a), list(b)
+    effect = mean(a) - mean(b)
+    se = math.sqrt(std(a) ** 2 / len(a) + std(b) ** 2 / len(b))
+    p_claim, p_reverse = permutation_p(a, b, "less"), permutation_p(a, b, "greater")
+    outcome = "holds" if p_claim <= alpha else "does not hold" if p_reverse <= alpha else "inconclusive"
+    return Comparison(len(a), len(b), effect, se, p_claim, p_reverse, outcome)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation (ties get their average rank)."""
+    return float(scipy_stats.spearmanr(x, y).statistic)
+
+
+def spearman_p(x: Sequence[float], y: Sequence[float], alternative: str = "greater") -> float:
+    """Exact one-sided permutation p-value of Spearman's rho: every ordering of ``y`` against ``x``."""
+    x = np.asarray(x, float)
+    result = scipy_stats.permutation_test((np.asarray(y, float),), lambda v: scipy_stats.spearmanr(x, v).statistic,
+                                          permutation_type="pairings", alternative=alternative, n_resamples=np.inf)
+    return float(result.pvalue)
+
+
+def one_sample_p(values: Sequence[float], limit: float, alternative: str = "less") -> float:
+    """One-sided one-sample t-test of mean(values) against ``limit`` (``scipy.stats.ttest_1samp``); 1.0 when the
+    values have no spread to judge (fewer than two, or all equal)."""
+    values = np.asarray(values, float)
+    if values.size < 2 or np.all(values == values[0]):
+        return 1.0
+    return float(scipy_stats.ttest_1samp(values, limit, alternative=alternative).pvalue)
+
+
+__all__ = ["ALPHA", "Comparison", "compare", "mean", "min_p", "one_sample_p", "permutation_p", "span", "spearman",
+           "spearman_p", "std"]

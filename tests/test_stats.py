@@ -1,0 +1,86 @@
+"""The verdict rule's statistics: exact p-values, and the rule's error rate on equal arms, by simulation."""
+
+import math
+import random
+
+import pytest
+
+from lmcompanion import stats, verdicts
+
+
+def test_the_permutation_p_value_is_exact():
+    # 3 vs 3 fully separated: 1 of the C(6,3) = 20 splits is as extreme
+    assert stats.permutation_p([1, 2, 3], [4, 5, 6], "less") == pytest.approx(1 / 20)
+    assert stats.permutation_p([1, 2, 3], [4, 5, 6], "greater") == pytest.approx(1.0)
+    # 2 vs 2 can never go below 1/6
+    assert stats.permutation_p([1, 2], [3, 4], "less") == pytest.approx(1 / 6) == stats.min_p(2, 2)
+    assert stats.min_p(3, 3) == pytest.approx(0.05) and stats.min_p(4, 4) == pytest.approx(1 / 70)
+    # by hand: a = [1, 4, 5], b = [2, 3, 6]: sum(a) = 10; splits with a sum <= 10: {1,2,3}=6 {1,2,4}=7 {1,2,5}=8
+    # {1,2,6}=9 {1,3,4}=8 {1,3,5}=9 {1,3,6}=10 {1,4,5}=10 {2,3,4}=9 {2,3,5}=10 -> 10 of 20
+    assert stats.permutation_p([1, 4, 5], [2, 3, 6], "less") == pytest.approx(10 / 20)
+
+
+def test_compare_decides_only_at_or_below_five_percent():
+    assert stats.compare([1.0, 1.1, 1.2], [2.0, 2.1, 2.2]).outcome == "holds"
+    assert stats.compare([2.0, 2.1, 2.2], [1.0, 1.1, 1.2]).outcome == "does not hold"
+    assert stats.compare([1.0, 1.1], [2.0, 2.1]).outcome == "inconclusive"  # 2 seeds: p >= 1/6
+    assert stats.compare([1.0, 2.1, 1.2], [2.0, 1.1, 2.2]).outcome == "inconclusive"
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_rule_errs_on_equal_arms_at_most_five_percent_of_the_time(n):
+    """Simulate arms that are in truth equal (the same distribution): each decisive verdict must come up at most 5%
+    of the time, up to Monte-Carlo error (4 standard errors), and for n = 3 exactly as often as 1/20 predicts."""
+    rng = random.Random(n)
+    trials = 4000
+    holds = fails = 0
+    for _ in range(trials):
+        a = [rng.gauss(3.0, 0.05) for _ in range(n)]
+        b = [rng.gauss(3.0, 0.05) for _ in range(n)]
+        outcome = stats.compare(a, b).outcome
+        holds += outcome == "holds"
+        fails += outcome == "does not hold"
+    se = math.sqrt(0.05 * 0.95 / trials)
+    assert holds / trials <= 0.05 + 4 * se and fails / trials <= 0.05 + 4 * se
+    if n == 2:
+        assert holds == fails == 0
+    if n == 3:  # "holds" iff the 3 values of a are the 3 smallest: probability exactly 1/20
+        assert abs(holds / trials - 0.05) < 4 * se and abs(fails / trials - 0.05) < 4 * se
+
+
+def test_the_rule_finds_a_real_difference():
+    """The test can fail: a true difference of 4 standard deviations is found almost always with 3 seeds."""
+    rng = random.Random(0)
+    found = sum(stats.compare([rng.gauss(2.8, 0.05) for _ in range(3)], [rng.gauss(3.0, 0.05) for _ in range(3)]).outcome
+                == "holds" for _ in range(300))
+    assert found / 300 > 0.9
+
+
+def test_verdict_rows_state_seeds_effect_and_chance():
+    v = verdicts.claim("A beats B", "1 vs 2", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], ("A", "B"))
+    assert v.verdict == verdicts.HOLDS and v.seeds == "3 vs 3" and v.chance == "p = 0.050"
+    assert v.effect.startswith("-1.000 ±")
+    lean = verdicts.claim("A beats B", "", [1.0, 1.3], [1.1, 1.4], ("A", "B"))
+    assert lean.outcome == verdicts.INCONCLUSIVE and "lean toward the claim" in lean.verdict
+    against = verdicts.claim("A beats B", "", [1.1, 1.4], [1.0, 1.3], ("A", "B"))
+    assert "lean against the claim" in against.verdict
+
+
+def test_bounds_and_trends():
+    assert verdicts.below("collapses", "", [1e-9, 3e-9, 2e-9], 1e-6).outcome == verdicts.HOLDS
+    assert verdicts.below("collapses", "", [1e-2, 3e-2, 2e-2], 1e-6).outcome == verdicts.FAILS
+    assert verdicts.below("collapses", "", [1e-9, 1e-3], 1e-6).outcome == verdicts.INCONCLUSIVE
+    x = [3, 6, 11, 16, 26]
+    falling = [[3.0 - 0.01 * i] * 2 for i in range(5)]
+    assert verdicts.trend("falls", "", x, falling, direction="down").outcome == verdicts.HOLDS  # p = 1/120
+    assert verdicts.trend("rises", "", x, falling, direction="up").outcome == verdicts.FAILS
+    assert verdicts.no_trend("flat", "", x, falling).outcome == verdicts.FAILS
+    noise = [[3.0], [3.02], [2.99], [3.01], [3.0]]
+    assert verdicts.no_trend("flat", "", x, noise).outcome == verdicts.INCONCLUSIVE  # never "holds"
+
+
+def test_exact_facts_carry_no_chance():
+    v = verdicts.exact("counts", "1 vs 2", "1 vs 2", True)
+    assert v.verdict == verdicts.HOLDS and v.chance == verdicts.EXACT
+    assert verdicts.counts([v, verdicts.exact("x", "", "", False)]) == {"holds": 1, "does not hold": 1,
+                                                                         "inconclusive at this scale": 0}
