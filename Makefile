@@ -14,6 +14,11 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 PROFILE ?= cpu
 NBPARAMS ?=
+# Notebooks run JOBS at a time (default: one per core), each training with THREADS threads. Every run uses
+# THREADS threads whatever JOBS is, so a parallel build computes exactly what a serial one does.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+JOBS ?= $(NPROC)
+THREADS ?= 1
 
 # Offline corpora: ../shared/data when it exists (an explicit LMC_DATA_DIR wins).
 SHARED_DATA := $(abspath ../shared/data)
@@ -24,6 +29,8 @@ endif
 NB_SRC := $(sort $(shell find notebooks -name '*.py' -not -path '*/.ipynb_checkpoints/*'))
 NB_OUT := $(NB_SRC:.py=.ipynb)
 PKG := $(shell find src -name '*.py') pyproject.toml
+RECORDED := $(shell find book/recorded -name '*.json' 2>/dev/null)
+RECORDED_STAMP := _build/.recorded
 INSTALLED := $(VENV)/.installed
 PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
@@ -51,12 +58,20 @@ $(PROFILE_STAMP): FORCE
 	@mkdir -p $(@D)
 	@echo "$(PROFILE) $(NBPARAMS)" | cmp -s - $@ || echo "$(PROFILE) $(NBPARAMS)" > $@
 
-notebooks/%.ipynb: notebooks/%.py $(PKG) $(PROFILE_STAMP) | $(INSTALLED)
-	$(BIN)python -m lmcompanion run-notebook $< -o $@ --profile $(PROFILE) $(NBPARAMS)
+# Recorded runs (book/recorded: made elsewhere, e.g. on a GPU) are imported into the run store first.
+$(RECORDED_STAMP): $(RECORDED) | $(INSTALLED)
+	@mkdir -p $(@D)
+	$(BIN)python -m lmcompanion import-recorded
+	@touch $@
+
+notebooks/%.ipynb: notebooks/%.py $(PKG) $(PROFILE_STAMP) $(RECORDED_STAMP) | $(INSTALLED)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m lmcompanion run-notebook $< -o $@ --profile $(PROFILE) $(NBPARAMS)
 
 notebooks: $(NB_OUT)
 
-book: notebooks
+book: $(INSTALLED)
+	$(MAKE) -j$(JOBS) notebooks
+	$(BIN)python -m lmcompanion pages notebooks book/generated --sources notebooks
 	$(BIN)jupyter-book build . -W -n --keep-going
 	@echo "Built the book at the $(PROFILE) profile: $(abspath _build/html/index.html)"
 
@@ -84,7 +99,8 @@ nbval: $(INSTALLED)
 smoke-book: $(INSTALLED)
 	rm -rf $(SMOKE_SRC) && mkdir -p $(SMOKE_SRC)
 	cp _config.yml _toc.yml $(SMOKE_SRC)/ && cp -r book $(SMOKE_SRC)/book && cp -r tests/nbval $(SMOKE_SRC)/notebooks
-	ln -s $(abspath src) $(SMOKE_SRC)/src && ln -s $(abspath tests) $(SMOKE_SRC)/tests   # pages include code from both
+	ln -s $(abspath src) $(SMOKE_SRC)/src   # pages include code from the package
+	$(BIN)python -m lmcompanion pages $(SMOKE_SRC)/notebooks $(SMOKE_SRC)/book/generated --sources notebooks
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
 
 # Every smoke notebook, re-executed in a fresh run store; then the numbers of every run it trained.
@@ -97,7 +113,7 @@ references: $(INSTALLED)
 	  status=$$?; rm -rf $$runs; exit $$status
 
 clean:
-	rm -rf _build $(NB_OUT)
+	rm -rf _build $(NB_OUT) book/generated
 
 clean-runs:
 	rm -rf runs

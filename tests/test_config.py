@@ -19,7 +19,7 @@ def test_profiles_are_the_four_documented_ones():
 def test_field_types_are_checked_at_construction():
     with pytest.raises(ConfigError, match=r"TrainConfig.batch_size must be int, got '8'"):
         TrainConfig(batch_size="8")
-    with pytest.raises(ConfigError, match=r"schedule must be 'cosine' \| 'linear' \| 'constant'"):
+    with pytest.raises(ConfigError, match=r"schedule must be 'cosine' \| 'linear' \| 'linear_floor' \| 'constant'"):
         TrainConfig(schedule="cosin")
     assert TrainConfig(lr=1).lr == 1.0 and isinstance(TrainConfig(lr=1).lr, float)
 

@@ -304,9 +304,10 @@ def test_a_full_disk_leaves_no_temporary_checkpoint(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_run_waiting_for_another_process_says_so(tmp_path, capsys):
+def test_a_run_waiting_for_another_process_says_so(tmp_path, capsys, monkeypatch):
     import fcntl
 
+    monkeypatch.setenv("LMC_PROGRESS", "1")  # outside a notebook (notebooks keep stderr clean)
     store = RunStore(tmp_path)
     cfg = tiny_run(steps=2)
     folder = store.path(cfg)

@@ -34,3 +34,16 @@ def test_linear_schedule_matches_hugging_face_convention():
 def test_constant_schedule_warms_up_then_holds():
     cfg = TrainConfig(max_steps=100, lr=2.0, warmup_steps=4, schedule="constant")
     assert [lr_at(s, cfg) for s in (0, 2, 3, 50)] == pytest.approx([0.5, 1.5, 2.0, 2.0])
+
+
+def test_linear_floor_is_the_efficient_transformer_readme_schedule():
+    """Warm up over 50% of training, decay linearly to 10% of the peak by 85%, then flat."""
+    cfg = TrainConfig(max_steps=200, lr=4.8e-4, min_lr=4.8e-5, warmup_steps=100, decay_steps=170,
+                      schedule="linear_floor")
+    at = {f: lr_at(round(f * 200), cfg) for f in (0.0, 0.25, 0.5, 0.85, 1.0)}
+    assert at[0.0] == 0.0
+    assert at[0.25] == pytest.approx(2.4e-4)
+    assert at[0.5] == pytest.approx(4.8e-4)  # the peak at the end of warmup
+    assert at[0.85] == pytest.approx(4.8e-5)  # the floor reached at decay_steps
+    assert at[1.0] == pytest.approx(4.8e-5) and lr_at(250, cfg) == pytest.approx(4.8e-5)  # and kept
+    assert lr_at(135, cfg) == pytest.approx((4.8e-4 + 4.8e-5) / 2)  # halfway down the decay

@@ -54,3 +54,13 @@ fig = plots.train_metric({k: v for k, v in runs.items() if k != "no embedding lo
 # learnable scale and bias that are not weight-decayed. The encoder output is detached, so the loss can only move
 # the embeddings and those two LayerNorms, and it has a cheap way out: shrinking the scales drives both sides
 # toward their biases. The curve above shows how far that collapse goes at this profile.
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -39,3 +39,13 @@ tables.results(runs, published=nb.published(ARMS))
 
 # %% mystnb={"figure": {"caption": "Train and validation loss with and without positional-embedding subtraction (no embedding loss in either; mean over seeds, bands span the seeds).", "name": "ar-ed-pos-sub-curves"}}
 fig = plots.loss_curves(runs)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -42,3 +42,13 @@ fig = plots.loss_curves(runs)
 # %% mystnb={"figure": {"caption": "The embedding loss (unscaled) of the MSE runs with coefficient 1 (no subtraction) and coefficient 8 (with subtraction). Log scale.", "name": "ar-ed-combined-embedding-loss"}}
 fig = plots.train_metric({k: v for k, v in runs.items() if k != "with pos embed sub"}, "aux/embedding",
                          ylabel="embedding loss (unscaled)")
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

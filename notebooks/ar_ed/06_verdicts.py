@@ -29,7 +29,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, verdicts
+from lmcompanion import experiments, nb
 from lmcompanion.chapters import ar_ed
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -39,7 +39,31 @@ NAMES = experiments.names("ar_ed")
 runs = S.arms(NAMES, by="name")  # reused from the run store
 
 # %%
-verdicts.table(ar_ed.verdict_rows(runs))
+nb.show_verdicts(S, "ar_ed", ar_ed.verdict_rows(runs))
+
+# %% [markdown]
+# ## At other scales: recorded runs
+#
+# Runs made elsewhere at other profiles (the `gpu` or `paper` profile, on a GPU) and committed as recorded runs
+# (metrics and provenance, no weights) are judged by the same rule. The first table says where they come from;
+# the verdict table of each profile follows, with "no runs" where an arm was not recorded.
+
+# %%
+recorded = nb.recorded_arms(S, NAMES)
+nb.recorded_table(recorded)
+
+# %%
+for profile, found in recorded.items():
+    display(nb.show_verdicts(S, "ar_ed", ar_ed.verdict_rows(found.runs), profile=profile))
+
+# %% [markdown]
+# ## How far this profile is from the write-up
+#
+# Model size, tokens seen per run and passes over the training data, here and in the write-up (the `paper`
+# profile). A verdict reached far below the write-up's scale may change at its scale; the landing page says which.
+
+# %%
+nb.scale_table(S, NAMES)
 
 # %% [markdown]
 # ## Settings of this profile
@@ -64,3 +88,13 @@ print(nb.rerun_commands(nb.chapter_notebooks("ar_ed")))
 # %%
 # NBVAL_IGNORE_OUTPUT
 nb.cost_table(S, NAMES, runs)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -63,3 +63,13 @@ fig = plots.heatmaps(deepsight.option_panels(), panel_size=(3.0, 3.0))
 model_w, by_hand, agree = deepsight.hand_check()
 print("equal to the hand computation:", agree)
 pd.DataFrame(model_w.numpy(), index=[f"target {i + 1}" for i in range(3)], columns=[f"E_{t + 1}" for t in range(5)]).round(4)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -43,3 +43,13 @@ fig = plots.loss_curves(runs)
 # %% mystnb={"figure": {"caption": "The planning loss (unscaled) during training. Log scale.", "name": "deepsight-planning-loss-curves"}}
 fig = plots.train_metric(S.arms(["deepsight/cosine_d11", "deepsight/mse_d11"]), "aux/planning",
                          ylabel="planning loss (unscaled)")
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

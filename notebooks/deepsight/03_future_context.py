@@ -50,3 +50,13 @@ fig = plots.sweep(DELTAS, {split: [tables.final(r, split) for r in runs.values()
 from lmcompanion.chapters import deepsight
 
 deepsight.delta_correlations(S.arms(ARMS, by="name"))
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -42,3 +42,13 @@ tables.results(runs, published=nb.published(ARMS))
 
 # %% mystnb={"figure": {"caption": "DeepSight (delta = 11, MSE) against the decoder-only baseline at the long context (mean over seeds, bands span the seeds).", "name": "deepsight-baseline-curves"}}
 fig = plots.loss_curves(runs)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -52,3 +52,13 @@ deepsight.collapse_table(runs)
 # initial value of 1, and the bias gap is near zero. If the gains stay near 1 while the loss falls, the encoder is
 # really matching its planning context. The verdict notebook turns the final values into a verdict on the write-up's
 # "about 5 × 10⁻⁹".
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

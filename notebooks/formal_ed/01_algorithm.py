@@ -101,3 +101,13 @@ for name, value in fe.mask_checks(dep).items():
 
 # %% mystnb={"figure": {"caption": "Which outputs change (black) when one input token changes, on random weights. Left: the encoder output Z against the tokens of z (Mask ≡ 1: all of them). Middle: the decoder's P against z, through the cross-attention (all of them). Right: P against the tokens of x: column j changes only for the tokens x_1, …, x_j (the unidirectional mask).", "name": "formal-ed-dependence"}}
 fig = plots.heatmaps(fe.dependence_panels(dep, z, x), cmap="Greys", vmin=0, vmax=1)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

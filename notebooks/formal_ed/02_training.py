@@ -132,3 +132,13 @@ pd.DataFrame(
         "examples seen": r.summary["steps"] * r.config.train.global_batch,
         "train time (s)": f"{r.summary['train_time_s']:.1f}"} for r in adamw_runs]
 ).set_index(["method", "seed"])
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -146,7 +146,7 @@ agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=se
 z, x, _ = algorithm.longest_example(cfg.data)
 dep = algorithm.dependence(model, z, x)
 accuracy = [fe.exact_match(trained[s], cfg.data, "val") for s in S.seeds]
-verdicts.table([
+nb.show_verdicts(S, "formal_ed", verdicts.in_notebook([
     algorithm.verdict_agreement(agree),
     *algorithm.verdict_masks(algorithm.mask_checks(dep)),
     *fe.verdict_temperatures(checks),
@@ -154,7 +154,7 @@ verdicts.table([
     training.verdict_literal_training(literal_runs),
     training.verdict_accuracy(accuracy, P.target, S.profile),
     fe.verdict_tau_order(sweep),
-])
+], "formal_ed/03_inference"))
 
 # %% [markdown]
 # ## Where we differ from the original
@@ -220,3 +220,13 @@ print(nb.rerun_commands(NOTEBOOKS))
 # %%
 # NBVAL_IGNORE_OUTPUT
 nb.cost_table(S, [NAME], {NAME: runs})
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

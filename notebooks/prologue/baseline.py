@@ -120,3 +120,13 @@ print(nb.rerun_commands(["notebooks/prologue/baseline.py"]))
 # %%
 # NBVAL_IGNORE_OUTPUT
 nb.cost_table(S, ["ar_ed/baseline"], {"ar_ed/baseline": runs})
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -8,6 +8,12 @@
                                               execute a notebook source with papermill
   runs                                        the finished runs in the store (and damaged ones)
   retrain RUN_FOLDER                          train a run folder's config again (e.g. after damage)
+  train-chapter CHAPTER [--profile P] [--seeds N] [--budget-s S] [--record]
+                                              train a chapter's experiments run by run (finished ones are
+                                              reused), recording each as it finishes; stops starting runs after S s
+  record RUN_FOLDER... [-o DIR]               write finished runs as recorded-run files (no weights)
+  import-recorded [DIR]                       import recorded-run files into the run store
+  pages NOTEBOOKS OUT [--sources DIR]         generate the scorecard and build-record pages
   bench NAME [--profile P] [--device D] [--steps N] [--bare] [--set key=value ...]
                                               tokens/s, MFU and peak memory of a training step
 """
@@ -18,11 +24,13 @@ import argparse
 import json
 import os
 import sys
+import time
 
-from . import experiments, models, train
+from . import experiments, models, pages, recorded, train
 from .bench import bench
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError
+from .nb import DEFAULT_SEEDS
 from .runner import run_notebook
 
 
@@ -87,6 +95,45 @@ def _cmd_retrain(args) -> None:
     print(run.path)
 
 
+def _cmd_train_chapter(args) -> None:
+    started = time.monotonic()
+    names = experiments.names(args.chapter)
+    seeds = range(args.seeds if args.seeds is not None else DEFAULT_SEEDS[args.profile])
+    store = train.RunStore()
+    todo = [(n, s) for s in seeds for n in names]  # every arm's first seed first: a cut-off session covers all arms
+    for i, (name, seed) in enumerate(todo):
+        cfg = experiments.config(name, args.profile, seed=seed, device=args.device)
+        done = store.get(cfg)
+        if done is None:
+            elapsed = time.monotonic() - started
+            if args.budget_s is not None and elapsed > args.budget_s:
+                print(f"budget of {args.budget_s:.0f} s reached after {elapsed:.0f} s: {len(todo) - i} runs left; "
+                      "run the same command again to continue", flush=True)
+                return
+            done = store.run(cfg, progress=_progress(args))
+        print(f"[{i + 1}/{len(todo)}] {name} seed {seed}: val {done.summary['final'].get('val', float('nan')):.4f} "
+              f"in {done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
+        if args.record:
+            for path in recorded.write([done], args.output or recorded.default_dir()):
+                print(f"    recorded {path}", flush=True)
+
+
+def _cmd_record(args) -> None:
+    for path in recorded.write([train.Run(f) for f in args.folders], args.output or recorded.default_dir()):
+        print(path)
+
+
+def _cmd_import_recorded(args) -> None:
+    runs = recorded.import_dir(args.folder)
+    print(f"{len(runs)} recorded runs in {train.RunStore().root}")
+
+
+def _cmd_pages(args) -> None:
+    stale = pages.write_pages(args.notebooks, args.out, args.sources, prefix=args.prefix)
+    print(f"wrote {args.out}/scorecard.md and {args.out}/build.md" +
+          (f"; pages with outputs older than their source: {', '.join(stale)}" if stale else ""))
+
+
 def _cmd_bench(args) -> None:
     cfg = experiments.config(args.name, args.profile, device=args.device, overrides=parse_overrides(args.set))
     for key, value in bench(cfg, steps=args.steps, warmup=args.warmup, bare=args.bare, rounds=args.rounds).items():
@@ -133,6 +180,33 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("folder")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_retrain)
+
+    s = sub.add_parser("train-chapter", help="train a chapter's experiments run by run, recording each as it finishes")
+    s.add_argument("chapter")
+    s.add_argument("--profile", default="gpu", help=f"one of {profiles} (default: gpu)")
+    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    s.add_argument("--seeds", type=int, help="seeds per experiment (default: the profile's)")
+    s.add_argument("--budget-s", type=float, help="start no new run after this many seconds")
+    s.add_argument("--record", action="store_true", help="write each finished run to book/recorded (or -o)")
+    s.add_argument("-o", "--output")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=_cmd_train_chapter)
+
+    s = sub.add_parser("record", help="write finished runs as recorded-run files (metrics and provenance, no weights)")
+    s.add_argument("folders", nargs="+")
+    s.add_argument("-o", "--output", help="default: book/recorded")
+    s.set_defaults(fn=_cmd_record)
+
+    s = sub.add_parser("import-recorded", help="import recorded-run files into the run store")
+    s.add_argument("folder", nargs="?", help="default: book/recorded")
+    s.set_defaults(fn=_cmd_import_recorded)
+
+    s = sub.add_parser("pages", help="generate the scorecard and build-record pages from executed notebooks")
+    s.add_argument("notebooks")
+    s.add_argument("out")
+    s.add_argument("--sources", help="the notebooks' sources, to mark pages whose outputs are older than them")
+    s.add_argument("--prefix", default="notebooks", help="the executed notebooks' folder as the book sees it")
+    s.set_defaults(fn=_cmd_pages)
 
     s = sub.add_parser("bench", help="tokens/s, MFU and peak memory of an experiment's training step")
     s.add_argument("name")

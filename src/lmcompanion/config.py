@@ -132,10 +132,12 @@ class TrainConfig(ConfigBase):
     grad_accum: int = 1  # micro-batches per optimizer step, summed over all processes (global batch = batch_size * grad_accum)
     max_steps: int = 100  # optimizer steps
     lr: float = 6e-4  # peak learning rate
-    min_lr: float = 6e-5  # floor of the cosine schedule
-    schedule: Literal["cosine", "linear", "constant"] = "cosine"  # cosine: nanoGPT warmup+cosine; linear: warmup then linear decay to 0
+    min_lr: float = 6e-5  # floor of the cosine and linear_floor schedules
+    # cosine: nanoGPT warmup+cosine; linear: warmup then linear decay to 0; linear_floor: warmup, linear decay to
+    # min_lr, then min_lr (the efficient-transformer README's); constant: warmup then lr
+    schedule: Literal["cosine", "linear", "linear_floor", "constant"] = "cosine"
     warmup_steps: int = 0
-    decay_steps: int | None = None  # cosine: step where the decay reaches min_lr (nanoGPT's lr_decay_iters); linear: step where lr reaches 0; None = max_steps
+    decay_steps: int | None = None  # cosine, linear_floor: step where the decay reaches min_lr (nanoGPT's lr_decay_iters); linear: step where lr reaches 0; None = max_steps
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8

@@ -7,23 +7,31 @@ A chapter notebook starts with a ``parameters`` cell of literals (``profile``, `
     runs = S.runs("ar_ed/baseline")          # one finished run per seed, trained or reused from the store
 
 Everything a notebook shows comes from those runs (metrics, summaries, weights) through ``plots`` and ``tables``.
+A chapter's verdict notebook shows its rows with :func:`show_verdicts` (which also hands them to the generated
+scorecard), the recorded runs of other profiles with :func:`recorded_arms`, how far its profile is from the write-up
+with :func:`scale_table`; every notebook ends with :func:`provenance`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from . import experiments, models, paths, plots, train
+from . import env, experiments, models, paths, plots, recorded, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, load_tokens
 from .data.lm import tokenizer
 from .errors import ConfigError
 from .run import RunConfig
 
-# Seeds per arm unless the notebook's n_seeds parameter says otherwise; verdicts need at least two.
-DEFAULT_SEEDS = {"smoke": 2, "cpu": 2, "gpu": 2, "paper": 2}
+# Seeds per arm unless the notebook's n_seeds parameter says otherwise. Three is the fewest with which a comparison
+# can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that everything runs,
+# and the paper profile follows the write-ups, which report one run per arm.
+DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 1}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -31,6 +39,8 @@ class Settings:
     device: str
     seeds: tuple[int, ...]
     overrides: Mapping[str, object] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)  # when the notebook called setup (for its execution time)
+    used: dict = field(default_factory=dict, compare=False)  # run folder -> run, every run this notebook read
 
     def config(self, name: str, seed: int | None = None) -> RunConfig:
         seed = self.seeds[0] if seed is None else seed
@@ -38,7 +48,9 @@ class Settings:
 
     def run(self, name: str, seed: int | None = None) -> train.Run:
         """The finished run of experiment ``name`` for one seed (trained now, or reused from the store)."""
-        return train.run(self.config(name, seed))
+        r = train.run(self.config(name, seed))
+        self.used[str(r.path)] = r
+        return r
 
     def runs(self, name: str) -> list[train.Run]:
         """One finished run per seed."""
@@ -171,36 +183,133 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
 
 
 def tokens_of(cfg: RunConfig) -> int:
-    """Training tokens of a run: steps x global batch x tokens per sequence (the model's context, or what the
-    data config says a sequence holds)."""
-    per_sequence = getattr(cfg.data, "tokens_per_sequence", None)
-    per_sequence = per_sequence(cfg.model) if per_sequence else cfg.model.context_size
-    return cfg.train.max_steps * cfg.train.global_batch * per_sequence
+    """Training tokens of a run: steps x global batch x tokens per sequence (the data config says what a sequence
+    holds for the run's model)."""
+    return cfg.train.max_steps * cfg.train.global_batch * cfg.data.tokens_per_sequence(cfg.model)
+
+
+def passes(cfg: RunConfig) -> float | None:
+    """How many times a run goes over its training data: sequences seen / sequences in one pass (None when the
+    data's size cannot be known here, e.g. a hub corpus offline)."""
+    per_epoch = cfg.data.sequences_per_epoch(cfg.model)
+    return None if not per_epoch else cfg.train.max_steps * cfg.train.global_batch / per_epoch
 
 
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
-    """What each experiment costs: measured training time at this profile, and for the paper profile the
-    tokens and FLOPs of one run and its measured GPU time once such a run is in the store."""
+    """What each experiment costs: the training time measured here, the tokens and training FLOPs (counted) of one
+    run at the paper and gpu profiles, and their measured time once a recorded run of that profile is imported."""
     import pandas as pd
 
-    store = train.RunStore()
+    found = recorded.arms(list(names), exclude_profile=settings.profile)
     rows = []
     for name in names:
-        paper = experiments.config(name, "paper", device="cpu")
-        flops = models.build(paper.model, device="meta").flops_per_token() * tokens_of(paper)
-        measured = [store.get(dataclasses.replace(paper, device="cuda", seed=s)) for s in settings.seeds]
-        measured = [r.summary["train_time_s"] for r in measured if r is not None]
         here = (runs or {}).get(name) or []
-        rows.append({
-            "experiment": name,
-            f"train time here ({settings.profile}, s/run)": (
-                f"{sum(r.summary['train_time_s'] for r in here) / len(here):.0f}" if here else ""),
-            "paper: tokens/run": f"{tokens_of(paper):,}",
-            "paper: PFLOP/run": f"{flops / 1e15:,.0f}",
-            "paper: GPU hours/run": f"{sum(measured) / len(measured) / 3600:.2f} (measured)" if measured
-            else "not measured yet",
-        })
+        row = {"experiment": name, f"train time here ({settings.profile}, s/run)": (
+            f"{sum(r.summary['train_time_s'] for r in here) / len(here):.0f}" if here else "")}
+        for profile in ("gpu", "paper"):
+            cfg = experiments.config(name, profile, device="cpu")
+            flops = models.build(cfg.model, device="meta").flops_per_token() * tokens_of(cfg)
+            rec = found[profile].runs.get(name, []) if profile in found else []
+            row[f"{profile}: tokens/run"] = f"{tokens_of(cfg):,}"
+            row[f"{profile}: PFLOP/run"] = f"{flops / 1e15:,.2f}"
+            row[f"{profile}: time/run"] = (
+                f"{stats_mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
+                f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
+        rows.append(row)
     return pd.DataFrame(rows).set_index("experiment")
+
+
+def stats_mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def scale_table(settings: Settings, names: Sequence[str]):
+    """How far this profile is from the write-up's own settings (the paper profile): model size, tokens seen per
+    run and passes over the training data, per experiment."""
+    import pandas as pd
+
+    rows = []
+    for name in names:
+        here = experiments.config(name, settings.profile, device="cpu")
+        paper = experiments.config(name, "paper", device="cpu")
+        p_here, p_paper = passes(here), _paper_passes(paper)
+        rows.append({"experiment": name,
+                     f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
+                     "parameters (write-up)": f"{models.num_params(paper.model):,}",
+                     f"tokens/run ({settings.profile})": f"{tokens_of(here):,}",
+                     "tokens/run (write-up)": f"{tokens_of(paper):,}",
+                     f"passes over the data ({settings.profile})": f"{p_here:.2f}" if p_here is not None else "",
+                     "passes (write-up)": p_paper})
+    return pd.DataFrame(rows).set_index("experiment")
+
+
+def _paper_passes(cfg: RunConfig) -> str:
+    return cfg.data.write_up_passes(cfg)
+
+
+# --------------------------------------------------------------------------------------------------
+# Verdicts, recorded runs, provenance
+
+
+def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verdict], profile: str | None = None):
+    """The verdict table of ``chapter`` at ``profile`` (default: this notebook's); the rows are also glued into
+    the executed notebook, from which the book's build generates the scorecard."""
+    from myst_nb import glue
+
+    profile = profile or settings.profile
+    payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome} for v in rows]
+    glue(f"verdicts:{profile}", json.dumps(payload), display=False)
+    return verdicts.table(rows)
+
+
+def recorded_arms(settings: Settings, names: Sequence[str]) -> dict[str, recorded.Found]:
+    """The recorded runs of ``names`` at every profile other than this notebook's (profile -> what was found)."""
+    return recorded.arms(list(names), exclude_profile=settings.profile)
+
+
+def recorded_table(found: Mapping[str, recorded.Found]):
+    """Where the recorded runs come from: one row per profile, with their device, commit, when and what made them."""
+    import pandas as pd
+
+    rows = []
+    for profile, f in found.items():
+        runs = [r for rs in f.runs.values() for r in rs]
+        if runs:
+            e = runs[0].env
+            rows.append({"profile": profile, "experiments": len(f.runs), "runs": len(runs),
+                         "device": e.get("gpu") or e.get("cpu"), "torch": e.get("torch"),
+                         "commit": f"{(e.get('commit') or '?')[:10]}{' (dirty)' if e.get('dirty') else ''}",
+                         "made": e.get("time"), "command": e.get("command"),
+                         "stale (older config, not used)": len(f.stale)})
+        elif f.stale:
+            rows.append({"profile": profile, "experiments": 0, "runs": 0, "stale (older config, not used)": len(f.stale)})
+    if not rows:
+        return pd.DataFrame({"note": ["no recorded runs of this chapter at other profiles yet"]})
+    return pd.DataFrame(rows).set_index("profile")
+
+
+def provenance(settings: Settings):
+    """Where this page's numbers came from: the profile and seeds, the package's commit, torch, the device, the data
+    and tokenizers of the runs it used, and how long the page took to execute."""
+    import pandas as pd
+    import torch
+
+    state = env.git_state()
+    runs = list(settings.used.values())
+    data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
+    tokenizers = sorted({r.config.data.tokenizer_name for r in runs})
+    devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
+    info = {
+        "profile": settings.profile, "seeds": ", ".join(map(str, settings.seeds)),
+        "package commit": f"{state['commit'] or 'unknown'}{' (uncommitted changes)' if state['dirty'] else ''}",
+        "torch": torch.__version__, "executed on": env.cpu_name() + (f", {torch.cuda.get_device_name()}"
+                                                                    if torch.cuda.is_available() else ""),
+        "runs used": f"{len(runs)} ({len([r for r in runs if r.summary.get('resumed_from') is None])} trained from "
+                     f"scratch or reused, made on {', '.join(devices) or '-'})",
+        "data fingerprints": "; ".join(data) or "-", "tokenizers": ", ".join(tokenizers) or "-",
+        "execution time of this page": f"{time.time() - settings.started:.0f} s",
+    }
+    return pd.DataFrame({"value": list(info.values())}, index=pd.Index(list(info), name="provenance"))
 
 
 def chapter_notebooks(chapter: str) -> list[str]:

@@ -10,12 +10,15 @@ re-executing an unchanged notebook gives an identical file.
 from __future__ import annotations
 
 import ast
+import datetime
+import hashlib
 import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 from .config import PROFILES, check_profile, suggest
+from .env import git_state
 from .errors import ConfigError, LMCError
 
 KERNEL = "python3"
@@ -85,12 +88,15 @@ def _merge_streams(outputs: list) -> list:
     return merged
 
 
-def clean(nb):
+def clean(nb, provenance: Mapping[str, Any] | None = None):
     """Drop what changes between identical runs: timestamps, paths, random ids, tool bookkeeping, and the
-    timing-dependent split of printed text into several stream outputs."""
+    timing-dependent split of printed text into several stream outputs. ``provenance`` (profile, parameters,
+    source digest, commit, execution time) is kept under ``metadata.lmcompanion`` for the generated pages."""
     nb.metadata.pop("jupytext", None)
     pm = nb.metadata.get("papermill")
     if pm is not None:
+        if provenance is not None:
+            nb.metadata["lmcompanion"] = {**provenance, "duration_s": round(float(pm.get("duration") or 0.0), 1)}
         nb.metadata["papermill"] = {"parameters": pm.get("parameters", {})}
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"
@@ -148,7 +154,12 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    executed = clean(nbformat.read(tmp, as_version=4))
+    state = git_state()
+    provenance = {"source": str(src), "source_sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
+                  "profile": params.get("profile", parameters_of(nb).get("profile")), "parameters": params,
+                  "commit": state["commit"], "dirty": state["dirty"],
+                  "executed": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    executed = clean(nbformat.read(tmp, as_version=4), provenance)
     nbformat.write(executed, tmp)
     os.replace(tmp, out)
     return out

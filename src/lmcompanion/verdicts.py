@@ -37,7 +37,7 @@ class Verdict:
     verdict: str  # HOLDS, FAILS, or INCONCLUSIVE with the direction the data lean
     seeds: str = ""  # seeds per arm, e.g. "3 vs 3"
     effect: str = ""  # the effect with its spread, e.g. "-0.012 ± 0.004"
-    chance: str = EXACT  # the chance of this verdict if the claim's arms were equal (or EXACT)
+    chance: str = EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
     notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
 
     @property
@@ -146,6 +146,11 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
                    seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p_two))
 
 
+def have(runs: Mapping[str, Sequence], *names: str) -> bool:
+    """Whether every experiment of a claim has runs (recorded runs may cover only some arms)."""
+    return all(runs.get(n) for n in names)
+
+
 def in_notebook(rows: Sequence[Verdict], notebook: str) -> list[Verdict]:
     """The rows, each marked with the notebook (path under notebooks/, without .py) that decides it."""
     return [replace(v, notebook=notebook) for v in rows]
@@ -171,4 +176,4 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 
 
 __all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
-           "exact", "fewer_parameters", "in_notebook", "no_trend", "table", "trend"]
+           "exact", "fewer_parameters", "have", "in_notebook", "no_trend", "table", "trend"]

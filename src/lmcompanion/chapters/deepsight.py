@@ -10,7 +10,7 @@ import torch
 from .. import experiments, stats, tables
 from ..experiments.deepsight import DELTAS
 from ..models.deepsight import planning_weights
-from ..verdicts import Verdict, below, between, fewer_parameters, in_notebook, no_trend, trend
+from ..verdicts import Verdict, below, between, fewer_parameters, have, in_notebook, no_trend, trend
 
 CHAPTER = "deepsight"
 SWEEP = tuple(f"deepsight/mse_d{d}" for d in DELTAS)
@@ -106,10 +106,10 @@ CLAIMS = [
 def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
     """Every claim of the write-up, from the runs of every experiment of the chapter (name -> runs)."""
     rows = [in_notebook([between(text, metric, better, worse, runs)], f"{CHAPTER}/{nb}")[0]
-            for text, metric, better, worse, nb in CLAIMS]
+            for text, metric, better, worse, nb in CLAIMS if have(runs, better, worse)]
     pub = {n: experiments.get(n).published for n in SWEEP}
-    final = {split: [tables.final(runs[n], split) for n in SWEEP] for split in ("train", "val")}
-    rows += in_notebook([
+    final = {split: [tables.final(runs[n], split) for n in SWEEP] for split in ("train", "val")} if have(runs, *SWEEP) else None
+    rows += [] if final is None else in_notebook([
         trend("a larger future context gives a better train loss", "train losses " + ", ".join(
               f"{pub[n]['train']}" for n in SWEEP) + f" (rho {stats.spearman(DELTAS, [pub[n]['train'] for n in SWEEP]):+.2f})",
               DELTAS, final["train"], direction="down"),
@@ -118,7 +118,7 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
     ], f"{CHAPTER}/03_future_context")
     rows += in_notebook([fewer_parameters("DeepSight has fewer parameters than the baseline (paper size)",
                                           "deepsight/mse_d11", "deepsight/baseline")], f"{CHAPTER}/04_baseline")
-    for name in PLANNING:
+    for name in [n for n in PLANNING if have(runs, n)]:
         exp = experiments.get(name)
         rows += in_notebook([below(f"the planning loss of '{exp.title}' ends near zero (below {COLLAPSE_BOUND:g})",
                                    f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"),

@@ -5,11 +5,17 @@ Token caches are flat arrays of token ids (uint16, or uint32 for vocabularies ov
 memory-mapped after. The fingerprint (``corpora.fingerprint``) is part of the folder's name, so a cache built from
 other text (a truncated copy, another ``LMC_DATA_DIR``) is never read for this one; ``meta.json`` is written last.
 
-Batching follows the write-ups: training draws random windows *with replacement* (``x = data[i:i+T]``,
-``y = data[i+1:i+T+1]``, ``i`` uniform), so there are no epochs. The windows of step ``s`` are a pure
-function of (seed, s): resuming a run, or splitting a step over DDP processes, sees the same data.
-Evaluation uses ``K`` batches of either fixed windows spread evenly over the split ("strided", the default:
-the same tokens at every evaluation) or fresh random windows ("random", as the yif-AI code does).
+Batching follows the write-ups. By default training draws random windows *with replacement* (``x = data[i:i+T]``,
+``y = data[i+1:i+T+1]``, ``i`` uniform), so there are no epochs. ``train_windows="epochs"`` is the
+efficient-transformer's loader instead: every stride-1 window of the train split once per epoch, in a fresh shuffled
+order each epoch. Either way the windows of step ``s`` are a pure function of (seed, s): resuming a run, or splitting
+a step over DDP processes, sees the same data.
+
+Evaluation by default uses ``K`` batches of either fixed windows spread evenly over the split ("strided": the same
+tokens at every evaluation) or fresh random windows ("random", as the yif-AI code does). ``eval_windows="sliding"``
+is the Hourglass protocol the efficient-transformer's README states: windows every ``eval_stride`` tokens over the
+whole split (or an evenly spaced subsample of them), each scored on its last ``eval_last`` positions only (the
+other targets are -100, which the loss ignores), so that every scored token has a long context.
 """
 
 from __future__ import annotations
@@ -42,6 +48,15 @@ class LMDataConfig(ConfigBase):
     vocab_size: int | None = None  # BPE only: the size of the trained vocabulary
     split: str = "chars_90_10"  # a rule in corpora.SPLIT_RULES
     max_chars: int | None = None  # keep only the first max_chars characters of the text (of each given split)
+    # training windows: "random" = uniform starts with replacement; "epochs" = every stride-1 window once per epoch
+    train_windows: Literal["random", "epochs"] = "random"
+    # evaluation windows: "batches" = train.eval_batches batches placed by train.eval_sampling; "sliding" = every
+    # eval_stride tokens over the whole split
+    eval_windows: Literal["batches", "sliding"] = "batches"
+    eval_stride: int = 32  # sliding: tokens between the starts of consecutive evaluation windows
+    eval_max_windows: int | None = None  # sliding: evaluate this many windows, evenly spaced; None = all of them
+    eval_last: int | None = None  # score only the last eval_last positions of each evaluation window; None = all
+    eval_splits: tuple[str, ...] = ("train", "val")  # the splits evaluated at every evaluation (those the data has)
 
     def validate(self) -> None:
         try:
@@ -55,6 +70,21 @@ class LMDataConfig(ConfigBase):
         else:
             require(self.vocab_size is None, f"data.vocab_size is only for tokenizer='bpe' (tokenizer={self.tokenizer!r})")
         require(self.max_chars is None or self.max_chars > 0, "data.max_chars must be > 0 or None")
+        require(self.eval_stride >= 1, f"data.eval_stride must be >= 1, got {self.eval_stride}")
+        require(self.eval_max_windows is None or self.eval_max_windows >= 1,
+                f"data.eval_max_windows must be >= 1 or None (all windows), got {self.eval_max_windows}")
+        require(self.eval_windows == "sliding" or (self.eval_max_windows is None and self.eval_stride == 32),
+                "data.eval_stride and data.eval_max_windows place sliding evaluation windows: set "
+                "data.eval_windows='sliding', or leave them at their defaults (32, None)")
+        require(self.eval_last is None or self.eval_last >= 1,
+                f"data.eval_last must be >= 1 or None (score every position), got {self.eval_last}")
+        splits = corpora.split_names(self.corpus, self.split)
+        require(len(self.eval_splits) >= 1 and len(set(self.eval_splits)) == len(self.eval_splits),
+                f"data.eval_splits must name at least one split, each once; got {self.eval_splits}")
+        missing = [s for s in self.eval_splits if s not in splits]
+        require(not missing, f"data.eval_splits={self.eval_splits} names {missing}, which split rule {self.split!r} "
+                             f"of {self.corpus!r} does not give (it gives {splits}): choose among those, or a split "
+                             f"rule with them (e.g. data.split=chars_80_10_10 for a test split)")
 
     @property
     def generated(self) -> bool:
@@ -63,6 +93,9 @@ class LMDataConfig(ConfigBase):
     def check_model(self, model) -> None:
         for name in ("vocab_size", "context_size"):
             require(hasattr(model, name), f"model family {model.family!r} has no {name}; it cannot read token streams")
+        require(self.eval_last is None or self.eval_last <= model.context_size,
+                f"data.eval_last={self.eval_last} scores more positions than a window has (model.context_size="
+                f"{model.context_size}): lower data.eval_last or set it to None")
         if self.tokenizer != "char":  # char vocabularies depend on the text: checked when the data is loaded
             expected = tokenizers.GPT2_VOCAB if self.tokenizer == "gpt2" else self.vocab_size
             require(model.vocab_size == expected,
@@ -75,6 +108,28 @@ class LMDataConfig(ConfigBase):
     def fingerprint(self) -> str:
         """The identity of the text this config reads (the corpus's content fingerprint)."""
         return corpora.fingerprint(self.corpus)
+
+    def tokens_per_sequence(self, model) -> int:
+        return model.context_size
+
+    def sequences_per_epoch(self, model) -> float | None:
+        """Training windows in one pass over the train split (train tokens / context); None if the text is not here."""
+        if corpora.source_of(self.corpus).startswith("hub:") and corpora._offline():
+            return None
+        return load_tokens(self).splits["train"].size / model.context_size
+
+    def write_up_passes(self, run_cfg) -> str:
+        """Passes over the write-up's own training text, estimated when its size is recorded in the corpus registry
+        (characters) from the tokens per character of the copy read here."""
+        corpus = corpora.get(self.corpus)
+        if corpus.hub is None or corpus.hub.max_chars is None or corpus.generated:
+            return "unknown"
+        here = load_tokens(self)
+        chars_per_token = here.chars["train"] / here.splits["train"].size
+        fraction = dict(corpora.SPLIT_RULES[self.split] or (("train", 1.0),)).get("train", 1.0)
+        train_tokens = corpus.hub.max_chars * fraction / chars_per_token
+        seen = run_cfg.train.max_steps * run_cfg.train.global_batch * self.tokens_per_sequence(run_cfg.model)
+        return f"≈ {seen / train_tokens:.1f} (of {corpus.hub.max_chars:,} characters)"
 
 
 def text_key(cfg: LMDataConfig) -> str:
@@ -181,11 +236,14 @@ class LMSource:
     """Batches of (idx, targets) windows; each process gets its share of every global step."""
 
     def __init__(self, data: TokenData, context_size: int, train_cfg, seed: int, rank: int = 0, world: int = 1,
-                 eval_splits: tuple[str, ...] = ("train", "val")) -> None:
+                 eval_splits: tuple[str, ...] | None = None, data_cfg: LMDataConfig | None = None) -> None:
         self.data, self.T, self.cfg, self.seed = data, context_size, train_cfg, seed
         self.rank, self.world = rank, world
+        self.dcfg = data_cfg if data_cfg is not None else LMDataConfig()  # the default windows
         self.vocab_size = data.vocab_size
-        self.eval_splits = tuple(s for s in eval_splits if s in data.splits)
+        wanted = eval_splits if eval_splits is not None else self.dcfg.eval_splits
+        self.eval_splits = tuple(s for s in wanted if s in data.splits)
+        self._perms: dict[int, torch.Tensor] = {}
         if "train" not in data.splits:
             raise DataError(f"the data has no train split (it has {sorted(data.splits)})")
         for split, arr in data.splits.items():
@@ -195,30 +253,70 @@ class LMSource:
                     "raise data.max_chars or lower model.context_size"
                 )
 
-    def _windows(self, arr: np.ndarray, starts) -> dict[str, torch.Tensor]:
+    def _windows(self, arr: np.ndarray, starts, last: int | None = None) -> dict[str, torch.Tensor]:
         block = np.stack([arr[s : s + self.T + 1] for s in starts.tolist()]).astype(np.int64)
         block = torch.from_numpy(block)
-        return {"idx": block[:, :-1], "targets": block[:, 1:]}
+        idx, targets = block[:, :-1], block[:, 1:].clone()
+        if last is not None:
+            targets[:, : self.T - last] = -100  # scored: the last `last` positions only
+        return {"idx": idx, "targets": targets}
+
+    def n_windows(self, split: str = "train") -> int:
+        """Stride-1 windows of a split: starts 0 .. size - T - 1 (each needs T + 1 tokens)."""
+        return self.data.splits[split].size - self.T
+
+    def _epoch_order(self, epoch: int) -> torch.Tensor:
+        """The shuffled window starts of one epoch: a permutation of range(n_windows), a function of (seed, epoch)."""
+        if epoch not in self._perms:
+            g = torch.Generator().manual_seed(mix_seed(self.seed, epoch, 3))
+            self._perms = {e: p for e, p in self._perms.items() if e == epoch - 1}  # keep at most two epochs
+            self._perms[epoch] = torch.randperm(self.n_windows("train"), generator=g)
+        return self._perms[epoch]
+
+    def epoch_starts(self, first: int, count: int) -> torch.Tensor:
+        """Window starts of global samples first .. first + count - 1 under ``train_windows="epochs"``: sample g
+        is position g mod N of epoch g // N's order, N = n_windows (a step may straddle two epochs)."""
+        N = self.n_windows("train")
+        g = torch.arange(first, first + count)
+        return torch.cat([self._epoch_order(int(e))[g[g // N == e] % N] for e in torch.unique(g // N)])
 
     def train_batches(self, step: int) -> list[dict[str, torch.Tensor]]:
         """This process's micro-batches for optimizer step ``step`` (0-based)."""
         arr, B, accum = self.data.splits["train"], self.cfg.batch_size, self.cfg.grad_accum
-        g = torch.Generator().manual_seed(mix_seed(self.seed, step, 1))
-        starts = torch.randint(0, arr.size - self.T, (accum * B,), generator=g)
+        if self.dcfg.train_windows == "epochs":
+            starts = self.epoch_starts(step * accum * B, accum * B)
+        else:
+            g = torch.Generator().manual_seed(mix_seed(self.seed, step, 1))
+            starts = torch.randint(0, arr.size - self.T, (accum * B,), generator=g)
         local = range(self.rank, accum, self.world)  # global micro-batch m*world + rank
         return [self._windows(arr, starts[m * B : (m + 1) * B]) for m in local]
 
+    def sliding_starts(self, split: str) -> torch.Tensor:
+        """``eval_windows="sliding"``: a start every eval_stride tokens over the split (the last window ends at or
+        before its end), or eval_max_windows of them evenly spaced."""
+        starts = torch.arange(0, self.n_windows(split), self.dcfg.eval_stride)
+        n = self.dcfg.eval_max_windows
+        if n is not None and n < starts.numel():
+            starts = starts[torch.linspace(0, starts.numel() - 1, n).round().long()]
+        return starts
+
     def eval_batches(self, split: str, step: int) -> Iterator[dict[str, torch.Tensor]]:
-        """This process's share of the K evaluation batches of ``split``."""
+        """This process's share of the evaluation batches of ``split``."""
         arr = self.data.splits[split]
-        K, B = self.cfg.eval_batches, self.cfg.eval_batch_size or self.cfg.batch_size
-        if self.cfg.eval_sampling == "strided":
+        B = self.cfg.eval_batch_size or self.cfg.batch_size
+        if self.dcfg.eval_windows == "sliding":
+            starts = self.sliding_starts(split)
+            K = max(1, starts.numel() // B)  # as the original's loader, a last partial batch is left out
+            B = min(B, starts.numel())
+        elif self.cfg.eval_sampling == "strided":
+            K = self.cfg.eval_batches
             starts = torch.linspace(0, arr.size - self.T - 1, K * B).long()
         else:
+            K = self.cfg.eval_batches
             g = torch.Generator().manual_seed(mix_seed(self.seed, step, 2, self.eval_splits.index(split)))
             starts = torch.randint(0, arr.size - self.T, (K * B,), generator=g)
         for k in range(self.rank, K, self.world):
-            yield self._windows(arr, starts[k * B : (k + 1) * B])
+            yield self._windows(arr, starts[k * B : (k + 1) * B], self.dcfg.eval_last)
 
 
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> LMSource:
@@ -228,4 +326,5 @@ def build_source(run_cfg, rank: int = 0, world: int = 1) -> LMSource:
             f"model.vocab_size={run_cfg.model.vocab_size} but the {data.tokenizer} tokenizer of "
             f"{run_cfg.data.corpus!r} has {data.vocab_size} tokens; set model.vocab_size={data.vocab_size}"
         )
-    return LMSource(data, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world)
+    return LMSource(data, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world,
+                    data_cfg=run_cfg.data)

@@ -108,6 +108,16 @@ class Seq2SeqDataConfig(ConfigBase):
         """Target positions per example, padding included (what the trainer counts as tokens)."""
         return self.width
 
+    def sequences_per_epoch(self, model) -> int:
+        return self.n_train
+
+    def write_up_passes(self, run_cfg) -> str:
+        return "no experiment in the write-up"
+
+    @property
+    def tokenizer_name(self) -> str:
+        return "digits"
+
 
 # --------------------------------------------------------------------------------------------------
 # Encoding

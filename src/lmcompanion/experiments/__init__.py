@@ -19,7 +19,7 @@ from ..run import RunConfig
 from . import ar_ed, baselines, deepsight, formal_ed  # noqa: F401  (they register their experiments)
 from .registry import REGISTRY, Experiment, register
 
-CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight")
+CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
 
 
 def all_experiments() -> dict[str, Experiment]:

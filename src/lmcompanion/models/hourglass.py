@@ -383,12 +383,12 @@ class SoftExpertMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = _activate(self.c_fc(x), self.activation)  # (..., E', T, 4n)
-        # channel e through its own map, per sample and position
-        z = self.dropout(torch.einsum("...etf,efd->...etd", h, self.experts))  # (..., E', T, d)
+        w = self.experts  # (E', 4n, d): channel e through its own map
         if self.shared_experts is not None:
-            # plus the S shared maps, each on every channel of the same sample (the original mixed samples when S > 1)
-            shared = self.dropout(torch.einsum("...etf,sfd->...setd", h, self.shared_experts))  # (..., S, E', T, d)
-            z = z + shared.sum(dim=-4)
+            # plus the S shared maps on every channel: h W_e + sum_s h W_s = h (W_e + sum_s W_s), per sample (the
+            # original pairs batch element b with other samples' h when S > 1)
+            w = w + self.shared_experts.sum(dim=0)
+        z = self.dropout(h @ w)  # (..., E', T, 4n) @ (E', 4n, d) -> (..., E', T, d); one dropout after the sum
         return self.dropout(self.experts_proj(z))  # (..., E', T, n)
 
 

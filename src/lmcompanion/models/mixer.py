@@ -74,6 +74,7 @@ class MixerConfig(ConfigBase):
     positional: Literal["none", "first", "every"] = "none"  # a channel of positions: none, at the input, after every block
     embed_linear: bool = False  # Linear(d, d) with bias on the embedding output, before the blocks
     tie_weights: bool = False  # one matrix for embedding and LM head (the original: wte.weight = lm_head.weight)
+    causal: bool = True  # False: no mask, every token reads every token (the retrieval part's bidirectional matcher)
 
     @property
     def width(self) -> int:
@@ -104,9 +105,12 @@ class MixerConfig(ConfigBase):
 # Token mixing
 
 
-def causal_mask(out_tokens: int, in_tokens: int, device: str | torch.device | None = None) -> torch.Tensor:
-    """(out, in, 1) bool: entry (i, t) is True iff t <= i, the diagonal included (a token reads itself)."""
-    return torch.ones(out_tokens, in_tokens, dtype=torch.bool, device=device).tril().unsqueeze(-1)
+def causal_mask(out_tokens: int, in_tokens: int, device: str | torch.device | None = None,
+                causal: bool = True) -> torch.Tensor:
+    """(out, in, 1) bool: entry (i, t) is True iff t <= i, the diagonal included (a token reads itself);
+    all True when ``causal`` is False."""
+    ones = torch.ones(out_tokens, in_tokens, dtype=torch.bool, device=device)
+    return (ones.tril() if causal else ones).unsqueeze(-1)
 
 
 class MaskedTokenConv(nn.Conv1d):
@@ -120,11 +124,13 @@ class MaskedTokenConv(nn.Conv1d):
     original kernel-4 mixer: for k=4 one zero feature on the left and two on the right.
     """
 
-    def __init__(self, in_tokens: int, out_tokens: int, kernel_size: int = 1, bias: bool = True):
+    def __init__(self, in_tokens: int, out_tokens: int, kernel_size: int = 1, bias: bool = True,
+                 causal: bool = True):
         super().__init__(in_tokens, out_tokens, kernel_size, padding="same", bias=bias)
+        self.causal = causal
         # "we mask the weights of the convolution" with tril of the (out, in) matrix, the same for every tap;
         # bool (1 byte an entry, and .half() leaves it alone)
-        self.register_buffer("mask", causal_mask(out_tokens, in_tokens), persistent=False)  # (out, in, 1)
+        self.register_buffer("mask", causal_mask(out_tokens, in_tokens, causal=causal), persistent=False)  # (out, in, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, in_tokens, C) -> (B, out_tokens, C)
         k = self.kernel_size[0]
@@ -136,7 +142,7 @@ class MaskedTokenConv(nn.Conv1d):
     def liveness(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
         """{parameter: (kept by the mask, can get a nonzero gradient)} on the CPU (also for a meta-device model);
         alone, every kept weight is live."""
-        kept = causal_mask(self.out_channels, self.in_channels, device="cpu").expand(self.weight.shape)
+        kept = causal_mask(self.out_channels, self.in_channels, "cpu", self.causal).expand(self.weight.shape)
         out = {"weight": (kept, kept)}
         if self.bias is not None:
             out["bias"] = (torch.ones(self.bias.shape, dtype=torch.bool),) * 2
@@ -151,11 +157,11 @@ class ExpandedTokenMix(nn.Module):
     first conv can never get a gradient. :meth:`liveness` reports exactly that.
     """
 
-    def __init__(self, length: int, expansion: int, kernel_size: int = 1):
+    def __init__(self, length: int, expansion: int, kernel_size: int = 1, causal: bool = True):
         super().__init__()
-        self.expand = MaskedTokenConv(length, expansion * length, kernel_size)
+        self.expand = MaskedTokenConv(length, expansion * length, kernel_size, causal=causal)
         self.gelu = nn.GELU()
-        self.contract = MaskedTokenConv(expansion * length, length, kernel_size)
+        self.contract = MaskedTokenConv(expansion * length, length, kernel_size, causal=causal)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, C)
         return self.contract(self.gelu(self.expand(x)))  # (B, eL, C) inside
@@ -172,9 +178,10 @@ class ExpandedTokenMix(nn.Module):
 class ParallelTokenMix(nn.Module):
     """"we replace one convolution with two parallel ones": n masked L x L convs, each through GELU, summed."""
 
-    def __init__(self, length: int, n_parallel: int, kernel_size: int = 1):
+    def __init__(self, length: int, n_parallel: int, kernel_size: int = 1, causal: bool = True):
         super().__init__()
-        self.convs = nn.ModuleList(MaskedTokenConv(length, length, kernel_size) for _ in range(n_parallel))
+        self.convs = nn.ModuleList(MaskedTokenConv(length, length, kernel_size, causal=causal)
+                                   for _ in range(n_parallel))
         self.gelu = nn.GELU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, C)
@@ -188,10 +195,10 @@ class MultiHeadTokenMix(nn.Module):
     Head width C / n_head (our reading of the write-up; see the module docstring).
     """
 
-    def __init__(self, length: int, width: int, n_head: int, kernel_size: int = 1):
+    def __init__(self, length: int, width: int, n_head: int, kernel_size: int = 1, causal: bool = True):
         super().__init__()
         self.proj_head = nn.ModuleList(nn.Linear(width, width // n_head) for _ in range(n_head))
-        self.convs = nn.ModuleList(MaskedTokenConv(length, length, kernel_size) for _ in range(n_head))
+        self.convs = nn.ModuleList(MaskedTokenConv(length, length, kernel_size, causal=causal) for _ in range(n_head))
         self.out_proj = nn.Linear(width, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, C)
@@ -201,15 +208,15 @@ class MultiHeadTokenMix(nn.Module):
 
 def token_mixer(c: MixerConfig) -> nn.Module:
     """The TokenMix of one block for config ``c``."""
-    L, k = c.context_size, c.kernel_size
+    L, k, causal = c.context_size, c.kernel_size, c.causal
     if c.expansion is not None:
-        return ExpandedTokenMix(L, c.expansion, k)
+        return ExpandedTokenMix(L, c.expansion, k, causal)
     if c.n_parallel > 1:
-        return ParallelTokenMix(L, c.n_parallel, k)
+        return ParallelTokenMix(L, c.n_parallel, k, causal)
     if c.n_head > 1:
-        return MultiHeadTokenMix(L, c.width, c.n_head, k)
+        return MultiHeadTokenMix(L, c.width, c.n_head, k, causal)
     # the flat mixer: "a single convolution (that must have as many output features as sequence elements)"
-    return MaskedTokenConv(L, L, k)
+    return MaskedTokenConv(L, L, k, causal=causal)
 
 
 # --------------------------------------------------------------------------------------------------

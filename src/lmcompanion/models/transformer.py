@@ -62,6 +62,7 @@ class TransformerConfig(ConfigBase):
     dropout: float = 0.0  # on the embeddings, the attention probabilities and both residual branches (GPT: 0.1)
     init_std: float = 0.02  # N(0, init_std) for every Linear and Embedding weight (HF initializer_range)
     hybrid: Literal["none", "sequential", "parallel"] = "none"  # the mixer's masked T x T conv after or beside attention
+    causal: bool = True  # False: every token attends to every token (the retrieval part's bidirectional matcher)
 
     def validate(self) -> None:
         for name in ("vocab_size", "context_size", "n_embed", "n_layer", "n_head"):
@@ -116,7 +117,12 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class RotaryCausalSelfAttention(CausalSelfAttention):
-    """The shared causal self-attention (fused q, k, v projection; causal SDPA), with RoPE on q and k when given."""
+    """The shared causal self-attention (fused q, k, v projection; causal SDPA), with RoPE on q and k when given;
+    ``causal=False`` drops the mask (bidirectional attention)."""
+
+    def __init__(self, *args, causal: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.causal = causal
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         B, T, C = x.shape
@@ -125,7 +131,7 @@ class RotaryCausalSelfAttention(CausalSelfAttention):
         if rope is not None:
             cos, sin = (t.to(q.dtype) for t in rope)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.residual_proj(y))
 
@@ -155,11 +161,11 @@ class TransformerBlock(nn.Module):
         super().__init__()
         self.post, self.hybrid = c.block == "post", c.hybrid
         self.norm_1 = norm_layer(c)
-        self.attn = RotaryCausalSelfAttention(c.n_embed, c.n_head, c.bias, c.dropout)
+        self.attn = RotaryCausalSelfAttention(c.n_embed, c.n_head, c.bias, c.dropout, causal=c.causal)
         self.norm_2 = norm_layer(c)
         self.mlp = SwiGLU(c.n_embed, c.bias, c.dropout) if c.mlp == "swiglu" else MLP(c.n_embed, c.bias, c.dropout)
         # the flat mixer's masked T x T conv with bias ("MixerLayer(512)")
-        self.mixer = MaskedTokenConv(c.context_size, c.context_size) if c.hybrid != "none" else None
+        self.mixer = MaskedTokenConv(c.context_size, c.context_size, causal=c.causal) if c.hybrid != "none" else None
 
     def forward(self, x: torch.Tensor, rope=None) -> torch.Tensor:  # (B, T, C)
         if self.post:

@@ -6,6 +6,9 @@
   learning rate is nearly constant (8.997e-4 at the last step).
 - ``linear``: Hugging Face's ``get_linear_schedule_with_warmup``: ``lr * step / warmup`` during warmup, then a
   linear decay that reaches 0 at ``decay_steps``.
+- ``linear_floor``: the efficient-transformer README's "linear schedule ... for which we warmup for 50% of the
+  dataset and decay until 85%" to "a final lr of 10%": ``lr * step / warmup`` during warmup (as ``linear``), then a
+  linear decay from ``lr`` to ``min_lr`` reached at ``decay_steps``, then ``min_lr``.
 - ``constant``: linear warmup (as ``cosine``), then ``lr``.
 """
 
@@ -17,10 +20,11 @@ import math
 def lr_at(step: int, cfg) -> float:
     lr, warmup = cfg.lr, cfg.warmup_steps
     decay = cfg.decay_steps if cfg.decay_steps is not None else cfg.max_steps
-    if cfg.schedule == "linear":
+    if cfg.schedule in ("linear", "linear_floor"):
         if step < warmup:
             return lr * step / warmup
-        return lr * max(0.0, (decay - step) / max(1, decay - warmup))
+        floor = cfg.min_lr if cfg.schedule == "linear_floor" else 0.0
+        return floor + (lr - floor) * max(0.0, (decay - step) / max(1, decay - warmup))
     s = step + 1
     if s < warmup:
         return lr * s / warmup

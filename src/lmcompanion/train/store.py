@@ -24,6 +24,7 @@ import json
 import os
 import re
 import sys
+import time
 from functools import cached_property
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from . import checkpoint
 from .trainer import CKPT, METRICS, WEIGHTS, train
 
 SUMMARY = "summary.json"
+RECORDED = "recorded.json"  # marks a run imported from a recorded file (lmcompanion.recorded): no weights
 DIGESTS = "files_sha256"  # summary key: file name -> SHA-256
 
 
@@ -155,6 +157,9 @@ class Run:
 
     def load_model(self, device: str = "cpu"):
         """The trained model, in eval mode (after checking that its weights are the ones this run made)."""
+        if (self.path / RECORDED).is_file():
+            raise CheckpointError(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
+                                  "): it has metrics and provenance but no weights; train it here to get them")
         self.check()
         model = models.build(self.config.model)
         model.load_state_dict(checkpoint.load(self.path / WEIGHTS, map_location=device))
@@ -184,8 +189,9 @@ class RunStore:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                print(f"waiting: another process is training this run ({folder.name}); it will be reused when it "
-                      "finishes", file=sys.stderr, flush=True)
+                if os.environ.get("LMC_PROGRESS", "1") not in ("0", "false", "off"):  # not inside a notebook
+                    print(f"waiting: another process is training this run ({folder.name}); it will be reused when "
+                          "it finishes", file=sys.stderr, flush=True)
                 fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
@@ -234,11 +240,13 @@ class RunStore:
                 if procedure is not None:
                     _write_json(folder / "procedure.json",
                                 {"procedure": run_spec.procedure, "settings": run_spec.settings})
+            started = time.perf_counter()
             if procedure is None:
                 summary = train(cfg, folder, progress=progress, callbacks=callbacks)
             else:
                 summary = procedure(cfg, folder, settings)
             if is_main:
+                summary["wall_time_s"] = round(time.perf_counter() - started, 3)  # this process, set-up included
                 summary[DIGESTS] = {name: checkpoint.file_sha256(folder / name) for name in (WEIGHTS, METRICS)}
                 _write_json(folder / SUMMARY, summary)
         return Run(folder)

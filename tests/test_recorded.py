@@ -1,0 +1,86 @@
+"""Recorded runs: made elsewhere, committed without weights, imported, shown and judged at their own profile."""
+
+import json
+
+import pytest
+
+from lmcompanion import cli, experiments, nb, recorded
+from lmcompanion.chapters import ar_ed
+from lmcompanion.errors import CheckpointError, LMCError
+from lmcompanion.train import RunStore
+
+NAMES = ["ar_ed/baseline", "ar_ed/mse_pos_sub"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Smoke runs made in one store ("the GPU machine") and written as recorded-run files."""
+    made = RunStore(tmp_path_factory.mktemp("elsewhere"))
+    runs = [made.run(experiments.config(n, "smoke", seed=s)) for n in NAMES for s in (0, 1, 2)]
+    out = tmp_path_factory.mktemp("recorded")
+    written = recorded.write(runs, out)
+    return out, written, runs
+
+
+def test_a_recorded_file_has_metrics_config_and_provenance_but_no_weights(files):
+    out, written, runs = files
+    assert len(written) == 6 and all(p.parent == out / "smoke" for p in written)
+    record = json.loads(written[0].read_text())
+    assert record["format"] == recorded.FORMAT and record["profile"] == "smoke" and record["experiment"] == NAMES[0]
+    assert record["metrics"] and record["summary"]["final"]["val"] > 0 and "wall_time_s" in record["summary"]
+    prov = record["provenance"]
+    for key in ("device", "torch", "libraries", "commit", "code_fingerprint", "data_fingerprint", "key", "command"):
+        assert key in prov
+    assert not any(p.suffix == ".pt" for p in out.rglob("*"))
+    assert sum(p.stat().st_size for p in written) < 200_000  # small enough to commit
+
+
+def test_import_then_find_by_profile_and_judge(files, tmp_path, monkeypatch):
+    out, _, made = files
+    monkeypatch.setenv("LMC_RUNS_DIR", str(tmp_path / "runs"))
+    store = RunStore()
+    imported = recorded.import_dir(out, store)
+    assert len(imported) == 6 and all(r.finished for r in imported)
+    assert len(recorded.import_dir(out, store)) == 6  # idempotent
+    found = recorded.arms(NAMES, exclude_profile="cpu", store=store)
+    assert list(found) == ["smoke"] and [r.seed for r in found["smoke"].runs["ar_ed/baseline"]] == [0, 1, 2]
+    assert recorded.arms(NAMES, exclude_profile="smoke", store=store) == {}  # the build's own profile is left out
+    ours = {r.config.name: r for r in found["smoke"].runs["ar_ed/mse_pos_sub"]}
+    assert found["smoke"].runs["ar_ed/mse_pos_sub"][0].summary["final"] == made[3].summary["final"]
+    rows = ar_ed.verdict_rows(found["smoke"].runs)  # only the claims whose arms were recorded
+    assert rows and all({"ar_ed/baseline", "ar_ed/mse_pos_sub"} >= {c[2], c[3]} for c in ar_ed.CLAIMS
+                        if c[0] in {r.claim for r in rows})
+    with pytest.raises(CheckpointError, match="recorded run .* no weights"):
+        found["smoke"].runs["ar_ed/baseline"][0].load_model()
+    S = nb.setup(profile="cpu")
+    table = nb.recorded_table(nb.recorded_arms(S, NAMES))
+    assert table.loc["smoke", "runs"] == 6
+    del ours
+
+
+def test_a_run_recorded_under_an_older_config_is_stale(files, tmp_path):
+    out, written, _ = files
+    changed = tmp_path / "changed"
+    (changed / "smoke").mkdir(parents=True)
+    record = json.loads(written[0].read_text())
+    record["config"]["train"]["lr"] *= 2
+    record["provenance"]["key"] = "0" * 12
+    (changed / "smoke" / written[0].name).write_text(json.dumps(record))
+    store = RunStore(tmp_path / "runs")
+    recorded.import_dir(changed, store)
+    found = recorded.arms(NAMES, store=store)
+    assert found["smoke"].runs == {} and len(found["smoke"].stale) == 1
+
+
+def test_the_command_line_records_and_imports(files, tmp_path, monkeypatch, capsys):
+    _, _, runs = files
+    monkeypatch.setenv("LMC_RUNS_DIR", str(tmp_path / "runs"))
+    assert cli.main(["record", str(runs[0].path), "-o", str(tmp_path / "rec")]) == 0
+    assert cli.main(["import-recorded", str(tmp_path / "rec")]) == 0
+    assert "1 recorded runs" in capsys.readouterr().out
+
+
+def test_a_run_with_overrides_cannot_be_recorded(tmp_path):
+    run = RunStore(tmp_path).run(experiments.config("ar_ed/baseline", "smoke", overrides={"train.max_steps": 3}))
+    with pytest.raises(LMCError, match="not the config of experiment"):
+        recorded.export(run)
