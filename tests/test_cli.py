@@ -32,3 +32,24 @@ def test_train_command_trains_then_reuses():
     assert first.returncode == 0, first.stderr
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert second.stdout == first.stdout  # the same finished run, reused
+
+
+def _one_per_kind():
+    """One registered experiment for every (model family, data kind) the registry uses."""
+    from lmcompanion import experiments
+
+    seen = {}
+    for name in experiments.names():
+        cfg = experiments.config(name, "smoke", device="cpu")
+        seen.setdefault((type(cfg.model).__name__, type(cfg.data).__name__), name)
+    return sorted(seen.values())
+
+
+def test_bench_runs_for_every_kind_of_experiment(capsys):
+    """`bench NAME` works for every model family and data kind the experiments use."""
+    names = _one_per_kind()
+    assert len(names) >= 4
+    for name in names:
+        assert main(["bench", name, "--profile", "smoke", "--steps", "1", "--warmup", "0"]) == 0, name
+        out = capsys.readouterr().out
+        assert "tokens/s" in out and "params" in out, (name, out)

@@ -17,6 +17,7 @@ import time
 import torch
 
 from .errors import ConfigError
+from .experiments import retrieval
 from .train import trainer
 
 # Dense bf16 tensor-core peaks from the vendors' data sheets (FLOP/s), for MFU; unknown devices print no MFU.
@@ -35,7 +36,8 @@ def _sync(device: torch.device) -> None:
 def bench(cfg, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5) -> dict:
     if steps < 1 or warmup < 0 or rounds < 1:
         raise ConfigError(f"bench needs --steps >= 1, --warmup >= 0 and --rounds >= 1 (got {steps}, {warmup}, {rounds})")
-    s = trainer.setup(cfg)
+    # a retrieval run's batches are embeddings made by another run: built as its own procedure builds them
+    s = trainer.setup(cfg, source=retrieval.matching_source(cfg) if cfg.data.kind == "retrieval" else None)
     if cfg.device == "cuda":
         torch.cuda.reset_peak_memory_stats(s.device)
     batches = [{k: v.to(s.device) for k, v in b.items()} for b in s.source.train_batches(0)]

@@ -30,6 +30,7 @@ from . import experiments, models, pages, recorded, train
 from .bench import bench
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError
+from .experiments import retrieval
 from .nb import DEFAULT_SEEDS
 from .runner import run_notebook
 
@@ -64,12 +65,20 @@ def _cmd_params(args) -> None:
 def _cmd_train(args) -> None:
     cfg = experiments.config(args.name, args.profile, seed=args.seed, device=args.device,
                              overrides=parse_overrides(args.set))
-    run = train.RunStore().run(cfg, force=args.force, progress=_progress(args))
+    run = _train(train.RunStore(), cfg, force=args.force, progress=_progress(args))
     if int(os.environ.get("RANK", "0")) == 0:
         s = run.summary
         print(f"{run.path}")
-        print(json.dumps({"final": s["final"], "best": s["best"], "params": s["params"],
-                          "tokens_per_s": s["tokens_per_s"], "train_time_s": s["train_time_s"]}, indent=1))
+        print(json.dumps({k: s.get(k) for k in ("final", "best", "params", "tokens_per_s", "train_time_s")}, indent=1))
+
+
+def _train(store, cfg, force: bool = False, progress=None):
+    """Train ``cfg`` by its procedure: a retrieval run embeds with another run's model, then trains its matcher."""
+    if cfg.data.kind == "retrieval":
+        if force:
+            raise LMCError("--force is not supported for retrieval runs: delete the run's folder to retrain it")
+        return retrieval.run(cfg, store)
+    return store.run(cfg, force=force, progress=progress)
 
 
 def _cmd_run_notebook(args) -> None:
@@ -110,7 +119,7 @@ def _cmd_train_chapter(args) -> None:
                 print(f"budget of {args.budget_s:.0f} s reached after {elapsed:.0f} s: {len(todo) - i} runs left; "
                       "run the same command again to continue", flush=True)
                 return
-            done = store.run(cfg, progress=_progress(args))
+            done = _train(store, cfg, progress=_progress(args))
         print(f"[{i + 1}/{len(todo)}] {name} seed {seed}: val {done.summary['final'].get('val', float('nan')):.4f} "
               f"in {done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
         if args.record:

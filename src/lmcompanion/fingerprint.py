@@ -25,6 +25,7 @@ PACKAGE = "lmcompanion"
 REGISTRIES = frozenset({"lmcompanion", "lmcompanion.models", "lmcompanion.data"})
 
 
+@functools.lru_cache(maxsize=2048)
 def _spec(name: str):
     """The import spec of a module name, or None for names that are not modules (e.g. a class)."""
     try:
@@ -47,6 +48,12 @@ def imports_of(module: str) -> set[str]:
     source = _source(module)
     if source is None:
         return set()
+    return set(_imports_in(module, source))
+
+
+@functools.lru_cache(maxsize=512)
+def _imports_in(module: str, source: str) -> frozenset[str]:
+    """imports_of, cached by the module's name and its source text (so a changed source is parsed again)."""
     is_package = bool(_spec(module).submodule_search_locations)
     package = module if is_package else module.rpartition(".")[0]
     found = set()
@@ -62,7 +69,7 @@ def imports_of(module: str) -> set[str]:
             # `from X import y`: the module X.y when y is a submodule, else X itself (y is defined in X)
             names = [f"{base}.{a.name}" if _spec(f"{base}.{a.name}") is not None else base for a in node.names]
         found.update(n for n in names if n.split(".")[0] == PACKAGE and _spec(n) is not None)
-    return found
+    return frozenset(found)
 
 
 def closure(*roots: str) -> tuple[str, ...]:
@@ -80,7 +87,12 @@ def closure(*roots: str) -> tuple[str, ...]:
 
 def _normalized(module: str) -> str:
     """The module's code with comments, docstrings and formatting removed."""
-    tree = ast.parse(_source(module) or "")
+    return _normalized_source(_source(module) or "")
+
+
+@functools.lru_cache(maxsize=512)
+def _normalized_source(source: str) -> str:
+    tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(

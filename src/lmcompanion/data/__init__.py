@@ -19,7 +19,7 @@ from typing import Callable
 
 from ..config import suggest
 from ..errors import ConfigError
-from . import lm, seq2seq
+from . import lm, retrieval, seq2seq, stories
 from .lm import LMDataConfig, LMSource, load_tokens, vocab_size
 
 KINDS: dict[str, tuple[type, Callable]] = {
@@ -27,6 +27,8 @@ KINDS: dict[str, tuple[type, Callable]] = {
     for config, build in [
         (lm.LMDataConfig, lm.build_source),
         (seq2seq.Seq2SeqDataConfig, seq2seq.build_source),
+        (stories.StoriesDataConfig, stories.build_source),
+        (retrieval.RetrievalDataConfig, retrieval.build_source),
     ]
 }
 

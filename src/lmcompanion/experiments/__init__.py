@@ -16,7 +16,7 @@ from typing import Mapping
 from ..config import apply_overrides, check_profile, suggest
 from ..errors import ConfigError
 from ..run import RunConfig
-from . import ar_ed, baselines, deepsight, formal_ed  # noqa: F401  (they register their experiments)
+from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieval  # noqa: F401  (they register their experiments)
 from .registry import REGISTRY, Experiment, register
 
 CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")

@@ -12,7 +12,7 @@ import torch
 
 from ..config import suggest
 from ..errors import ConfigError
-from . import ar_ed, baseline, deepsight, formal_ed, hourglass, mixer, transformer
+from . import ar_ed, baseline, deepsight, formal_ed, hourglass, matcher, mixer, transformer
 from .base import LanguageModel, Model, ModelOutput, count_params
 
 FAMILIES: dict[str, tuple[type, type]] = {
@@ -25,6 +25,8 @@ FAMILIES: dict[str, tuple[type, type]] = {
         (mixer.MixerConfig, mixer.MaskedMixer),
         (transformer.TransformerConfig, transformer.Transformer),
         (hourglass.HourglassConfig, hourglass.Hourglass),
+        (matcher.MatcherConfig, matcher.Matcher),
+        (matcher.AutoencoderConfig, matcher.MixerAutoencoder),
     ]
 }
 

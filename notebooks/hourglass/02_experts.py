@@ -1,0 +1,79 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Soft experts: how many, how wide, how often, shared
+#
+# The write-up's experts sweep runs the 448-96 model with attention upsampling and 0 to 12 soft experts in every
+# fourth latent block: "more experts help up to about 6" (its numbers are in the tables' write-up columns). It also
+# finds that bigger expert MLPs help, that soft experts in more layers help with attention upsampling, and that
+# shared experts "match" non-shared ones at lower cost. Here: 0, 6 and 12 experts; 6 experts with the expert MLP at full width
+# (d = n instead of n/6); 6 experts in every latent block; and 6 experts with no shared expert against the run
+# config's one shared expert (an expert applied to every channel: one channel fewer to attend and merge). The
+# `cpu` and `smoke` profiles leave out the full-width and every-block arms to stay within their time budget.
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper
+device = "auto"  # auto | cpu | cuda
+seed = 0  # first seed; the runs use seeds seed, seed+1, ...
+n_seeds = None  # seeds per arm (None: the profile's default)
+max_steps = None  # override the number of training steps (None: the profile's)
+overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
+
+# %%
+from lmcompanion import nb, plots, tables
+from lmcompanion.chapters import hourglass
+
+S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+print(S.describe())
+
+# %%
+ARMS = hourglass.arms(hourglass.EXPERTS + hourglass.EXPERT_KNOBS, S.profile)
+print(hourglass.skipped_note(hourglass.EXPERTS + hourglass.EXPERT_KNOBS, S.profile))
+nb.params_table(ARMS, S.profile)
+
+# %%
+runs = S.arms(ARMS)
+tables.results(runs, published=nb.published(ARMS))
+
+# %% mystnb={"figure": {"caption": "Final validation loss against the number of soft experts (448-96, attention upsampling; mean over seeds, bars span the seeds).", "name": "hourglass-experts-sweep"}}
+by_name = dict(zip(ARMS, runs.values()))
+fig = plots.sweep(hourglass.EXPERT_COUNTS, {"val loss": [tables.final(by_name[n], "val") for n in hourglass.EXPERTS]},
+                  xlabel="soft experts (every 4th latent block)", ylabel="cross-entropy (nats/token)")
+
+# %% mystnb={"figure": {"caption": "Validation loss during training for every arm of this notebook (mean over seeds, bands span the seeds).", "name": "hourglass-experts-curves"}}
+fig = plots.loss_curves(runs, splits=("val",))
+
+# %% [markdown]
+# ## Time per run
+#
+# Shared experts are claimed to cost less: training seconds per run, measured in this build.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+hourglass.cost_table(runs)
+
+# %% [markdown]
+# ## Test split
+
+# %%
+hourglass.test_table(runs)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

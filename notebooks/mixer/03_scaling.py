@@ -1,0 +1,105 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Scaling d_model, and the number of heads
+#
+# The write-up's three $d_{model}$ tables (Llama: 128 to 1024; flat mixer: 256 to 2048; expanded mixer: 256 to
+# 1024; 8 blocks, 12 hours on an RTX 3060 each) and its head-count table (Llama $d_{model}=512$ with 16, 8, 4 and
+# 2 heads). The mixers improve up to $d_{model}=1024$ and fall back at 2048; Llama is best at 512 and much worse
+# at 1024 (which the 12 hours could not train far); four heads are best.
+#
+# First the parameter counts at the write-up's sizes: ours, an independent count from the architecture's
+# description, and the original code's (from the reference notes).
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper
+device = "auto"  # auto | cpu | cuda
+seed = 0  # first seed; the runs use seeds seed, seed+1, ...
+n_seeds = None  # seeds per arm (None: the profile's default)
+max_steps = None  # override the number of training steps (None: the profile's)
+overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
+
+# %%
+from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion.chapters import mixer
+
+S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+print(S.describe())
+
+# %%
+mixer.analysis.count_table(mixer.SCALING)
+
+# %% [markdown]
+# ## The runs
+#
+# Which seeds each arm gets at this profile (the tables' arms run one seed at the smoke and cpu profiles; see the
+# landing page), then how each is built.
+
+# %%
+mixer.seed_plan(S, mixer.SCALING)
+
+# %%
+mixer.compute.arm_table(mixer.SCALING, S.profile)
+
+# %%
+runs = mixer.arms(S, mixer.SCALING)
+
+# %% [markdown]
+# ## The transformer table
+
+# %%
+mixer.results({n: runs[n] for n in mixer.LLAMA_D})
+
+# %% [markdown]
+# ## The flat mixer table (and the d=1024 run at batch 32)
+
+# %%
+mixer.results({n: runs[n] for n in mixer.FLAT_D + mixer.BATCH[1:]})
+
+# %% [markdown]
+# ## The expanded mixer table
+
+# %%
+mixer.results({n: runs[n] for n in mixer.EXPANDED_D})
+
+# %% [markdown]
+# ## Heads (Llama, d_model=512)
+
+# %%
+mixer.results({n: runs[n] for n in mixer.HEADS})
+
+# %% mystnb={"figure": {"caption": "Final validation loss against the write-up's d_model (scaled here by the profile's width divisor), per family (mean over seeds, bars span the seeds).", "name": "mixer-scaling"}}
+fig = mixer.compute.scaling_figure(runs, {"Llama": mixer.LLAMA_D, "flat mixer": mixer.FLAT_D,
+                                          "expanded mixer": mixer.EXPANDED_D})
+
+# %% mystnb={"figure": {"caption": "Loss against counted compute for the flat mixers of every width.", "name": "mixer-scaling-flat-compute"}}
+fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.FLAT_D}))
+
+# %% [markdown]
+# ## Verdicts of this page
+#
+# The claims this page decides (the verdict notebook gathers every claim of the chapter).
+
+# %%
+verdicts.table([v for v in mixer.training_rows(runs) + mixer.count_rows()
+                              if v.notebook.endswith("03_scaling")])
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

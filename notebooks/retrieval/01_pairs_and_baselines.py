@@ -1,0 +1,83 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Summary–story pairs, and how hard matching them is
+#
+# The write-up's retrieval task: given a one-sentence summary of a TinyStories story, find the story among 31 or
+# 127 candidates, from embeddings made by a language model trained on TinyStories. Its summaries were written by
+# Llama-3-8B-Instruct for the first 200k training stories and are not published. At the `paper` profile we read
+# the summaries TinyStories itself publishes (the `Summary:` fields of TinyStoriesInstruct, written by GPT when the
+# stories were generated); offline (every other profile) there are no summaries, and the queries are a
+# **substitute**: each story's most central sentence by a fixed extractive rule (SumBasic-style word frequencies),
+# removed from its story so that it cannot be found by copying
+# (`lmcompanion.data.retrieval`). Pairs are split by story, the first 90% for training and the last 10% for testing.
+#
+# The write-up has no baseline. Two show here how hard the task is on exactly the candidate sets the matchers are
+# evaluated on: **cosine similarity** of the query's and each candidate's embedding (the same embeddings, no
+# training), and **BM25** on the texts (the `bm25s` library), which needs no model at all.
+
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper
+device = "auto"  # auto | cpu | cuda
+seed = 0  # first seed; the runs use seeds seed, seed+1, ...
+n_seeds = None  # seeds per arm (None: the profile's default)
+max_steps = None  # override the number of training steps (None: the profile's)
+overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
+
+# %%
+from lmcompanion import nb
+from lmcompanion.chapters import retrieval as R
+
+S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
+print(S.describe())
+
+# %% [markdown]
+# ## The pairs
+#
+# How many pairs, where the queries come from, and how long queries and stories are. Stories longer than the
+# embedder's context are cut to their first tokens before they are embedded, as the write-up's 512-token examples
+# are; at the smaller profiles the context is shorter, so more of each story is cut.
+
+# %%
+cfg = S.config("retrieval/flat_d1024_c32")
+R.pairs_summary(cfg)
+
+# %% [markdown]
+# Three test pairs (the story is shown from its start, with the query's sentence already removed):
+
+# %%
+R.pairs_table(cfg)
+
+# %% [markdown]
+# ## Baselines on the matchers' own test items
+#
+# For each embedder and candidate count: the trained matcher's top-1 accuracy on the test items, cosine
+# similarity's on the same items and embeddings, BM25's on the same items' texts, and chance (one over the number
+# of candidates). Each is "mean [min, max]" over the seeds (each seed has its own embedder run and candidate draws).
+
+# %%
+MAIN = R.at_profile(R.MAIN, S.profile)
+runs = R.arms(S, MAIN)
+R.baselines(runs, MAIN)
+
+# %% [markdown]
+# ## Provenance
+#
+# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
+# tokenizers of the runs it used (each run's own record is its folder in the run store; the embeddings each
+# retrieval run read are named, with their SHA-256, in its summary).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+nb.provenance(S)

@@ -1,0 +1,261 @@
+"""Equal compute, equal steps and equal time: the arms' budgets, their curves against counted FLOPs and measured
+time, the equal-step and equal-time readings, throughput, and the time estimates of the gpu and paper profiles.
+
+Every function takes runs grouped by experiment name (``S.arms(names, by="name")``) or by the write-up's label, and
+reads what a run recorded (its config, evaluations and summary), so recorded runs from other machines work too.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ... import experiments, models, plots, stats
+from ...experiments import mixer as exp
+from ...stats import span
+
+H100_BF16 = 989e12  # H100 SXM dense bf16 peak, FLOP/s
+# Conservative model FLOPs utilisation by counted FLOPs per optimizer step (small steps are bound by kernel
+# launches and Python, large ones by the tensor cores), and a fixed cost per step (optimizer, data, launches).
+MFU_BY_STEP = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))
+STEP_OVERHEAD_S = 0.010
+RUN_OVERHEAD_S = 5.0  # model, optimizer, checkpoints, the first steps: per run (the data are cached once)
+
+
+# --- what a run computes ----------------------------------------------------------------------------------------
+
+
+def flops_per_step(cfg) -> float:
+    """Counted training FLOPs of one optimizer step of a run config (meta device)."""
+    per_token = models.build(cfg.model, device="meta").flops_per_token()
+    return per_token * cfg.train.global_batch * cfg.data.tokens_per_sequence(cfg.model)
+
+
+def seconds_per_step(run) -> float:
+    """Measured training seconds per step of a finished run (evaluation excluded)."""
+    return run.summary["train_time_s"] / run.summary["steps"]
+
+
+def curve(run) -> pd.DataFrame:
+    """A run's evaluations with the compute spent (counted PFLOP) and the training time measured to each step."""
+    ev = run.evals().copy()
+    ev["PFLOP"] = ev["step"] * flops_per_step(run.config) / 1e15
+    ev["seconds"] = ev["step"] * seconds_per_step(run)
+    return ev
+
+
+def arm_table(names: Sequence[str], profile: str) -> pd.DataFrame:
+    """How each arm is built at ``profile``: its model, batch, learning rate, counted FLOPs and the step count that
+    the profile's budget buys; its size beside the write-up's."""
+    budget = exp.budget(profile)
+    rows = []
+    for name in names:
+        cfg = experiments.config(name, profile, device="cpu")
+        paper = experiments.config(name, "paper", device="cpu")
+        m = cfg.model
+        heads = getattr(m, "n_head", 1)
+        rows.append({
+            "experiment": name,
+            "write-up label": experiments.get(name).title,
+            "model here": f"{m.family} d={m.n_embed} n={m.n_layer} L={m.context_size}" + (f" h={heads}" if heads > 1 else ""),
+            "batch": cfg.train.global_batch,
+            "lr": f"{cfg.train.lr:.2g}",
+            "params here": f"{models.num_params(m):,}",
+            "params (write-up size)": f"{models.num_params(paper.model):,}",
+            "GFLOP/step (counted)": f"{flops_per_step(cfg) / 1e9:,.3g}",
+            "steps": f"{cfg.train.max_steps:,}",
+            "share of the budget": f"{cfg.train.max_steps * flops_per_step(cfg) / budget:.3f}",
+            "sequences seen": f"{cfg.train.max_steps * cfg.train.global_batch:,}",
+        })
+    return pd.DataFrame(rows).set_index("experiment")
+
+
+def budget_table(profile: str) -> pd.DataFrame:
+    """The compute budget of a profile: counted training FLOPs per run, and where the number comes from."""
+    budget = exp.budget(profile)
+    if exp.scale(profile).budget is None:
+        where = (f"the write-up's 2-parallel d=512 mixer in its 12 h on an RTX 3060: {exp.ANCHOR_STEPS:,} steps x "
+                 f"{exp.flops_per_step(exp.ANCHOR, 'paper') / 1e9:,.0f} GFLOP (counted)")
+    else:
+        where = f"set for the {profile} profile (experiments/mixer.py, SCALES)"
+    return pd.DataFrame({"value": [f"{budget:.3g} FLOPs", where,
+                                   "every arm: steps = budget // counted FLOPs per step"]},
+                        index=pd.Index(["budget per run", "source", "rule"], name=profile))
+
+
+# --- figures ----------------------------------------------------------------------------------------------------
+
+
+def _with_time(runs: Sequence) -> list[pd.DataFrame]:
+    """Curves of one arm's runs, with time measured as the arm's mean seconds per step (one x for every seed)."""
+    per_step = stats.mean([seconds_per_step(r) for r in runs])
+    frames = [curve(r) for r in runs]
+    for f in frames:
+        f["seconds"] = f["step"] * per_step
+    return frames
+
+
+def loss_vs_compute(runs: Mapping[str, Sequence]):
+    """Evaluation loss against counted training FLOPs, one line per arm (mean over seeds, min-max band)."""
+    return plots.curves({k: [curve(r) for r in rs] for k, rs in runs.items()}, "PFLOP",
+                        {"train": "train loss (eval mode)", "val": "validation loss"},
+                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True,
+                        legend="upper right")
+
+
+def loss_vs_time(runs: Mapping[str, Sequence]):
+    """Evaluation loss against training time measured on this machine (each arm at its mean seconds per step)."""
+    return plots.curves({k: _with_time(rs) for k, rs in runs.items()}, "seconds",
+                        {"train": "train loss (eval mode)", "val": "validation loss"},
+                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True,
+                        legend="upper right")
+
+
+def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence[str]], split: str = "val"):
+    """Final ``split`` loss against the write-up's d_model, one line per family (mean over seeds, min-max bars)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for family, names in families.items():
+        names = [n for n in names if runs.get(n)]
+        d = [exp.ARMS[n].n_embed for n in names]
+        vals = [[r.summary["final"][split] for r in runs[n]] for n in names]
+        mean = [stats.mean(v) for v in vals]
+        err = [[m - min(v) for m, v in zip(mean, vals)], [max(v) - m for m, v in zip(mean, vals)]]
+        ax.errorbar(d, mean, yerr=err, marker="o", capsize=3, label=family)
+    ax.set(xscale="log", xlabel="the write-up's d_model (scaled by the profile)", ylabel=f"final {split} loss")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+# --- readings at equal steps and equal time ---------------------------------------------------------------------
+
+
+def common_step(*arms: Sequence) -> int | None:
+    """The last step at which every run of every arm was evaluated (None if there is none)."""
+    steps = None
+    for runs in arms:
+        for r in runs:
+            s = set(int(x) for x in r.evals()["step"])
+            steps = s if steps is None else steps & s
+    return max(steps) if steps else None
+
+
+def at_step(runs: Sequence, step: int, split: str) -> list[float]:
+    """Each run's evaluation of ``split`` at ``step``."""
+    out = []
+    for r in runs:
+        ev = r.evals()
+        out.append(float(ev.loc[ev["step"] == step, split].iloc[0]))
+    return out
+
+
+def at_time(runs: Sequence, seconds: float, split: str) -> list[float]:
+    """Each run's ``split`` loss after ``seconds`` of its measured training time, interpolated linearly between its
+    evaluations (NaN before its first evaluation)."""
+    out = []
+    for r in runs:
+        c = curve(r)
+        t, v = c["seconds"].to_numpy(), c[split].to_numpy()
+        out.append(float(np.interp(seconds, t, v)) if seconds >= t[0] else float("nan"))
+    return out
+
+
+def equal_time(runs: Mapping[str, Sequence]) -> float:
+    """The equal-time point of a comparison: the shortest measured training time of any of its runs."""
+    return min(r.summary["train_time_s"] for rs in runs.values() for r in rs)
+
+
+def equal_steps_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, str]], published: Mapping | None = None):
+    """For each pair of arms (names): both arms' losses at their last common evaluation step (equal steps, equal
+    sequences when the batches match), beside their final losses (equal compute)."""
+    rows = []
+    for a, b in pairs:
+        if not (runs.get(a) and runs.get(b)):
+            continue
+        step = common_step(runs[a], runs[b])
+        for name in (a, b):
+            pub = experiments.get(name).published
+            rows.append({"pair": f"{a.split('/')[-1]} vs {b.split('/')[-1]}", "arm": name.split("/")[-1],
+                         "equal steps: step": step,
+                         "equal steps: train": span(at_step(runs[name], step, "train")),
+                         "equal steps: val": span(at_step(runs[name], step, "val")),
+                         "equal compute: steps": runs[name][0].summary["steps"],
+                         "equal compute: val": span([r.summary["final"]["val"] for r in runs[name]]),
+                         "write-up (equal steps)": _published_equal(pub)})
+    return pd.DataFrame(rows).set_index(["pair", "arm"])
+
+
+def _published_equal(pub: Mapping) -> str:
+    parts = [f"{k.replace('_', ' ')} {v}" for k, v in pub.items()
+             if k.endswith(("_equal_steps", "_one_epoch", "_half_epoch"))]
+    return "; ".join(parts)
+
+
+def equal_time_table(runs: Mapping[str, Sequence]) -> pd.DataFrame:
+    """Measured on this machine: each arm's seconds per step and its losses at the comparison's equal training time
+    (the shortest run's), interpolated on its curve: the write-up's wall-clock comparison, here."""
+    t = equal_time(runs)
+    rows = []
+    for name, rs in runs.items():
+        rows.append({"arm": name.split("/")[-1], "seconds/step (measured)": span([seconds_per_step(r) for r in rs], ".4f"),
+                     "tokens/s (measured)": span([r.summary["tokens_per_s"] for r in rs], ".0f"),
+                     "effective GFLOP/s": span([flops_per_step(r.config) / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
+                     f"train at {t:.0f} s": span(at_time(rs, t, "train")),
+                     f"val at {t:.0f} s": span(at_time(rs, t, "val"))})
+    return pd.DataFrame(rows).set_index("arm")
+
+
+def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """Per pair: how much longer a step of the second arm takes than one of the first, measured here and counted."""
+    rows = []
+    for fast, slow in pairs:
+        if not (runs.get(fast) and runs.get(slow)):
+            continue
+        measured = stats.mean([seconds_per_step(r) for r in runs[slow]]) / stats.mean(
+            [seconds_per_step(r) for r in runs[fast]])
+        counted = flops_per_step(runs[slow][0].config) / flops_per_step(runs[fast][0].config)
+        rows.append({"pair": f"{slow.split('/')[-1]} / {fast.split('/')[-1]}",
+                     "time per step, measured here": f"{measured:.2f}x",
+                     "FLOPs per step, counted": f"{counted:.2f}x"})
+    return pd.DataFrame(rows).set_index("pair")
+
+
+# --- the time a profile takes (an estimate, not a measurement) ---------------------------------------------------
+
+
+def _mfu(step_flops: float) -> float:
+    return next(m for bound, m in MFU_BY_STEP if step_flops >= bound)
+
+
+def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Estimated H100 time of the chapter's runs at ``profile`` (``seeds`` runs per arm) from counted FLOPs of
+    training and evaluation, at a conservative share of the bf16 peak (:data:`MFU_BY_STEP`), plus a fixed cost per
+    step (:data:`STEP_OVERHEAD_S`) and per run (:data:`RUN_OVERHEAD_S`). An estimate from counts, not a measurement."""
+    rows = []
+    for name in names or list(exp.ARMS):
+        cfg = experiments.config(name, profile, device="cpu")
+        tc, L = cfg.train, cfg.model.context_size
+        step = flops_per_step(cfg)
+        evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
+        eval_batch = (tc.eval_batch_size or tc.batch_size) * L
+        eval_flops = models.build(cfg.model, device="meta").flops_per_token(training=False) * eval_batch
+        n_eval_batches = evals * 2 * tc.eval_batches
+        seconds = (tc.max_steps * (step / (H100_BF16 * _mfu(step)) + STEP_OVERHEAD_S)
+                   + n_eval_batches * (eval_flops / (H100_BF16 * _mfu(eval_flops)) + STEP_OVERHEAD_S / 3)
+                   + RUN_OVERHEAD_S)
+        rows.append({"experiment": name, "steps": tc.max_steps, "PFLOP per run (train, counted)":
+                     tc.max_steps * step / 1e15, "minutes per run (estimate)": seconds / 60,
+                     f"minutes for {seeds} seeds (estimate)": seeds * seconds / 60})
+    df = pd.DataFrame(rows).set_index("experiment")
+    df.loc["chapter (sum)"] = df.sum(numeric_only=True)
+    df.loc["chapter (sum)", "steps"] = np.nan
+    return df
+
+
+__all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
+           "equal_time", "equal_time_table", "flops_per_step", "loss_vs_compute", "loss_vs_time", "scaling_figure",
+           "seconds_per_step", "speed_ratio_table", "time_estimate"]

@@ -1,0 +1,342 @@
+"""The masked-mixer write-up's retrieval runs (B. L. Badger, "Masked Mixer Language Models", §"Accurate
+Representation and Retrieval"), at every profile, and the procedure that trains them.
+
+**Arms.** ``retrieval/<embedder>_c<n_ctx>``: a matcher trained on the embeddings of one CLM of the mixer chapter
+(``mixer/flat_d512``, ``mixer/flat_d1024``, ``mixer/llama_d512``, ``mixer/llama_d1024``) at 32 or 128 positions
+(31 or 127 candidates); the controls ``retrieval/untrained_d1024_c32`` (the flat d=1024 mixer's initial weights)
+and ``retrieval/autoencoder_d1024_c32`` (the encoder of ``retrieval/autoencoder_d1024``, a mixer autoencoder
+trained here with the flat d=1024 mixer's data, steps and learning rate); and the bidirectional transformer as the
+matcher on the flat d=1024 mixer's embeddings (``retrieval/transformer_matcher_d1024_c32``; with the original's
+batch-axis attention, ``..._batch_axis_d1024_c32``).
+
+**The procedure** (:func:`match`, a run-store procedure): (1) the embedder's run at this run's profile, seed and
+device is reused from the store or trained (the untrained control only builds its initial weights); (2) the pairs'
+texts are embedded by it (:func:`lmcompanion.models.matcher.embed`) and cached under ``$LMC_CACHE_DIR/retrieval``,
+named by the embedder run's key, the pairs' config and the digest of the code that makes them; (3) the matcher is
+trained on :class:`~lmcompanion.data.retrieval.RetrievalSource` with the shared trainer's step (AdamW, schedule,
+clipping), evaluated on fixed items of each split (cross-entropy and top-1 accuracy). The run's key covers the
+embedder run's key (the procedure's settings), so a retrained CLM is a new retrieval run.
+
+**Profiles.** ``paper``: the write-up's settings (TinyStories' own summaries from the hub, 200k pairs, 8 blocks of
+the embedding width, lr 1e-4, batch 32, 200 epochs). ``gpu``, ``cpu`` and ``smoke`` read the mixer chapter's CLMs
+at the same profile, with extractive queries (a substitute), fewer pairs and a few epochs at a 10x learning rate
+(chosen once, not tuned, the same for every arm); ``smoke`` uses 8 and 16 positions, because its generated corpus
+has few stories.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from .. import models, paths
+from ..config import TrainConfig, check_profile, digest
+from ..data import retrieval as rdata
+from ..data.stories import left_pad, load_stories, tokenizer
+from ..errors import DataError
+from ..fingerprint import closure
+from ..fingerprint import digest as code_digest
+from ..models.matcher import AutoencoderConfig, MatcherConfig, embed
+from ..run import RunConfig, spec
+from ..train import checkpoint
+from ..train.schedules import lr_at
+from ..train.store import Run, RunStore
+from ..train.trainer import forward_backward, setup, update
+from . import mixer as clm
+from .registry import REGISTRY, register
+
+CHAPTER = "retrieval"
+
+
+@dataclass(frozen=True)
+class Scale:
+    pairs: int  # summary-story pairs (90% train)
+    queries: Literal["extractive", "instruct"]
+    positions: tuple[int, int]  # the write-up's 32 and 128 (query + candidates)
+    n_layer: int  # matcher blocks
+    batch: int
+    lr: float
+    epochs: float  # passes over the training pairs
+    warmup: int
+    eval_every: int  # evaluations per run
+    eval_items: int
+    dtype: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    deterministic: bool = False
+
+
+SCALES = {
+    "paper": Scale(200_000, "instruct", (32, 128), 8, 32, 1e-4, 200, 500, 50, 20_000, dtype="fp16"),
+    "gpu": Scale(2000, "extractive", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200),
+    "cpu": Scale(2000, "extractive", (32, 128), 2, 32, 1e-3, 2, 10, 3, 200),
+    "smoke": Scale(160, "extractive", (8, 16), 2, 8, 1e-3, 1, 2, 2, 16, deterministic=True),
+}
+
+PUBLISHED = {  # the write-up's train / test cross-entropy after 200 epochs (d_model 1024)
+    ("flat", 1024, 32): {"train": 0.05, "test": 0.29},
+    ("llama", 1024, 32): {"train": 0.01, "test": 0.40},
+    ("flat", 1024, 128): {"train": 0.01, "test": 0.76},
+    ("llama", 1024, 128): {"train": 0.61, "test": 2.27},
+}
+
+
+def scale(profile: str) -> Scale:
+    return SCALES[check_profile(profile)]
+
+
+def embedder_width(embedder: str, profile: str) -> int:
+    """d of the embedder's model at ``profile`` (the matcher's width)."""
+    return REGISTRY[embedder].build(profile).model.n_embed
+
+
+def train_config(s: Scale, n_train: int) -> TrainConfig:
+    steps = max(1, round(s.epochs * n_train / s.batch))
+    return TrainConfig(batch_size=s.batch, max_steps=steps, lr=s.lr, min_lr=0.0, schedule="linear",
+                       warmup_steps=min(s.warmup, max(0, steps - 1)), beta1=0.9, beta2=0.999, eps=1e-8,
+                       weight_decay=0.0, grad_clip=1.0, eval_interval=max(1, steps // s.eval_every),
+                       eval_batch_size=max(s.batch, 64), log_interval=max(1, steps // 50), dtype=s.dtype,
+                       deterministic=s.deterministic)
+
+
+def retrieval_config(name: str, profile: str, embedder: str, positions: int, *, embedding="trained",
+                     kind="mixer", batch_axis=False) -> RunConfig:
+    s = scale(profile)
+    n_ctx = s.positions[0 if positions == 32 else 1]
+    data = rdata.RetrievalDataConfig(embedder=embedder, embedder_profile=profile, embedding=embedding,
+                                     queries=s.queries, n_pairs=s.pairs, eval_items=s.eval_items)
+    model = MatcherConfig(kind=kind, n_embed=embedder_width(embedder, profile), n_layer=s.n_layer,
+                          context_size=n_ctx, batch_axis=batch_axis)
+    n_train = data.sequences_per_epoch(model)
+    return RunConfig(name=name, model=model, data=data, train=train_config(s, n_train))
+
+
+def autoencoder_config(profile: str) -> RunConfig:
+    """The mixer autoencoder: the flat d=1024 mixer's shape, data, steps and learning rate at ``profile``."""
+    base = REGISTRY["mixer/flat_d1024"].build(profile)
+    m = base.model
+    model = AutoencoderConfig(vocab_size=m.vocab_size, context_size=m.context_size, n_embed=m.n_embed,
+                              n_layer=m.n_layer)
+    return dataclasses.replace(base, name="retrieval/autoencoder_d1024", model=model)
+
+
+ARMS = {}  # name -> (embedder, write-up positions, embedding, matcher kind, batch_axis)
+for _family, _label in (("flat", "flat mixer"), ("llama", "Llama")):
+    for _d in (512, 1024):
+        for _p in (32, 128):
+            ARMS[f"retrieval/{_family}_d{_d}_c{_p}"] = (
+                f"mixer/{_family}_d{_d}", _p, "trained", "mixer", False,
+                f"{_label} d_model={_d} embeddings, {_p} positions", PUBLISHED.get((_family, _d, _p), {}))
+ARMS["retrieval/untrained_d1024_c32"] = ("mixer/flat_d1024", 32, "untrained", "mixer", False,
+                                         "untrained flat mixer d_model=1024 embeddings, 32 positions", {})
+ARMS["retrieval/autoencoder_d1024_c32"] = ("retrieval/autoencoder_d1024", 32, "trained", "mixer", False,
+                                           "mixer autoencoder d_model=1024 embeddings, 32 positions", {})
+ARMS["retrieval/transformer_matcher_d1024_c32"] = (
+    "mixer/flat_d1024", 32, "trained", "transformer", False,
+    "bidirectional transformer matcher on flat mixer d_model=1024 embeddings, 32 positions", {})
+ARMS["retrieval/transformer_matcher_batch_axis_d1024_c32"] = (
+    "mixer/flat_d1024", 32, "trained", "transformer", True,
+    "bidirectional transformer matcher, the original's batch-axis attention, 32 positions", {})
+
+register("retrieval/autoencoder_d1024", title="mixer autoencoder, d_model=1024 (the encoder is a control)",
+         notes="Trained by the shared trainer on the flat d=1024 mixer's stories, steps and learning rate.")(
+    autoencoder_config)
+
+
+def _make(name: str):
+    embedder, p, embedding, kind, batch_axis, _, _ = ARMS[name]
+    return lambda profile: retrieval_config(name, profile, embedder, p, embedding=embedding, kind=kind,
+                                            batch_axis=batch_axis)
+
+
+for _name, _arm in ARMS.items():
+    register(_name, title=_arm[5], published=_arm[6])(_make(_name))
+
+
+# --------------------------------------------------------------------------------------------------
+# Embeddings
+
+
+def embedder_run_config(cfg: RunConfig) -> RunConfig:
+    """The embedder's run: its experiment at the data's profile, with this run's seed and device."""
+    base = REGISTRY[cfg.data.embedder].build(cfg.data.embedder_profile)
+    return dataclasses.replace(base, seed=cfg.seed, device=cfg.device)
+
+
+EMBED_CODE = ("lmcompanion.data.retrieval", "lmcompanion.models.matcher", "lmcompanion.data.stories")
+
+
+def embeddings_path(cfg: RunConfig) -> Path:
+    """Where the embeddings of ``cfg``'s pairs by its embedder run are cached: named by the embedder run's key,
+    the pairs' config and the digest of the code that makes them."""
+    ecfg = embedder_run_config(cfg)
+    d = dataclasses.asdict(cfg.data)
+    d.pop("eval_items")
+    key = digest({"embedder_key": spec(ecfg).key, "data": d, "data_fp": cfg.data.fingerprint(),
+                  "code": code_digest(closure(*EMBED_CODE))})
+    slug = cfg.data.embedder.replace("/", "_")
+    return paths.cache_dir() / "retrieval" / f"{slug}-{cfg.data.embedding}-s{cfg.seed}-{key}.pt"
+
+
+def _embed_texts(model, tok, texts, length: int, device, batch: int = 256) -> torch.Tensor:
+    out = []
+    for i in range(0, len(texts), batch):
+        idx = torch.from_numpy(np.stack([left_pad(tok.encode(t), length) for t in texts[i:i + batch]]))
+        out.append(embed(model, idx.to(device)).float().cpu())
+    return torch.cat(out)
+
+
+def embeddings(cfg: RunConfig, store: RunStore | None = None) -> tuple[dict[str, torch.Tensor], Path]:
+    """{query_train, target_train, query_test, target_test}: (N, d) embeddings (the original's keys), and the cache
+    file that holds them (made now when missing)."""
+    path = embeddings_path(cfg)
+    if path.is_file():
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True), path
+        except Exception:  # a damaged cache: make it again
+            path.unlink(missing_ok=True)
+    store = store or RunStore()
+    ecfg = embedder_run_config(cfg)
+    device = torch.device(cfg.device)
+    if cfg.data.embedding == "trained":
+        model = store.run(ecfg).load_model(str(device))
+    else:
+        torch.manual_seed(ecfg.seed)  # the initial weights the trainer would start this run from
+        model = models.build(ecfg.model).to(device).eval()
+    stories = load_stories(ecfg.data)["train"] if cfg.data.queries == "extractive" else []
+    got = rdata.pairs(cfg.data, stories)
+    tok = tokenizer(ecfg.data)
+    L = ecfg.model.context_size
+    out = {}
+    for split, ps in got.items():
+        out[f"query_{split}"] = _embed_texts(model, tok, [p.query for p in ps], L, device)
+        out[f"target_{split}"] = _embed_texts(model, tok, [p.story for p in ps], L, device)
+    if not all(torch.isfinite(t).all() for t in out.values()):
+        raise DataError(f"the embeddings by {cfg.data.embedder} are not finite: its run diverged; retrain it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(out, tmp)
+    tmp.replace(path)
+    return out, path
+
+
+# --------------------------------------------------------------------------------------------------
+# The procedure
+
+
+@dataclass(frozen=True)
+class MatchSettings:
+    embedder_key: str  # the key of the embedder's run (the untrained control: of the run it would be)
+
+
+@torch.no_grad()
+def evaluate(model, source: rdata.RetrievalSource, device) -> dict[str, float]:
+    """Mean cross-entropy and top-1 accuracy over each split's fixed evaluation items."""
+    model.eval()
+    out = {}
+    for split in source.eval_splits:
+        loss, hits, n = 0.0, 0, 0
+        for batch in source.eval_batches(split, 0):
+            x, y = batch["x"].to(device), batch["targets"].to(device)
+            logits = model(x).logits.float()
+            loss += torch.nn.functional.cross_entropy(logits, y, reduction="sum").item()
+            hits += int((logits.argmax(-1) == y).sum())
+            n += y.numel()
+        out[split], out[f"{split}_acc"] = loss / n, hits / n
+    model.train()
+    return out
+
+
+def match(cfg: RunConfig, run_dir: Path, settings: MatchSettings) -> dict:
+    """A run-store procedure: embed the pairs with the embedder run, then train the matcher on them."""
+    if isinstance(settings, dict):
+        settings = MatchSettings(**settings)
+    store = RunStore(Path(run_dir).parent)
+    ecfg = embedder_run_config(cfg)
+    if spec(ecfg).key != settings.embedder_key:
+        raise DataError(f"{cfg.name}: its embedder run's key is now {spec(ecfg).key}, not {settings.embedder_key} "
+                        "(the embedder's config or code changed): run it through lmcompanion.experiments.retrieval.run")
+    emb, emb_path = embeddings(cfg, store)
+    tc = cfg.train
+    source = rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, tc, cfg.seed)
+    s = setup(cfg, source=source)
+    records, train_time = [], 0.0
+    with open(Path(run_dir) / "metrics.jsonl", "w") as metrics:
+        def write(record):
+            records.append(record)
+            metrics.write(json.dumps(record) + "\n")
+            metrics.flush()
+
+        write({"step": 0, **{f"eval/{k}": v for k, v in evaluate(s.model, source, s.device).items()}})
+        for step in range(tc.max_steps):
+            t0 = time.perf_counter()
+            lr = lr_at(step, tc)
+            logged, _, _ = forward_backward(s, source.train_batches(step))
+            update(s, lr)
+            train_time += time.perf_counter() - t0
+            done = step + 1
+            if done % tc.log_interval == 0 or done == tc.max_steps or done == 1:
+                write({"step": done, "loss": logged[0], "lr": lr})
+            if done % tc.eval_interval == 0 or done == tc.max_steps:
+                write({"step": done, **{f"eval/{k}": v for k, v in evaluate(s.model, source, s.device).items()}})
+    checkpoint.save(s.model.state_dict(), Path(run_dir) / "model.pt")
+    evals = [{k[5:]: v for k, v in r.items() if k.startswith("eval/")} for r in records if "eval/test" in r]
+    return {
+        "steps": tc.max_steps, "resumed_from": None,
+        "initial": evals[0], "final": evals[-1], "best": min(evals, key=lambda e: e["test"]),
+        "params": s.model.num_params(), "train_time_s": round(train_time, 3),
+        "pairs": {k: int(v.size(0)) for k, v in emb.items()},
+        "embeddings": {"file": str(emb_path), "sha256": checkpoint.file_sha256(emb_path),
+                       "embedder_key": settings.embedder_key},
+    }
+
+
+match.settings_class = MatchSettings
+
+
+@functools.lru_cache(maxsize=64)
+def embedder_key(ecfg: RunConfig) -> str:
+    """The embedder run's key (computed once per process: the arms of a notebook share a few embedders)."""
+    return spec(ecfg).key
+
+
+def embedder_run(cfg: RunConfig, key: str, store: RunStore) -> Run:
+    """The embedder's run folder in ``store``, named by its key (finished or not)."""
+    ecfg = embedder_run_config(cfg)
+    return Run(store.folder(ecfg, run_spec=_Named(key)))
+
+
+@dataclass(frozen=True)
+class _Named:
+    key: str  # what RunStore.folder reads of a run spec
+
+
+def matching_source(cfg: RunConfig, store: RunStore | None = None) -> rdata.RetrievalSource:
+    """The batch source a retrieval run trains on (its embedder run trained or reused, its embeddings made or read
+    from the cache), for tools that build a run's step without its procedure: the benchmark does
+    ``trainer.setup(cfg, source=matching_source(cfg))``."""
+    emb, _ = embeddings(cfg, store)
+    return rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed)
+
+
+def run(cfg: RunConfig, store: RunStore | None = None) -> Run:
+    """The finished run of ``cfg``: a retrieval run by :func:`match` (its embedder run trained or reused first),
+    anything else (the autoencoder) by the shared trainer."""
+    store = store or RunStore()
+    if cfg.data.kind != "retrieval":
+        return store.run(cfg)
+    ecfg = embedder_run_config(cfg)
+    key = embedder_key(ecfg)
+    if cfg.data.embedding == "trained" and not embedder_run(cfg, key, store).finished:
+        store.run(ecfg)  # train it first (outside this run's lock)
+    return store.run(cfg, procedure=match, settings=MatchSettings(key))
+
+
+__all__ = ["ARMS", "MatchSettings", "embedder_run", "matching_source", "SCALES", "Scale", "autoencoder_config", "embedder_run_config", "embeddings",
+           "embeddings_path", "evaluate", "match", "retrieval_config", "run", "scale"]

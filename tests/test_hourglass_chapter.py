@@ -1,0 +1,101 @@
+"""The hourglass chapter's experiments and analyses: every arm builds at every profile with the write-up's shapes,
+the "A-B" lengths scale with the context, the vanilla transformer takes half the updates under the same schedule,
+the README's schedule and the code's constant rate, and the two ways of scoring validation windows. CPU, seconds."""
+
+import pytest
+import torch
+
+from lmcompanion import experiments
+from lmcompanion.chapters import hourglass as chapter
+from lmcompanion.experiments.hourglass import PAPER_STEPS, SCALES, scale
+from lmcompanion.models.hourglass import latent_size_for
+from lmcompanion.train.schedules import lr_at
+
+
+@pytest.mark.parametrize("profile", list(SCALES))
+def test_every_arm_of_the_chapter_builds_at_every_profile(profile):
+    for name in chapter.ALL:
+        cfg = experiments.config(name, profile)
+        cfg.model.validate()
+        assert cfg.model.context_size == SCALES[profile].context
+
+
+@pytest.mark.parametrize("label", ["256-32", "384-32", "448-96", "512-32", "448-32"])
+def test_lengths_scale_with_the_context_keeping_latents_per_token(label):
+    paper = latent_size_for(label, 16)  # per group of 48 tokens at 768
+    for profile in ("gpu", "cpu", "smoke"):
+        s = scale(profile)
+        ks = s.latent_size(label)
+        group = s.context // s.n_groups
+        assert ks[0] / group == pytest.approx(paper[0] / 48)  # the write-up's first-level latents per token
+        assert ks[1] * s.n_groups == int(label.split("-")[1]) * s.context // 768
+
+
+def test_paper_profile_is_the_write_ups_protocol():
+    cfg = experiments.config(chapter.ANCHOR, "paper")
+    t = cfg.train
+    assert (t.batch_size * t.grad_accum, t.max_steps, t.lr, t.min_lr) == (8704, PAPER_STEPS, 4.8e-4, 4.8e-5)
+    assert PAPER_STEPS == 205 and cfg.model.latent_size == (28, 6) and cfg.model.up_sampling == "attn"
+    assert (cfg.data.eval_stride, cfg.data.eval_last, cfg.data.split) == (32, 32, "chars_80_10_10")
+
+
+@pytest.mark.parametrize("profile", ["paper", "cpu"])
+def test_vanilla_takes_half_the_updates_under_the_same_schedule(profile):
+    eff = experiments.config(chapter.ANCHOR, profile).train
+    van = experiments.config("hourglass/vanilla", profile).train
+    assert van.max_steps == -(-eff.max_steps // 2)
+    assert (van.lr, van.min_lr, van.schedule) == (eff.lr, eff.min_lr, eff.schedule)
+    assert van.warmup_steps / van.max_steps == pytest.approx(0.5, abs=0.01)
+
+
+def test_readme_schedule_against_the_codes_constant_rate():
+    readme = experiments.config(chapter.ANCHOR, "paper").train
+    code = experiments.config(chapter.PROTOCOL[1], "paper").train
+    n = readme.max_steps
+    lrs = [lr_at(s, readme) for s in range(n)]
+    assert lrs[0] == 0 and max(lrs) == pytest.approx(4.8e-4, rel=1e-3)
+    assert lrs.index(max(lrs)) == round(0.5 * n)  # warmup over 50%
+    assert lrs[-1] == pytest.approx(4.8e-5) and lrs[round(0.85 * n)] == pytest.approx(4.8e-5)  # floor from 85%
+    assert {lr_at(s, code) for s in range(n)} == {4.8e-4}  # the code: constant
+
+
+def test_the_inference_flops_claim_is_counted_at_the_write_ups_sizes():
+    flops = chapter.inference_flops([chapter.H + "attn_384_32_e6", chapter.H + "repeat_512_32_e6"])
+    assert flops[chapter.H + "vanilla"][1] == 0
+    # the vanilla transformer's forward: about 2N per token plus attention (N = 20.48M without positions)
+    assert 2 * 20_484_096 < flops[chapter.H + "vanilla"][0] < 4 * 20_484_096
+    assert all(0 < saved < 1 for n, (_, saved) in flops.items() if n != chapter.H + "vanilla")
+
+
+class _FakeRun:
+    """Just what window_losses reads: a config and a model."""
+
+    def __init__(self, cfg, model):
+        self.config, self._model = cfg, model
+
+    def load_model(self):
+        return self._model
+
+
+def test_window_losses_score_the_last_32_and_the_last_token_of_the_same_windows():
+    from lmcompanion.data.lm import build_source
+    from lmcompanion.models import build
+
+    cfg = experiments.config(chapter.ANCHOR, "smoke")
+    torch.manual_seed(0)
+    model = build(cfg.model).eval()
+    got = chapter.window_losses(_FakeRun(cfg, model), "val")
+    src = build_source(cfg.replace(data=cfg.data.replace(eval_last=None)))
+    tail, last = [], []
+    with torch.no_grad():
+        for b in src.eval_batches("val", 0):
+            for i in range(b["idx"].size(0)):
+                logits = model(b["idx"][i : i + 1]).logits[0]
+                ce = torch.nn.functional.cross_entropy(logits, b["targets"][i], reduction="none")
+                tail.append(ce[-32:].mean())
+                last.append(ce[-1])
+    assert got["last 32"] == pytest.approx(torch.stack(tail).mean().item(), rel=1e-5)
+    assert got["last token"] == pytest.approx(torch.stack(last).mean().item(), rel=1e-5)
+    # the trainer's own validation loss is the last-32 score of the same windows
+    scored = [model(**b).loss for b in build_source(cfg).eval_batches("val", 0)]
+    assert got["last 32"] == pytest.approx(torch.stack(scored).mean().item(), rel=1e-5)

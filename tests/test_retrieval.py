@@ -1,0 +1,184 @@
+"""The retrieval chapter: the matching items, the embedding positions, the extractive queries, the matcher, and one
+smoke run end to end through the run store."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lmcompanion import experiments, models
+from lmcompanion.config import ConfigError
+from lmcompanion.data import retrieval as rdata
+from lmcompanion.data.stories import StoriesDataConfig, load_stories
+from lmcompanion.experiments import retrieval as rexp
+from lmcompanion.models.matcher import EMBED_POSITION, Matcher, MatcherConfig, MixerAutoencoder, AutoencoderConfig, embed
+from lmcompanion.models.mixer import MaskedMixer, MixerConfig
+from lmcompanion.models.transformer import Transformer, llama_config
+
+
+def _set(n=50, d=6, n_ctx=8):
+    q = torch.randn(n, d)
+    t = torch.arange(n, dtype=torch.float32)[:, None].expand(n, d).clone()  # target i's rows all hold the value i
+    return rdata.MatchingSet(q, t, n_ctx)
+
+
+@pytest.mark.parametrize("n_ctx", [3, 8, 32])
+def test_each_item_has_exactly_one_true_target_never_the_own_story_as_a_negative_and_the_label_points_at_it(n_ctx):
+    data = _set(n=40, n_ctx=n_ctx)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        index = torch.randint(0, len(data), (16,), generator=g)
+        rows, labels = data.draw(index, g)
+        assert rows.shape == (16, n_ctx) and (rows[:, 0] == -1).all()
+        cands = rows[:, 1:]
+        assert ((cands == index[:, None]).sum(1) == 1).all()  # exactly one true target
+        assert (cands[torch.arange(16), labels] == index).all()  # the label points at it
+        for row in cands:  # the negatives are distinct stories (drawn without replacement)
+            assert row.unique().numel() == n_ctx - 1
+        batch = data.items(index, g)
+        assert torch.equal(batch["x"][:, 0], data.queries[index])  # row 0 is the query
+        true_rows = batch["x"][torch.arange(16), batch["targets"] + 1, 0]
+        assert torch.equal(true_rows, index.float())
+
+
+def test_the_true_target_lands_at_every_position_and_negatives_are_resampled():
+    data = _set(n=30, n_ctx=6)
+    g = torch.Generator().manual_seed(1)
+    index = torch.zeros(2000, dtype=torch.long)
+    rows, labels = data.draw(index, g)
+    assert set(labels.tolist()) == set(range(5))  # uniform over the candidate rows
+    src = rdata.RetrievalSource({"query_train": data.queries, "target_train": data.targets,
+                                 "query_test": data.queries, "target_test": data.targets}, 6,
+                                rdata.RetrievalDataConfig(n_pairs=30), experiments.config(
+                                    "retrieval/flat_d512_c32", "smoke", device="cpu").train, seed=0)
+    a, b = src.train_batches(0)[0], src.train_batches(1)[0]
+    assert not torch.equal(a["x"], b["x"])
+    assert torch.equal(src.train_batches(0)[0]["x"], a["x"])  # a pure function of (seed, step)
+
+
+def test_a_split_too_small_for_the_candidates_is_rejected_with_the_fix():
+    with pytest.raises(ConfigError, match="raise data.n_pairs"):
+        rdata.MatchingSet(torch.zeros(5, 4), torch.zeros(5, 4), n_ctx=8)
+
+
+def test_mixer_embeddings_are_read_at_the_second_to_last_position():
+    torch.manual_seed(0)
+    model = MaskedMixer(MixerConfig(vocab_size=50, context_size=12, n_embed=16, n_layer=2)).eval()
+    idx = torch.randint(3, 50, (3, 12))
+    e = embed(model, idx)
+    h = model.hidden(idx)
+    assert EMBED_POSITION["mixer"] == -2
+    assert torch.equal(e, h[:, -2])
+    # the last token cannot change a causal mixer's second-to-last output; it would change the last one's
+    idx2 = idx.clone()
+    idx2[:, -1] = (idx[:, -1] + 1) % 50
+    assert torch.equal(embed(model, idx2), e)
+    assert not torch.allclose(model.hidden(idx2)[:, -1], h[:, -1])
+
+
+def test_transformer_embeddings_are_read_at_the_last_position_after_the_final_norm():
+    torch.manual_seed(0)
+    model = Transformer(llama_config(16, 2, 2, vocab_size=50, context_size=12)).eval()
+    with torch.no_grad():
+        model.norm_f.weight.mul_(3.0)  # a non-trivial final norm, so "after the norm" is visible
+    idx = torch.randint(3, 50, (3, 12))
+    e = embed(model, idx)
+    assert torch.allclose(e, model.hidden(idx)[:, -1])
+    x = model.wte(idx)
+    rope = models.transformer.rope_cos_sin(12, 8, 10_000.0)
+    for block in model.blocks:
+        x = block(x, rope)
+    assert torch.allclose(e, model.norm_f(x)[:, -1], atol=1e-6)
+    assert not torch.allclose(e, x[:, -1], atol=1e-3)  # not before the norm
+    idx2 = idx.clone()
+    idx2[:, -1] = (idx[:, -1] + 1) % 50
+    assert not torch.allclose(embed(model, idx2), e)  # the last token is read
+
+
+def test_autoencoder_embedding_is_the_encoders_last_position():
+    torch.manual_seed(0)
+    model = MixerAutoencoder(AutoencoderConfig(vocab_size=40, context_size=10, n_embed=8, n_layer=1)).eval()
+    idx = torch.randint(3, 40, (2, 10))
+    e = embed(model, idx)
+    x = model.wte(idx)
+    for block in model.encoder:
+        x = block(x)
+    assert torch.equal(e, x[:, -1])
+
+
+def test_extractive_queries_never_occur_verbatim_in_their_stories(data_dir):
+    stories = load_stories(StoriesDataConfig(corpus="tinystories", vocab_size=1024))["train"][:600]
+    got = rdata.extractive_pairs(stories, 500)
+    assert len(got) >= 400
+    for p in got:
+        assert p.query not in p.story
+        assert p.query in stories[p.index]  # the query is a sentence of the original story
+        assert len(p.query.split()) >= rdata.MIN_WORDS
+    assert got == rdata.extractive_pairs(stories, 500)  # deterministic
+
+
+def test_extractive_rule_removes_every_copy_and_skips_short_stories():
+    story = "The dog ran to the park. A bird sang. The dog ran to the park. Mom smiled at the sky."
+    q, rest = rdata.extract_query(story)
+    assert q == "The dog ran to the park."  # its words are the story's most frequent
+    assert q not in rest and rest == "A bird sang. Mom smiled at the sky."
+    assert rdata.extract_query("One sentence only. Two.") is None
+
+
+def test_instruct_parser_reads_summary_and_story():
+    lines = ["Features: Dialogue", "Summary: A cat finds a hat.", "Story: Once there was a cat.", "It found a hat.",
+             "<|endoftext|>", "Words: run", "Story: No summary here.", "<|endoftext|>"]
+    got = rdata.parse_instruct(lines)
+    assert len(got) == 1 and got[0].query == "A cat finds a hat."
+    assert got[0].story == "Once there was a cat.\nIt found a hat."
+
+
+def test_matcher_scores_every_candidate_and_is_bidirectional():
+    torch.manual_seed(0)
+    for kind in ("mixer", "transformer"):
+        m = Matcher(MatcherConfig(kind=kind, n_embed=8, n_layer=2, context_size=6, n_head=2))
+        x = torch.randn(3, 6, 8, requires_grad=True)
+        out = m(x, torch.tensor([0, 4, 2]))
+        assert out.logits.shape == (3, 5)
+        out.logits[:, 0].sum().backward()  # the first candidate's score reads the last candidate (no causal mask)
+        assert x.grad[:, -1].abs().sum() > 0
+    with pytest.raises(ConfigError, match="kind='transformer'"):
+        MatcherConfig(kind="mixer", batch_axis=True)
+
+
+def test_every_retrieval_experiment_builds_at_every_profile():
+    names = experiments.names("retrieval")
+    assert len(names) >= 12
+    for name in names:
+        for profile in ("smoke", "cpu", "gpu", "paper"):
+            cfg = experiments.config(name, profile, device="cpu")
+            if cfg.data.kind == "retrieval":
+                assert cfg.model.n_embed == rexp.embedder_width(cfg.data.embedder, profile)
+    assert experiments.config("retrieval/flat_d1024_c128", "paper", device="cpu").model.candidates == 127
+    assert experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu").data.queries == "instruct"
+
+
+def test_a_smoke_run_end_to_end_through_the_store():
+    cfg = experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu")
+    run = rexp.run(cfg)
+    assert run.finished and set(run.summary["final"]) == {"train", "test", "train_acc", "test_acc"}
+    assert run.procedure["settings"]["embedder_key"]
+    emb = torch.load(run.summary["embeddings"]["file"], weights_only=True)
+    assert emb["query_test"].shape[0] == run.summary["pairs"]["query_test"]
+    assert rexp.run(cfg).path == run.path  # reused
+
+
+def test_pairs_are_split_by_story_the_last_tenth_for_testing():
+    stories = [f"Tom saw a dog number {i}. The dog ran far away. Tom ran after the dog {i}. They played." for i in range(60)]
+    cfg = rdata.RetrievalDataConfig(n_pairs=50)
+    got = rdata.pairs(cfg, stories)
+    assert [p.index for p in got["train"]] == list(range(45)) and [p.index for p in got["test"]] == list(range(45, 50))
+    with pytest.raises(Exception, match="lower data.n_pairs"):
+        rdata.pairs(rdata.RetrievalDataConfig(n_pairs=100), stories)
+
+
+def test_the_shared_trainer_refuses_a_retrieval_run_naming_the_procedure():
+    from lmcompanion import data
+
+    with pytest.raises(ConfigError, match="experiments.retrieval.run"):
+        data.build_source(experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu"))
