@@ -59,7 +59,9 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     for _, _, nb in executed_notebooks(root):
         rows += glued_verdicts(nb)
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
-    chapters = list(dict.fromkeys(r["chapter"] for r in rows))
+    order = list(CHAPTER_TITLES)  # the book's order; chapters it does not list come last, by name
+    chapters = sorted(dict.fromkeys(r["chapter"] for r in rows),
+                      key=lambda c: (order.index(c) if c in order else len(order), c))
     lines = ["(scorecard)=", "# Scorecard", "",
              "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
              "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
