@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from . import env, experiments, models, paths, plots, recorded, train, verdicts
+from . import env, experiments, models, paths, plots, recorded, stats, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, load_tokens
 from .data.lm import tokenizer
@@ -205,7 +205,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     for name in names:
         here = (runs or {}).get(name) or []
         row = {"experiment": name, f"train time here ({settings.profile}, s/run)": (
-            f"{sum(r.summary['train_time_s'] for r in here) / len(here):.0f}" if here else "")}
+            f"{stats.mean([r.summary['train_time_s'] for r in here]):.0f}" if here else "")}
         for profile in ("gpu", "paper"):
             cfg = experiments.config(name, profile, device="cpu")
             flops = models.build(cfg.model, device="meta").flops_per_token() * tokens_of(cfg)
@@ -213,14 +213,10 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             row[f"{profile}: tokens/run"] = f"{tokens_of(cfg):,}"
             row[f"{profile}: PFLOP/run"] = f"{flops / 1e15:,.2f}"
             row[f"{profile}: time/run"] = (
-                f"{stats_mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
+                f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
                 f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
         rows.append(row)
     return pd.DataFrame(rows).set_index("experiment")
-
-
-def stats_mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def scale_table(settings: Settings, names: Sequence[str]):
