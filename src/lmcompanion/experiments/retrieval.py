@@ -75,7 +75,7 @@ class Scale:
 SCALES = {
     "paper": Scale(200_000, "instruct", (32, 128), 8, 32, 1e-4, 200, 500, 50, 20_000, dtype="fp16"),
     "gpu": Scale(2000, "extractive", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200),
-    "cpu": Scale(1000, "extractive", (32, 128), 2, 32, 1e-3, 2, 10, 3, 200),
+    "cpu": Scale(1400, "extractive", (32, 128), 2, 32, 1e-3, 2, 10, 3, 200),
     "smoke": Scale(160, "extractive", (8, 16), 2, 8, 1e-3, 1, 2, 2, 16, deterministic=True),
 }
 
