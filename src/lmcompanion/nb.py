@@ -182,12 +182,6 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
     return tok.decode(prompt[0].tolist()), tok.decode(out[0, n_prompt:].tolist())
 
 
-def tokens_of(cfg: RunConfig) -> int:
-    """Training tokens of a run: steps x global batch x tokens per sequence (the data config says what a sequence
-    holds for the run's model)."""
-    return cfg.train.max_steps * cfg.train.global_batch * cfg.data.tokens_per_sequence(cfg.model)
-
-
 def passes(cfg: RunConfig) -> float | None:
     """How many times a run goes over its training data: sequences seen / sequences in one pass (None when the
     data's size cannot be known here, e.g. a hub corpus offline)."""
@@ -208,10 +202,9 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             f"{stats.mean([r.summary['train_time_s'] for r in here]):.0f}" if here else "")}
         for profile in ("gpu", "paper"):
             cfg = experiments.config(name, profile, device="cpu")
-            flops = models.build(cfg.model, device="meta").flops_per_token() * tokens_of(cfg)
             rec = found[profile].runs.get(name, []) if profile in found else []
-            row[f"{profile}: tokens/run"] = f"{tokens_of(cfg):,}"
-            row[f"{profile}: PFLOP/run"] = f"{flops / 1e15:,.2f}"
+            row[f"{profile}: tokens/run"] = f"{cfg.tokens():,}"
+            row[f"{profile}: PFLOP/run"] = f"{cfg.flops() / 1e15:,.2f}"
             row[f"{profile}: time/run"] = (
                 f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
                 f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
@@ -232,8 +225,8 @@ def scale_table(settings: Settings, names: Sequence[str]):
         rows.append({"experiment": name,
                      f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
                      "parameters (write-up)": f"{models.num_params(paper.model):,}",
-                     f"tokens/run ({settings.profile})": f"{tokens_of(here):,}",
-                     "tokens/run (write-up)": f"{tokens_of(paper):,}",
+                     f"tokens/run ({settings.profile})": f"{here.tokens():,}",
+                     "tokens/run (write-up)": f"{paper.tokens():,}",
                      f"passes over the data ({settings.profile})": f"{p_here:.2f}" if p_here is not None else "",
                      "passes (write-up)": p_paper})
     return pd.DataFrame(rows).set_index("experiment")

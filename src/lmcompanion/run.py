@@ -13,6 +13,7 @@ run store names the run's folder by it and records every part of it in the run's
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, is_dataclass
 from typing import Any, Literal, Mapping
 
@@ -68,6 +69,31 @@ class RunConfig(ConfigBase):
     def hash(self) -> str:
         """Short, stable digest of the full config alone (no code, no data)."""
         return digest(self.to_dict())
+
+    # What a run computes: the one definition the chapters' cost tables, compute budgets and benchmarks share.
+
+    def tokens_per_step(self) -> int:
+        """Tokens of one optimizer step: global batch x tokens per sequence (the data config says what a sequence
+        holds for this model, e.g. one target per retrieval item)."""
+        return self.train.global_batch * self.data.tokens_per_sequence(self.model)
+
+    def tokens(self) -> int:
+        """Training tokens of the whole run: steps x :meth:`tokens_per_step`."""
+        return self.train.max_steps * self.tokens_per_step()
+
+    def flops_per_step(self) -> float:
+        """Counted training FLOPs (forward and backward) of one optimizer step: the model's counted FLOPs per token
+        (``Model.flops_per_token``, on the meta device) x :meth:`tokens_per_step`."""
+        return _training_flops_per_token(self.model) * self.tokens_per_step()
+
+    def flops(self) -> float:
+        """Counted training FLOPs of the whole run."""
+        return self.train.max_steps * self.flops_per_step()
+
+
+@functools.lru_cache(maxsize=512)
+def _training_flops_per_token(model_cfg) -> float:
+    return models.build(model_cfg, device="meta").flops_per_token()
 
 
 def settings_dict(settings) -> dict | None:

@@ -106,10 +106,6 @@ def last_token_values(runs: Sequence, split: str = "val") -> list[float]:
 # --- cost: wall-clock and counted FLOPs -------------------------------------------------------------------------
 
 
-def _tokens_per_step(cfg) -> int:
-    return cfg.train.batch_size * cfg.train.grad_accum * cfg.model.context_size
-
-
 def cost_curves(runs: Mapping[str, Sequence]) -> dict[str, list]:
     """Each run's validation curve with two cost axes: ``minutes`` (update number times the arm's seed-mean
     training seconds per update, measured in this build) and ``FLOPs`` (update number times the tokens of an
@@ -118,7 +114,7 @@ def cost_curves(runs: Mapping[str, Sequence]) -> dict[str, list]:
     for label, rs in runs.items():
         cfg = rs[0].config
         sec = stats.mean([r.summary["train_time_s"] / r.summary["steps"] for r in rs])
-        flops = models.build(cfg.model).flops_per_token(training=True) * _tokens_per_step(cfg)
+        flops = cfg.flops_per_step()
         frames = []
         for r in rs:
             e = r.evals()[["step", "val"]].copy()
@@ -138,7 +134,7 @@ def cost_table(runs: Mapping[str, Sequence]):
     for label, rs in runs.items():
         cfg = rs[0].config
         name = cfg.name
-        flops = models.build(cfg.model).flops_per_token(training=True) * _tokens_per_step(cfg) * cfg.train.max_steps
+        flops = cfg.flops()
         pub = experiments.get(name).published
         rows.append({"arm": label, "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
                      "updates": cfg.train.max_steps,

@@ -40,7 +40,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
-from .. import models
 from ..config import TrainConfig, check_profile, require
 from ..data.stories import PAPER_TRAIN_STORIES, StoriesDataConfig
 from ..models.mixer import MixerConfig
@@ -239,10 +238,11 @@ def model_config(arm: Arm, s: Scale):
 
 @functools.lru_cache(maxsize=256)
 def flops_per_step(name: str, profile: str) -> float:
-    """Counted training FLOPs of one optimizer step of experiment ``name`` at ``profile`` (meta device)."""
+    """Counted training FLOPs of one optimizer step of experiment ``name`` at ``profile``
+    (:meth:`RunConfig.flops_per_step`, the definition every cost table uses), before its steps are known."""
     arm, s = ARMS[name], scale(profile)
-    per_token = models.build(model_config(arm, s), device="meta").flops_per_token()
-    return per_token * s.batch[arm.batch] * s.context
+    probe = RunConfig(name=name, model=model_config(arm, s), data=s.data, train=train_config(arm, s, s.warmup + 1))
+    return probe.flops_per_step()
 
 
 def budget(profile: str) -> float:

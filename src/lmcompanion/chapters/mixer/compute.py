@@ -27,12 +27,6 @@ RUN_OVERHEAD_S = 5.0  # model, optimizer, checkpoints, the first steps: per run 
 # --- what a run computes ----------------------------------------------------------------------------------------
 
 
-def flops_per_step(cfg) -> float:
-    """Counted training FLOPs of one optimizer step of a run config (meta device)."""
-    per_token = models.build(cfg.model, device="meta").flops_per_token()
-    return per_token * cfg.train.global_batch * cfg.data.tokens_per_sequence(cfg.model)
-
-
 def seconds_per_step(run) -> float:
     """Measured training seconds per step of a finished run (evaluation excluded)."""
     return run.summary["train_time_s"] / run.summary["steps"]
@@ -41,7 +35,7 @@ def seconds_per_step(run) -> float:
 def curve(run) -> pd.DataFrame:
     """A run's evaluations with the compute spent (counted PFLOP) and the training time measured to each step."""
     ev = run.evals().copy()
-    ev["PFLOP"] = ev["step"] * flops_per_step(run.config) / 1e15
+    ev["PFLOP"] = ev["step"] * run.config.flops_per_step() / 1e15
     ev["seconds"] = ev["step"] * seconds_per_step(run)
     return ev
 
@@ -64,9 +58,9 @@ def arm_table(names: Sequence[str], profile: str) -> pd.DataFrame:
             "lr": f"{cfg.train.lr:.2g}",
             "params here": f"{models.num_params(m):,}",
             "params (write-up size)": f"{models.num_params(paper.model):,}",
-            "GFLOP/step (counted)": f"{flops_per_step(cfg) / 1e9:,.3g}",
+            "GFLOP/step (counted)": f"{cfg.flops_per_step() / 1e9:,.3g}",
             "steps": f"{cfg.train.max_steps:,}",
-            "share of the budget": f"{cfg.train.max_steps * flops_per_step(cfg) / budget:.3f}",
+            "share of the budget": f"{cfg.train.max_steps * cfg.flops_per_step() / budget:.3f}",
             "sequences seen": f"{cfg.train.max_steps * cfg.train.global_batch:,}",
         })
     return pd.DataFrame(rows).set_index("experiment")
@@ -203,7 +197,7 @@ def equal_time_table(runs: Mapping[str, Sequence]) -> pd.DataFrame:
     for name, rs in runs.items():
         rows.append({"arm": name.split("/")[-1], "seconds/step (measured)": span([seconds_per_step(r) for r in rs], ".4f"),
                      "tokens/s (measured)": span([r.summary["tokens_per_s"] for r in rs], ".0f"),
-                     "effective GFLOP/s": span([flops_per_step(r.config) / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
+                     "effective GFLOP/s": span([r.config.flops_per_step() / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
                      f"train at {t:.0f} s": span(at_time(rs, t, "train")),
                      f"val at {t:.0f} s": span(at_time(rs, t, "val"))})
     return pd.DataFrame(rows).set_index("arm")
@@ -217,7 +211,7 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
             continue
         measured = stats.mean([seconds_per_step(r) for r in runs[slow]]) / stats.mean(
             [seconds_per_step(r) for r in runs[fast]])
-        counted = flops_per_step(runs[slow][0].config) / flops_per_step(runs[fast][0].config)
+        counted = runs[slow][0].config.flops_per_step() / runs[fast][0].config.flops_per_step()
         rows.append({"pair": f"{slow.split('/')[-1]} / {fast.split('/')[-1]}",
                      "time per step, measured here": f"{measured:.2f}x",
                      "FLOPs per step, counted": f"{counted:.2f}x"})
@@ -239,7 +233,7 @@ def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) 
     for name in names or list(exp.ARMS):
         cfg = experiments.config(name, profile, device="cpu")
         tc, L = cfg.train, cfg.model.context_size
-        step = flops_per_step(cfg)
+        step = cfg.flops_per_step()
         evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
         eval_batch = (tc.eval_batch_size or tc.batch_size) * L
         eval_flops = models.build(cfg.model, device="meta").flops_per_token(training=False) * eval_batch
@@ -257,5 +251,5 @@ def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) 
 
 
 __all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
-           "equal_time", "equal_time_table", "flops_per_step", "loss_vs_compute", "loss_vs_time", "scaling_figure",
+           "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
            "seconds_per_step", "speed_ratio_table", "time_estimate"]
