@@ -8,6 +8,7 @@ import torch
 
 from lmcompanion import experiments, models
 from lmcompanion.config import ConfigError
+from lmcompanion.errors import DataError
 from lmcompanion.data import retrieval as rdata
 from lmcompanion.data.stories import StoriesDataConfig, load_stories
 from lmcompanion.experiments import retrieval as rexp
@@ -131,6 +132,50 @@ def test_instruct_parser_reads_summary_and_story():
     got = rdata.parse_instruct(lines)
     assert len(got) == 1 and got[0].query == "A cat finds a hat."
     assert got[0].story == "Once there was a cat.\nIt found a hat."
+
+
+def _fake_hub(monkeypatch, lines, revision="abc123"):
+    """TinyStoriesInstruct as the hub would serve it (a `text` column of lines), with the network left alone."""
+    import datasets
+
+    calls = []
+
+    def load_dataset(path, split, revision=None, cache_dir=None):
+        calls.append((path, split, revision))
+        return datasets.Dataset.from_dict({"text": lines})
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    monkeypatch.setattr(rdata.corpora, "dataset_revision", lambda path: revision)
+    return calls
+
+
+def test_instruct_pairs_from_the_hub_are_the_first_n_entries_at_the_pinned_revision(monkeypatch):
+    entries = []
+    for i in range(25_000):  # more lines than one read batch, so that entries straddle batches
+        entries += [f"Summary: Summary {i}.", f"Story: Story {i} begins.", "It ends.", rdata.MARKER]
+    calls = _fake_hub(monkeypatch, entries)
+    cfg = rdata.RetrievalDataConfig(embedder="mixer/flat_d512", queries="instruct", n_pairs=3000)
+    got = rdata.pairs(cfg, [])
+    assert calls == [(rdata.INSTRUCT_HUB, "train", "abc123")]  # the revision the fingerprint names
+    assert cfg.fingerprint() == f"hub:{rdata.INSTRUCT_HUB}@abc123"
+    flat = got["train"] + got["test"]
+    assert len(flat) == 3000 and len(got["test"]) == 300
+    assert [p.index for p in flat] == list(range(3000))
+    assert flat[2500].query == "Summary 2500." and flat[2500].story == "Story 2500 begins.\nIt ends."
+
+
+def test_instruct_pairs_stop_early_with_the_fix_named(monkeypatch):
+    _fake_hub(monkeypatch, ["Summary: A.", "Story: B.", rdata.MARKER])
+    cfg = rdata.RetrievalDataConfig(embedder="mixer/flat_d512", queries="instruct", n_pairs=20)
+    with pytest.raises(DataError, match="lower data.n_pairs"):
+        rdata.pairs(cfg, [])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline: the hub is not read, and the message says what to do
+    with pytest.raises(DataError, match="queries='extractive'"):
+        rdata.pairs(cfg, [])
+    with pytest.raises(DataError, match="queries='extractive'"):
+        cfg.fingerprint()
 
 
 def test_matcher_scores_every_candidate_and_is_bidirectional():

@@ -107,7 +107,7 @@ class RetrievalDataConfig(ConfigBase):
             if corpora._offline():
                 raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is "
                                 "disabled: go online, or use data.queries='extractive' (a substitute)")
-            return f"hub:{INSTRUCT_HUB}"
+            return f"hub:{INSTRUCT_HUB}@{corpora.dataset_revision(INSTRUCT_HUB)}"
         return corpora.fingerprint(self.corpus)
 
     def check_model(self, model) -> None:
@@ -200,26 +200,31 @@ def parse_instruct(lines: Sequence[str]) -> list[Pair]:
 
 
 def _instruct_pairs(n: int) -> list[Pair]:
+    """The first ``n`` complete summary-story entries of TinyStoriesInstruct's train split, at the hub revision the
+    data's fingerprint names (read in batches: the split has tens of millions of lines)."""
     import datasets
 
     if corpora._offline():
         raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is disabled: "
                         "go online, or use data.queries='extractive' (a substitute)")
+    revision = corpora.dataset_revision(INSTRUCT_HUB)
     try:
         with corpora._quiet_datasets():
-            rows = datasets.load_dataset(INSTRUCT_HUB, split="train", cache_dir=corpora._hf_cache())
+            rows = datasets.load_dataset(INSTRUCT_HUB, split="train", revision=revision,
+                                         cache_dir=corpora._hf_cache())
     except Exception as exc:  # network, auth or format errors from the hub
         raise DataError(f"{INSTRUCT_HUB} could not be read from the Hugging Face hub ({type(exc).__name__}: {exc}); "
                         "go online, or use data.queries='extractive'") from exc
     pairs: list[Pair] = []
     chunk: list[str] = []
-    for line in rows["text"]:
-        chunk.append(line)
-        if line.strip() == MARKER:
-            pairs.extend(parse_instruct(chunk))
-            chunk = []
-            if len(pairs) >= n:
-                break
+    for batch in rows.iter(batch_size=10_000):
+        for line in batch["text"]:
+            chunk.append(line)
+            if line.strip() == MARKER:
+                pairs.extend(parse_instruct(chunk))
+                chunk = []
+        if len(pairs) >= n:
+            break
     return [Pair(p.query, p.story, i) for i, p in enumerate(pairs[:n])]
 
 
