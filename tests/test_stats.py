@@ -84,3 +84,32 @@ def test_exact_facts_carry_no_chance():
     assert v.verdict == verdicts.HOLDS and v.chance == verdicts.EXACT
     assert verdicts.counts([v, verdicts.exact("x", "", "", False)]) == {"holds": 1, "does not hold": 1,
                                                                          "inconclusive at this scale": 0}
+
+
+def test_a_comparison_of_learning_is_decided_only_where_an_arm_learns():
+    chance = math.log(31)
+    at_chance_a, at_chance_b = [3.47, 3.46, 3.48], [3.44, 3.43, 3.445]  # b below a in every seed, both above chance
+    v = verdicts.claim("A learns better", "", at_chance_a, at_chance_b)
+    assert v.outcome == verdicts.FAILS  # decisive on the numbers alone
+    got = verdicts.if_learned(v, chance, at_chance_a, at_chance_b)
+    assert got.outcome == verdicts.INCONCLUSIVE and "neither arm learns beyond chance" in got.verdict
+    assert "lean against" in got.verdict
+    assert got.chance == "p = 1.000"  # the claimed direction's p, as every inconclusive row gives
+    learned = [1.2, 1.3, 1.25]  # one arm well below chance: the comparison stands
+    v = verdicts.claim("A learns better", "", learned, at_chance_b)
+    assert verdicts.if_learned(v, chance, learned, at_chance_b) == v
+    assert verdicts.if_learned(v, chance, at_chance_b, learned) == v  # either arm may be the one that learns
+    # one arm barely below chance, with a spread that leaves it indistinguishable from chance: not learned
+    barely = [chance - 0.01, chance + 0.02, chance - 0.02]
+    v = verdicts.claim("A learns better", "", barely, at_chance_a)
+    assert verdicts.if_learned(v, chance, barely, at_chance_a).outcome == verdicts.INCONCLUSIVE
+
+
+def test_the_learning_rule_never_adds_a_decisive_verdict():
+    rng = random.Random(0)
+    for _ in range(200):
+        a = [rng.gauss(3.4, 0.05) for _ in range(3)]
+        b = [rng.gauss(3.4, 0.05) for _ in range(3)]
+        v = verdicts.claim("x", "", a, b)
+        got = verdicts.if_learned(v, math.log(31), a, b)
+        assert got == v or got.outcome == verdicts.INCONCLUSIVE

@@ -18,7 +18,9 @@
 # cross-entropy, our claimed-better arm minus the other) with its standard error, and the chance that a difference
 # at least this large would appear if the two arms were in truth equal. A claim **holds** or **does not hold** only
 # when that chance is at most 5%; otherwise it is **inconclusive at this scale**, with the direction the data lean.
-# Below the `paper` profile the queries are extractive sentences, a substitute for the write-up's summaries. The
+# Every row compares how well matchers learn, so it is decided only where at least one of its two arms ends below
+# the chance loss ln(candidates) by a one-sided t-test at 5%; where neither does, the row says so and is
+# inconclusive. Below the `paper` profile the queries are extractive sentences, a substitute for the write-up's summaries. The
 # runs are the ones the previous notebooks made, reused from the run store.
 
 

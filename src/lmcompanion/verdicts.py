@@ -14,6 +14,11 @@ The rule (documented once, in the prologue; tested by simulation in ``tests/test
   (a significant trend) or left inconclusive: no test shows an absence.
 - **Exact facts** (parameter counts, masks, agreement with a literal transcription): computed, not sampled; the
   chance of a wrong verdict from noise is zero, and the row says "exact".
+- **Comparisons of learning** ("embeddings A train the matcher better than embeddings B") are decided only where
+  at least one arm learns the task: its loss below the chance level by the one-sided t-test at 5%
+  (:func:`if_learned`). Where neither does, the comparison is inconclusive whatever its p: two arms at chance
+  differ by noise in how they fit it, not in what they learned. This rule only ever turns a decisive verdict into
+  an inconclusive one, so the 5% bounds above still hold.
 """
 
 from __future__ import annotations
@@ -77,6 +82,25 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "not in the write-up"
     labels = (better.split("/")[-1], worse.split("/")[-1])
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
+
+
+def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float]) -> Verdict:
+    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
+    at least one arm lies below ``chance_level`` by a one-sided one-sample t-test at ALPHA (with no spread: when all
+    its values are below it); otherwise inconclusive, with the lean and the p of the claimed direction, saying that
+    neither arm learns beyond chance (see the module doc)."""
+    def learns(values: Sequence[float]) -> bool:
+        values = list(values)
+        if len(set(values)) <= 1:
+            return bool(values) and values[0] < chance_level
+        return stats.one_sample_p(values, chance_level, "less") <= ALPHA
+
+    if learns(better) or learns(worse):
+        return v
+    c = stats.compare(better, worse)
+    lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
+    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond chance, {chance_level:.3f})",
+                   chance=_chance(c.p_claim))
 
 
 def exact(text: str, published: str, ours: str, ok: bool) -> Verdict:
@@ -176,4 +200,4 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 
 
 __all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
-           "exact", "fewer_parameters", "have", "in_notebook", "no_trend", "table", "trend"]
+           "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "table", "trend"]

@@ -16,14 +16,14 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .. import experiments, models, plots, stats, tables
+from .. import experiments, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError
 from ..experiments import retrieval as rexp
 from ..train import checkpoint
 from ..train.store import RunStore
-from ..verdicts import Verdict, between, claim, have, in_notebook
+from ..verdicts import Verdict, claim, have, if_learned, in_notebook
 
 CHAPTER = "retrieval"
 MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) for f in ("flat", "llama"))
@@ -216,8 +216,17 @@ def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
 
 
 def _lower(text: str, published: str, better: str, worse: str, runs) -> Verdict:
+    """The claim "``better``'s matcher ends at a lower test loss than ``worse``'s", decided only where one of them
+    learns beyond chance (:func:`lmcompanion.verdicts.if_learned`; both arms have the same candidate count)."""
     labels = (better.split("/")[-1], worse.split("/")[-1])
-    return claim(text, published, tables.final(runs[better], "test"), tables.final(runs[worse], "test"), labels)
+    b, w = tables.final(runs[better], "test"), tables.final(runs[worse], "test")
+    pub = published or _published(better, worse)
+    return if_learned(claim(text, pub, b, w, labels), chance(runs[better][0].config.model.context_size), b, w)
+
+
+def _published(better: str, worse: str) -> str:
+    pb, pw = experiments.get(better).published, experiments.get(worse).published
+    return f"{pb['test']} vs {pw['test']}" if "test" in pb and "test" in pw else "not in the write-up"
 
 
 def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
@@ -230,11 +239,8 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
                 continue
             text = (f"Mixer embeddings (d_model={d}) train the matcher to a lower test loss than transformer "
                     f"embeddings with {p - 1} candidates")
-            if d == 1024:
-                rows.append(between(text, "test", mixer, llama, runs))
-            else:
-                rows.append(_lower(text, "the transformer's embeddings 'hardly train at all' (no numbers)",
-                                   mixer, llama, runs))
+            rows.append(_lower(text, "" if d == 1024 else "the transformer's embeddings 'hardly train at all' "
+                                                          "(no numbers)", mixer, llama, runs))
     base = "retrieval/flat_d1024_c32"
     for control, text, published in (
             ("retrieval/untrained_d1024_c32", "A trained mixer's embeddings beat an untrained mixer's (31 candidates)",
@@ -271,8 +277,7 @@ def rerun_estimate(profile: str = "paper", seeds: int = 1, names: Sequence[str] 
     rows = []
     for name in names:
         cfg = experiments.config(name, profile, device="cpu")
-        per_step = models.build(cfg.model, device="meta").flops_per_token() * cfg.train.global_batch
-        flops = per_step * cfg.train.max_steps
+        flops = cfg.flops()
         seconds = flops / (H100_BF16 * ASSUMED_MFU) + cfg.train.max_steps * STEP_OVERHEAD_S
         rows.append({"experiment": name, "steps": f"{cfg.train.max_steps:,}", "PFLOP/run": f"{flops / 1e15:,.2f}",
                      "estimated hours/run (H100)": f"{seconds / 3600:.1f}",
