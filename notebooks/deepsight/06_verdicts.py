@@ -78,8 +78,8 @@ nb.config_diff(NAMES, S.profile)
 #
 # The commands re-execute every notebook of the chapter with the write-up's settings on a GPU. The table gives the
 # training time per run measured in this build and, for the `paper` profile, the tokens and training FLOPs of one
-# run. No GPU run has been recorded for this book yet, so the measured GPU time stays empty until one is in the
-# store.
+# run. The measured GPU time of an arm appears once a recorded run of it is imported; until then the table says
+# "not recorded yet".
 
 # %%
 print(nb.rerun_commands(nb.chapter_notebooks("deepsight")))

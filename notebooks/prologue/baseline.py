@@ -112,7 +112,7 @@ tables.environment(runs[0])
 # The same notebook at the `paper` profile trains the write-up's configuration (9,000 steps of 800 sequences of
 # 200 GPT-2 tokens). The table gives this build's measured training time per run and, for the paper profile, the
 # tokens and training FLOPs of one run (6 per parameter per token, plus attention). Its GPU time appears once a
-# paper-profile run is in the store: no GPU run has been recorded for this book yet.
+# recorded paper-profile run is imported into the store; until then the table says "not recorded yet".
 
 # %%
 print(nb.rerun_commands(["notebooks/prologue/baseline.py"]))
