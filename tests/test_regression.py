@@ -36,6 +36,12 @@ def test_the_sanitizer_absorbs_a_rounding_boundary_and_keeps_exact_numbers():
     assert _sanitize("3.05 [3.05, 3.06]") == _sanitize("3.06 [3.05, 3.06]")
     assert _sanitize("p = 0.050 | holds") == _sanitize("p = 0.100 | inconclusive at this scale (the data lean toward "
                                                       "the claim)")
+    # every verdict text the rule can produce sanitizes whole, whichever side of a boundary it lands on
+    from lmcompanion import verdicts
+    at_chance = verdicts.if_learned(verdicts.claim("x", "", [3.5, 3.6, 3.55], [3.4, 3.45, 3.42]), 3.0,
+                                    [3.5, 3.6, 3.55], [3.4, 3.45, 3.42])
+    assert "neither arm" in at_chance.verdict
+    assert _sanitize(f"p = 1.000 | {at_chance.verdict} |") == _sanitize("p = 0.050 | does not hold |")
     assert _sanitize("1.2e-09") == _sanitize("3.4e-08")
     # what stays exact: parameter counts, integers, text, structure
     assert _sanitize("16,036,800 params") != _sanitize("16,036,801 params")
