@@ -26,7 +26,7 @@ LAYERS = {
     1: ["lmcompanion.config", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner"],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries
-    4: ["lmcompanion.run"],  # the run definition and its key
+    4: ["lmcompanion.run", "lmcompanion.estimate"],  # the run definition, its key, its estimated GPU time
     5: ["lmcompanion.train*"],
     6: ["lmcompanion.experiments*"],
     7: ["lmcompanion.plots", "lmcompanion.tables"],

@@ -78,8 +78,9 @@ nb.config_diff(NAMES, S.profile)
 # ## Re-running this chapter at the paper's scale
 #
 # The commands below re-execute every notebook of the chapter with the write-up's settings on a GPU. The table
-# gives the training time per run measured in this build and, for the `paper` profile, the tokens and training
-# FLOPs of one run. The measured GPU time of an arm appears once a recorded run of it is imported; until then the
+# gives the training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and
+# training FLOPs of one run and the time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated
+# assumptions, not a measurement). The measured GPU time of an arm appears once a recorded run of it is imported; until then the
 # table says "not recorded yet".
 
 # %%

@@ -206,9 +206,10 @@ nb.show_verdicts(S, "formal_ed", verdicts.in_notebook([
 #
 # For this chapter, `paper` means a model and data large enough that a GPU solves the task near perfectly (the
 # settings are printed below). The commands re-execute the chapter's three notebooks there. The table gives this
-# build's training time per AdamW run and the tokens and training FLOPs of one paper-profile run (6 per
-# parameter per target token, a coarse estimate for an encoder–decoder). The GPU time appears once a
-# paper-profile run is in the store.
+# build's training time per AdamW run and, for the `gpu` and `paper` profiles, the tokens and training FLOPs of
+# one run (6 per parameter per target token, a coarse count for an encoder–decoder) and the time on one H100
+# estimated from them (`lmcompanion.estimate`: stated assumptions, not a measurement). The measured GPU time
+# appears once a recorded run of that profile is imported.
 
 # %%
 paper = protocol("paper")

@@ -110,9 +110,10 @@ tables.environment(runs[0])
 # ## Re-running at the paper's scale
 #
 # The same notebook at the `paper` profile trains the write-up's configuration (9,000 steps of 800 sequences of
-# 200 GPT-2 tokens). The table gives this build's measured training time per run and, for the paper profile, the
-# tokens and training FLOPs of one run (6 per parameter per token, plus attention). Its GPU time appears once a
-# recorded paper-profile run is imported into the store; until then the table says "not recorded yet".
+# 200 GPT-2 tokens). The table gives this build's measured training time per run and, for the `gpu` and `paper`
+# profiles, the tokens and training FLOPs of one run (6 per parameter per token, plus attention) and the time on
+# one H100 estimated from them (`lmcompanion.estimate`: stated assumptions, not a measurement). Its measured GPU
+# time appears once a recorded run of that profile is imported; until then the table says "not recorded yet".
 
 # %%
 print(nb.rerun_commands(["notebooks/prologue/baseline.py"]))

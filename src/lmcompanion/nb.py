@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from . import env, experiments, models, paths, plots, recorded, stats, train, verdicts
+from . import env, estimate, experiments, models, paths, plots, recorded, stats, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, load_tokens
 from .data.lm import tokenizer
@@ -189,9 +189,14 @@ def passes(cfg: RunConfig) -> float | None:
     return None if not per_epoch else cfg.train.max_steps * cfg.train.global_batch / per_epoch
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:,.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+
+
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
-    """What each experiment costs: the training time measured here, the tokens and training FLOPs (counted) of one
-    run at the paper and gpu profiles, and their measured time once a recorded run of that profile is imported."""
+    """What each experiment costs: the training time measured here; for one run at the gpu and paper profiles, the
+    tokens and training FLOPs (counted), the time on one H100 estimated from them (:mod:`lmcompanion.estimate`,
+    not a measurement), and the measured time once a recorded run of that profile is imported."""
     import pandas as pd
 
     found = recorded.arms(list(names), exclude_profile=settings.profile)
@@ -205,6 +210,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             rec = found[profile].runs.get(name, []) if profile in found else []
             row[f"{profile}: tokens/run"] = f"{cfg.tokens():,}"
             row[f"{profile}: PFLOP/run"] = f"{cfg.flops() / 1e15:,.2f}"
+            row[f"{profile}: estimated time/run (H100)"] = _minutes(estimate.seconds(cfg))
             row[f"{profile}: time/run"] = (
                 f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
                 f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")

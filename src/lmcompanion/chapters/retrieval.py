@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .. import experiments, plots, stats, tables
+from .. import estimate, experiments, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError
@@ -263,23 +263,17 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
 
 # --- the cost of the paper profile -----------------------------------------------------------------------------
 
-H100_BF16 = 989e12  # H100 SXM dense bf16 peak, FLOP/s
-ASSUMED_MFU = 0.3  # an assumed fraction of that peak
-STEP_OVERHEAD_S = 0.010  # an assumed fixed cost per optimizer step (optimizer, data, kernel launches)
-
-
 def rerun_estimate(profile: str = "paper", seeds: int = 1, names: Sequence[str] = RUN_NAMES):
-    """Estimated time of the matcher runs at ``profile`` on one H100: counted training FLOPs (meta device) at
-    ``ASSUMED_MFU`` of the bf16 peak, plus ``STEP_OVERHEAD_S`` per step; the embedder CLMs are the mixer chapter's
-    runs and are not included. An estimate from stated assumptions, not a measurement."""
+    """Estimated time of the matcher runs at ``profile`` on one H100, by the book's one estimate from counted FLOPs
+    (:mod:`lmcompanion.estimate`); the embedder CLMs are the mixer chapter's runs and are not included. Not a
+    measurement."""
     import pandas as pd
 
     rows = []
     for name in names:
         cfg = experiments.config(name, profile, device="cpu")
-        flops = cfg.flops()
-        seconds = flops / (H100_BF16 * ASSUMED_MFU) + cfg.train.max_steps * STEP_OVERHEAD_S
-        rows.append({"experiment": name, "steps": f"{cfg.train.max_steps:,}", "PFLOP/run": f"{flops / 1e15:,.2f}",
+        seconds = estimate.seconds(cfg)
+        rows.append({"experiment": name, "steps": f"{cfg.train.max_steps:,}", "PFLOP/run": f"{cfg.flops() / 1e15:,.2f}",
                      "estimated hours/run (H100)": f"{seconds / 3600:.1f}",
                      f"estimated hours, {seeds} seed(s)": f"{seeds * seconds / 3600:.1f}"})
     df = pd.DataFrame(rows).set_index("experiment")

@@ -12,16 +12,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ... import experiments, models, plots, stats
+from ... import estimate, experiments, models, plots, stats
 from ...experiments import mixer as exp
 from ...stats import span
 
-H100_BF16 = 989e12  # H100 SXM dense bf16 peak, FLOP/s
-# Conservative model FLOPs utilisation by counted FLOPs per optimizer step (small steps are bound by kernel
-# launches and Python, large ones by the tensor cores), and a fixed cost per step (optimizer, data, launches).
-MFU_BY_STEP = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))
-STEP_OVERHEAD_S = 0.010
-RUN_OVERHEAD_S = 5.0  # model, optimizer, checkpoints, the first steps: per run (the data are cached once)
 
 
 # --- what a run computes ----------------------------------------------------------------------------------------
@@ -221,32 +215,18 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
 # --- the time a profile takes (an estimate, not a measurement) ---------------------------------------------------
 
 
-def _mfu(step_flops: float) -> float:
-    return next(m for bound, m in MFU_BY_STEP if step_flops >= bound)
-
-
 def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) -> pd.DataFrame:
-    """Estimated H100 time of the chapter's runs at ``profile`` (``seeds`` runs per arm) from counted FLOPs of
-    training and evaluation, at a conservative share of the bf16 peak (:data:`MFU_BY_STEP`), plus a fixed cost per
-    step (:data:`STEP_OVERHEAD_S`) and per run (:data:`RUN_OVERHEAD_S`). An estimate from counts, not a measurement."""
+    """Estimated H100 time of the chapter's runs at ``profile`` (``seeds`` runs per arm), by the book's one
+    estimate from counted FLOPs (:mod:`lmcompanion.estimate`): not a measurement."""
     rows = []
     for name in names or list(exp.ARMS):
         cfg = experiments.config(name, profile, device="cpu")
-        tc, L = cfg.train, cfg.model.context_size
-        step = cfg.flops_per_step()
-        evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
-        eval_batch = (tc.eval_batch_size or tc.batch_size) * L
-        eval_flops = models.build(cfg.model, device="meta").flops_per_token(training=False) * eval_batch
-        n_eval_batches = evals * 2 * tc.eval_batches
-        seconds = (tc.max_steps * (step / (H100_BF16 * _mfu(step)) + STEP_OVERHEAD_S)
-                   + n_eval_batches * (eval_flops / (H100_BF16 * _mfu(eval_flops)) + STEP_OVERHEAD_S / 3)
-                   + RUN_OVERHEAD_S)
-        rows.append({"experiment": name, "steps": tc.max_steps, "PFLOP per run (train, counted)":
-                     tc.max_steps * step / 1e15, "minutes per run (estimate)": seconds / 60,
-                     f"minutes for {seeds} seeds (estimate)": seeds * seconds / 60})
+        seconds = estimate.seconds(cfg)
+        rows.append({"experiment": name, "steps": cfg.train.max_steps, "PFLOP per run (train, counted)":
+                     cfg.flops() / 1e15, "minutes per run (estimate)": seconds / 60,
+                     f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)": seeds * seconds / 60})
     df = pd.DataFrame(rows).set_index("experiment")
-    df.loc["chapter (sum)"] = df.sum(numeric_only=True)
-    df.loc["chapter (sum)", "steps"] = np.nan
+    df.loc["chapter (sum)"] = df.sum(numeric_only=True)  # steps too: the chapter's optimizer steps in all
     return df
 
 

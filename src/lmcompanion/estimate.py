@@ -1,0 +1,51 @@
+"""What a run would take on one H100, estimated from its counted FLOPs: stated assumptions, not a measurement.
+
+The chapters say what re-running them at the ``gpu`` or ``paper`` profile costs before any run at that profile has
+been recorded; once a recorded run is imported, the cost tables show its measured time instead. One estimate for
+the whole book:
+
+- training: each optimizer step's counted FLOPs (:meth:`RunConfig.flops_per_step`) at a share of the H100's dense
+  bf16 peak that grows with the step's size (:data:`MFU_BY_STEP`: small steps are bound by kernel launches and
+  Python, large ones by the tensor cores), plus :data:`STEP_OVERHEAD_S` per step (optimizer, data, launches);
+- evaluation: the forward FLOPs of every evaluation batch (both splits, ``eval_batches`` each, at every
+  ``eval_interval``) at the same shares, plus a third of the step overhead per batch;
+- :data:`RUN_OVERHEAD_S` per run (model, optimizer, checkpoints, the first steps).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from . import models
+from .run import RunConfig
+
+H100_BF16 = 989e12  # H100 SXM dense bf16 tensor-core peak, FLOP/s (the vendor's data sheet)
+MFU_BY_STEP = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))  # (FLOPs per step at least, assumed MFU)
+STEP_OVERHEAD_S = 0.010
+RUN_OVERHEAD_S = 5.0
+
+
+def mfu(step_flops: float) -> float:
+    """The assumed model FLOPs utilisation of a step of ``step_flops`` counted FLOPs."""
+    return next(m for bound, m in MFU_BY_STEP if step_flops >= bound)
+
+
+@functools.lru_cache(maxsize=512)
+def _forward_flops_per_token(model_cfg) -> float:
+    return models.build(model_cfg, device="meta").flops_per_token(training=False)
+
+
+def seconds(cfg: RunConfig) -> float:
+    """Estimated seconds of one run of ``cfg`` on one H100 (see the module doc)."""
+    tc = cfg.train
+    step = cfg.flops_per_step()
+    evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
+    eval_batch = _forward_flops_per_token(cfg.model) * (tc.eval_batch_size or tc.batch_size) \
+        * cfg.data.tokens_per_sequence(cfg.model)
+    n_eval_batches = evals * 2 * tc.eval_batches
+    return (tc.max_steps * (step / (H100_BF16 * mfu(step)) + STEP_OVERHEAD_S)
+            + n_eval_batches * (eval_batch / (H100_BF16 * mfu(eval_batch)) + STEP_OVERHEAD_S / 3)
+            + RUN_OVERHEAD_S)
+
+
+__all__ = ["H100_BF16", "MFU_BY_STEP", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]
