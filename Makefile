@@ -67,6 +67,11 @@ $(RECORDED_STAMP): $(RECORDED) | $(INSTALLED)
 notebooks/%.ipynb: notebooks/%.py $(PKG) $(PROFILE_STAMP) $(RECORDED_STAMP) | $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m lmcompanion run-notebook $< -o $@ --profile $(PROFILE) $(NBPARAMS)
 
+# A chapter's verdict notebook reads the runs its other notebooks train: it starts after them, so that in a parallel
+# build it never holds a job slot waiting on their run locks while another chapter's notebook could use the core.
+VERDICT_NB := $(filter %_verdicts.ipynb,$(NB_OUT))
+$(foreach v,$(VERDICT_NB),$(eval $(v): $(filter-out $(v),$(filter $(dir $(v))%,$(NB_OUT)))))
+
 notebooks: $(NB_OUT)
 
 book: $(INSTALLED)
