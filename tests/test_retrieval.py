@@ -227,3 +227,14 @@ def test_the_shared_trainer_refuses_a_retrieval_run_naming_the_procedure():
 
     with pytest.raises(ConfigError, match="experiments.retrieval.run"):
         data.build_source(experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu"))
+
+
+def test_the_gpu_profile_reads_tinystories_own_summaries_where_the_stories_come_from_the_hub(monkeypatch):
+    name = "retrieval/flat_d1024_c32"
+    if experiments.config(name, "gpu", device="cpu").data.queries == "instruct":
+        pytest.skip("no local copy of TinyStories here (LMC_DATA_DIR): the stories come from the hub")
+    assert experiments.config(name, "cpu", device="cpu").data.queries == "extractive"  # a local copy: the substitute
+    monkeypatch.delenv("LMC_DATA_DIR")  # the stories from the hub: their own summaries too
+    assert experiments.config(name, "gpu", device="cpu").data.queries == "instruct"
+    assert experiments.config(name, "cpu", device="cpu").data.queries == "extractive"  # cpu: always the substitute
+    assert experiments.config(name, "paper", device="cpu").data.queries == "instruct"

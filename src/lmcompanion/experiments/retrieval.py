@@ -19,9 +19,10 @@ embedder run's key (the procedure's settings), so a retrained CLM is a new retri
 
 **Profiles.** ``paper``: the write-up's settings (TinyStories' own summaries from the hub, 200k pairs, 8 blocks of
 the embedding width, lr 1e-4, batch 32, 200 epochs). ``gpu``, ``cpu`` and ``smoke`` read the mixer chapter's CLMs
-at the same profile, with extractive queries (a substitute), fewer pairs and a few epochs at a 10x learning rate
-(chosen once, not tuned, the same for every arm); ``smoke`` uses 8 and 16 positions, because its generated corpus
-has few stories.
+at the same profile, with fewer pairs and a few epochs at a 10x learning rate (chosen once, not tuned, the same
+for every arm). Their queries: ``cpu`` and ``smoke`` use the extractive rule (a substitute); ``gpu`` uses TinyStories'
+own summaries where its stories come from the hub, and the extractive rule where they come from a local copy
+(:func:`queries_at`). ``smoke`` uses 8 and 16 positions, because its generated corpus has few stories.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import torch
 
 from .. import models, paths
 from ..config import TrainConfig, check_profile, digest
+from ..data import corpora
 from ..data import retrieval as rdata
 from ..data.stories import left_pad, load_stories, tokenizer
 from ..errors import DataError
@@ -59,7 +61,7 @@ CHAPTER = "retrieval"
 @dataclass(frozen=True)
 class Scale:
     pairs: int  # summary-story pairs (90% train)
-    queries: Literal["extractive", "instruct"]
+    queries: Literal["extractive", "instruct", "auto"]  # auto: instruct where the stories come from the hub
     positions: tuple[int, int]  # the write-up's 32 and 128 (query + candidates)
     n_layer: int  # matcher blocks
     batch: int
@@ -74,7 +76,7 @@ class Scale:
 
 SCALES = {
     "paper": Scale(200_000, "instruct", (32, 128), 8, 32, 1e-4, 200, 500, 50, 20_000, dtype="fp16"),
-    "gpu": Scale(2000, "extractive", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200),
+    "gpu": Scale(2000, "auto", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200),
     "cpu": Scale(1400, "extractive", (32, 128), 2, 32, 1e-3, 2, 10, 3, 200),
     "smoke": Scale(160, "extractive", (8, 16), 2, 8, 1e-3, 1, 2, 2, 16, deterministic=True),
 }
@@ -105,12 +107,23 @@ def train_config(s: Scale, n_train: int) -> TrainConfig:
                        deterministic=s.deterministic)
 
 
+def queries_at(s: Scale, embedder: str, profile: str) -> str:
+    """The scale's query rule; ``"auto"`` (the ``gpu`` profile) reads TinyStories' own summaries where the
+    embedder's stories come from the Hugging Face hub, and uses the extractive substitute where they come from a
+    local copy (``LMC_DATA_DIR``, as offline), the same choice the corpus registry makes for the stories."""
+    if s.queries != "auto":
+        return s.queries
+    corpus = REGISTRY[embedder].build(profile).data.corpus
+    return "instruct" if corpora.source_of(corpus).startswith("hub:") else "extractive"
+
+
 def retrieval_config(name: str, profile: str, embedder: str, positions: int, *, embedding="trained",
                      kind="mixer", batch_axis=False) -> RunConfig:
     s = scale(profile)
     n_ctx = s.positions[0 if positions == 32 else 1]
     data = rdata.RetrievalDataConfig(embedder=embedder, embedder_profile=profile, embedding=embedding,
-                                     queries=s.queries, n_pairs=s.pairs, eval_items=s.eval_items)
+                                     queries=queries_at(s, embedder, profile), n_pairs=s.pairs,
+                                     eval_items=s.eval_items)
     model = MatcherConfig(kind=kind, n_embed=embedder_width(embedder, profile), n_layer=s.n_layer,
                           context_size=n_ctx, batch_axis=batch_axis)
     n_train = data.sequences_per_epoch(model)
