@@ -147,7 +147,7 @@ def _fake_hub(monkeypatch, lines, revision="abc123"):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    monkeypatch.setattr(rdata.corpora, "dataset_revision", lambda path: revision)
+    monkeypatch.setattr(rdata, "_instruct_revision", lambda: revision)
     return calls
 
 

@@ -265,17 +265,12 @@ def file_digest(path: Path) -> str:
 
 
 def _hub_revision(hub: HubSource) -> str:
-    return dataset_revision(hub.path)
-
-
-def dataset_revision(path: str) -> str:
-    """The commit of the hub dataset ``path`` now (what a fingerprint names, and what a loader pins)."""
     try:
         from huggingface_hub import HfApi
 
-        return HfApi().dataset_info(path).sha or "unknown"
+        return HfApi().dataset_info(hub.path).sha or "unknown"
     except Exception as exc:  # offline, or the hub refused
-        raise DataError(f"the revision of {path} on the Hugging Face hub cannot be read ({type(exc).__name__}); "
+        raise DataError(f"the revision of {hub.path} on the Hugging Face hub cannot be read ({type(exc).__name__}); "
                         "go online, or point LMC_DATA_DIR at local copies") from None
 
 

@@ -107,7 +107,7 @@ class RetrievalDataConfig(ConfigBase):
             if corpora._offline():
                 raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is "
                                 "disabled: go online, or use data.queries='extractive' (a substitute)")
-            return f"hub:{INSTRUCT_HUB}@{corpora.dataset_revision(INSTRUCT_HUB)}"
+            return f"hub:{INSTRUCT_HUB}@{_instruct_revision()}"
         return corpora.fingerprint(self.corpus)
 
     def check_model(self, model) -> None:
@@ -199,6 +199,11 @@ def parse_instruct(lines: Sequence[str]) -> list[Pair]:
     return out
 
 
+def _instruct_revision() -> str:
+    """The commit of TinyStoriesInstruct on the hub now (what the fingerprint names and the loader pins)."""
+    return corpora._hub_revision(corpora.HubSource(INSTRUCT_HUB))
+
+
 def _instruct_pairs(n: int) -> list[Pair]:
     """The first ``n`` complete summary-story entries of TinyStoriesInstruct's train split, at the hub revision the
     data's fingerprint names (read in batches: the split has tens of millions of lines)."""
@@ -207,7 +212,7 @@ def _instruct_pairs(n: int) -> list[Pair]:
     if corpora._offline():
         raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is disabled: "
                         "go online, or use data.queries='extractive' (a substitute)")
-    revision = corpora.dataset_revision(INSTRUCT_HUB)
+    revision = _instruct_revision()
     try:
         with corpora._quiet_datasets():
             rows = datasets.load_dataset(INSTRUCT_HUB, split="train", revision=revision,
