@@ -3,6 +3,7 @@
 import math
 import random
 
+import numpy as np
 import pytest
 
 from lmcompanion import stats, verdicts
@@ -18,6 +19,30 @@ def test_the_permutation_p_value_is_exact():
     # by hand: a = [1, 4, 5], b = [2, 3, 6]: sum(a) = 10; splits with a sum <= 10: {1,2,3}=6 {1,2,4}=7 {1,2,5}=8
     # {1,2,6}=9 {1,3,4}=8 {1,3,5}=9 {1,3,6}=10 {1,4,5}=10 {2,3,4}=9 {2,3,5}=10 -> 10 of 20
     assert stats.permutation_p([1, 4, 5], [2, 3, 6], "less") == pytest.approx(10 / 20)
+
+
+def test_arms_of_one_value_are_judged_by_the_same_exact_test():
+    # scipy refuses arms of one value; the enumeration gives the exact value: 1 vs 1 has 2 splits, 1 vs 3 has 4
+    assert stats.permutation_p([1.0], [2.0], "less") == pytest.approx(1 / 2)
+    assert stats.permutation_p([1.0], [2.0], "greater") == pytest.approx(1.0)
+    assert stats.permutation_p([1.0], [2.0, 3.0, 4.0], "less") == pytest.approx(1 / 4) == stats.min_p(1, 3)
+    # by hand: a = [3, 1, 4], b = [2], observed 8/3 - 2 = 2/3; the value put in b: 1 -> 2, 2 -> 2/3, 3 -> -2/3, 4 -> -2
+    assert stats.permutation_p([3.0, 1.0, 4.0], [2.0], "greater") == pytest.approx(2 / 4)
+    assert stats.permutation_p([1.0], [1.0], "less") == 1.0  # a tie counts against the claim
+    assert stats.compare([1.0], [2.0]).outcome == "inconclusive"
+    assert stats.compare([1.0], [2.0]).effect_text() == "-1.000 (no spread: one seed on a side)"  # not "± 0.000"
+    assert stats.compare([1.0, 1.2], [2.0, 2.2]).effect_text() == "-1.000 ± 0.141"
+
+
+def test_the_enumeration_agrees_with_scipy_where_both_apply():
+    rng = random.Random(0)
+    for n_a, n_b in [(2, 2), (2, 3), (3, 3), (4, 3)]:
+        for _ in range(5):
+            a = [rng.gauss(0, 1) for _ in range(n_a)]
+            b = [rng.gauss(0.5, 1) for _ in range(n_b)] + [a[0]]  # a tie on the boundary included
+            for alternative in ("less", "greater"):
+                got = stats._enumerated_p(np.asarray(a), np.asarray(b), alternative)
+                assert got == pytest.approx(stats.permutation_p(a, b, alternative))
 
 
 def test_compare_decides_only_at_or_below_five_percent():

@@ -14,6 +14,7 @@ decisive verdict at the 5% level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -62,10 +63,23 @@ def permutation_p(a: Sequence[float], b: Sequence[float], alternative: str = "le
         raise ValueError(f"alternative must be 'less' or 'greater', got {alternative!r}")
     if not len(a) or not len(b):
         raise ValueError("both arms need at least one value")
+    if min(len(a), len(b)) < 2:  # scipy wants two values per arm; the same exact test, enumerated here
+        return _enumerated_p(np.asarray(a, float), np.asarray(b, float), alternative)
     result = scipy_stats.permutation_test((np.asarray(a, float), np.asarray(b, float)), _mean_difference,
                                           permutation_type="independent", alternative=alternative,
                                           n_resamples=np.inf, vectorized=True)
     return float(result.pvalue)
+
+
+def _enumerated_p(a: np.ndarray, b: np.ndarray, alternative: str) -> float:
+    """The exact permutation p-value by enumerating the C(n_a + n_b, n_a) splits (for arms of one value, which
+    ``scipy.stats.permutation_test`` refuses); ties count against the claim, as in scipy."""
+    pooled, observed = np.concatenate([a, b]), a.mean() - b.mean()
+    splits = [list(i) for i in itertools.combinations(range(pooled.size), a.size)]
+    diffs = np.array([pooled[i].mean() - np.delete(pooled, i).mean() for i in splits])
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    hits = diffs <= observed + tolerance if alternative == "less" else diffs >= observed - tolerance
+    return float(hits.mean())
 
 
 def min_p(n_a: int, n_b: int) -> float:
@@ -89,6 +103,13 @@ class Comparison:
     def p(self) -> float:
         """The chance that the rule gives this verdict's direction if the arms were equal."""
         return self.p_reverse if self.outcome == "does not hold" else self.p_claim
+
+    def effect_text(self, fmt: str = ".3f") -> str:
+        """The effect with its standard error ("-0.012 ± 0.004"); without one where a side has a single value (no
+        spread can be estimated from it)."""
+        if min(self.n_a, self.n_b) < 2:
+            return f"{self.effect:+{fmt}} (no spread: one seed on a side)"
+        return f"{self.effect:+{fmt}} ± {self.se:{fmt}}"
 
     @property
     def lean(self) -> str:

@@ -72,7 +72,7 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=f"{c.effect:+{fmt}} ± {c.se:{fmt}}", chance=_chance(p))
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=_chance(p))
 
 
 def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
