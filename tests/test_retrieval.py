@@ -213,6 +213,33 @@ def test_a_smoke_run_end_to_end_through_the_store():
     assert rexp.run(cfg).path == run.path  # reused
 
 
+def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    from lmcompanion.cli import main
+
+    cfg = experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu")
+    run = rexp.run(cfg)
+    assert main(["export-retrieval", str(run.path), "-o", str(tmp_path)]) == 0
+    f = np.load(capsys.readouterr().out.strip(), allow_pickle=False)
+    ours = json.loads(str(f["ours"]))
+    q, t, cand, label = f["query_test"], f["target_test"], f["test_candidates"], f["test_label"]
+    # the true story of item i is pair i's story; no candidate is another copy of it
+    assert (cand[np.arange(len(label)), label] == f["test_query"]).all()
+    assert ((cand == f["test_query"][:, None]).sum(1) == 1).all()
+    assert len(f["test_query_text"]) == len(f["test_story_text"]) == len(t)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
+    scores = np.einsum("nd,nkd->nk", unit(q[f["test_query"]]), unit(t[cand]))
+    assert np.mean(scores.argmax(-1) == label) == pytest.approx(ours["cosine_top1"])
+    assert ours["matcher_test_ce"] == run.summary["final"]["test"]
+    assert main(["export-retrieval", "mixer/flat_d256", "--profile", "smoke", "-o", str(tmp_path)]) == 2
+    assert "not a retrieval run" in capsys.readouterr().err
+    assert main(["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip().endswith(run.path.name + ".npz")  # the name resolves to the same run
+
+
 def test_pairs_are_split_by_story_the_last_tenth_for_testing():
     stories = [f"Tom saw a dog number {i}. The dog ran far away. Tom ran after the dog {i}. They played." for i in range(60)]
     cfg = rdata.RetrievalDataConfig(n_pairs=50)

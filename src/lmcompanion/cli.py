@@ -13,6 +13,9 @@
                                               reused), recording each as it finishes; stops starting runs after S s
   record RUN_FOLDER... [-o DIR]               write finished runs as recorded-run files (no weights)
   import-recorded [DIR]                       import recorded-run files into the run store
+  export-retrieval RUN... [--profile P] [--seed S] [-o DIR]
+                                              write retrieval runs (folders or experiment names) as .npz: embeddings,
+                                              test items, texts and our numbers, to re-derive them independently
   pages NOTEBOOKS OUT [--sources DIR]         generate the scorecard and build-record pages
   bench NAME [--profile P] [--device D] [--steps N] [--bare] [--set key=value ...]
                                               tokens/s, MFU and peak memory of a training step
@@ -28,6 +31,7 @@ import time
 
 from . import experiments, models, pages, recorded, train
 from .bench import bench
+from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError
 from .experiments import retrieval
@@ -137,6 +141,17 @@ def _cmd_import_recorded(args) -> None:
     print(f"{len(runs)} recorded runs in {train.RunStore().root}")
 
 
+def _cmd_export_retrieval(args) -> None:
+    for what in args.runs:
+        run = train.Run(what).check() if os.path.isdir(what) else None
+        cfg = run.config if run else experiments.config(what, args.profile, seed=args.seed, device=args.device)
+        if cfg.data.kind != "retrieval":
+            raise LMCError(f"{what} is a {cfg.data.kind} run, not a retrieval run: name a retrieval/... "
+                           "experiment or its run folder (python -m lmcompanion list --chapter retrieval)")
+        run = run or retrieval.run(cfg)  # an experiment name: its run at --profile, --seed, reused (or trained)
+        print(retrieval_chapter.export(run, os.path.join(args.output, run.path.name + ".npz")))
+
+
 def _cmd_pages(args) -> None:
     stale = pages.write_pages(args.notebooks, args.out, args.sources, prefix=args.prefix)
     print(f"wrote {args.out}/scorecard.md and {args.out}/build.md" +
@@ -209,6 +224,14 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("import-recorded", help="import recorded-run files into the run store")
     s.add_argument("folder", nargs="?", help="default: book/recorded")
     s.set_defaults(fn=_cmd_import_recorded)
+
+    s = sub.add_parser("export-retrieval", help="write retrieval runs' embeddings, test items and numbers as .npz")
+    s.add_argument("runs", nargs="+", help="retrieval run folders, or retrieval/... experiment names")
+    s.add_argument("--profile", default="cpu", help=f"for experiment names: {profiles}")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--device", default="auto")
+    s.add_argument("-o", "--output", default=".")
+    s.set_defaults(fn=_cmd_export_retrieval)
 
     s = sub.add_parser("pages", help="generate the scorecard and build-record pages from executed notebooks")
     s.add_argument("notebooks")

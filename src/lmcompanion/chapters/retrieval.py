@@ -192,6 +192,33 @@ def bm25_top1(run) -> float:
     return hits / index.numel()
 
 
+def export(run, path: Path | str) -> Path:
+    """Write everything an independent script needs to re-derive a retrieval run's test numbers, as one ``.npz``
+    (numpy only, no pickles): the four embedding matrices of the run (``query_train``, ``target_train``,
+    ``query_test``, ``target_test``: row i is pair i of its split), the run's fixed test items (``test_query``: the
+    pair whose query asks, ``test_candidates``: row ids into ``target_test``, the true story among them at
+    ``test_label``), the test pairs' texts (``test_query_text``, ``test_story_text``), and our numbers on those
+    items (``ours``: a JSON string of the matcher's final test cross-entropy and top-1, and cosine and BM25 top-1)."""
+    import json
+
+    import numpy as np
+
+    src, emb = _source(run)
+    index, rows, labels = src.eval_draws("test")
+    test = pairs_of(run.config)["test"]
+    final = run.summary["final"]
+    ours = {"run": run.path.name, "matcher_test_ce": final["test"], "matcher_test_top1": final["test_acc"],
+            "cosine_top1": cosine_top1(run), "bm25_top1": bm25_top1(run), "chance_ce": chance(run.config.model.context_size),
+            "embeddings_sha256": run.summary["embeddings"]["sha256"]}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **{k: v.numpy() for k, v in emb.items()}, test_query=index.numpy(),
+             test_candidates=rows[:, 1:].numpy(), test_label=labels.numpy(),
+             test_query_text=np.array([p.query for p in test]), test_story_text=np.array([p.story for p in test]),
+             ours=np.array(json.dumps(ours)))
+    return path
+
+
 def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
     """Per arm: the trained matcher's test top-1 beside cosine similarity on the same embeddings and BM25 on the same
     candidates (each 'mean [min, max]' over seeds; BM25 depends on the texts only, so it varies only with the
