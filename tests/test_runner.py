@@ -69,3 +69,16 @@ def test_adjacent_stream_outputs_are_merged():
             {"output_type": "stream", "name": "stdout", "text": "d\n"}]
     merged = _merge_streams(outs)
     assert [o.get("text") for o in merged] == ["a\nb\n", "c\n", None, "d\n"]
+
+
+def test_a_gpu_profile_without_a_gpu_stops_unless_the_cpu_is_asked_for(monkeypatch):
+    import torch
+
+    from lmcompanion import nb
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for profile in ("gpu", "paper"):
+        with pytest.raises(ConfigError, match="device='cpu' to run it on the CPU anyway"):
+            nb.setup(profile=profile)
+        assert nb.setup(profile=profile, device="cpu").device == "cpu"  # asked for: allowed
+    assert nb.setup(profile="cpu").device == "cpu"

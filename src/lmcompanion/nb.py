@@ -84,6 +84,10 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     if max_steps is not None:
         merged["train.max_steps"] = max_steps
     settings = Settings(profile, experiments.resolve_device(device, profile), tuple(range(seed, seed + n)), merged)
+    if device == "auto" and profile in ("gpu", "paper") and settings.device == "cpu":
+        raise ConfigError(f"the {profile!r} profile is sized for a GPU and no CUDA GPU is visible: run it where one is, "
+                          "use profile='cpu' on this machine, or pass device='cpu' to run it on the CPU anyway "
+                          "(hours to days per chapter)")
     plots.style()
     pd.set_option("display.precision", 4)
     pd.set_option("display.max_colwidth", 120)
