@@ -387,7 +387,7 @@ CASES = {
     "no_positions": dict(pos_embd="no", use_pos_embd_in_enc_dec=False),
     "no_stem_positions": {**ATTN, "pos_embd": "no"},
     "latent_loss": {**EXPERTS, "latent_loss": "cos_similarity"},
-    "final_norm": {**ATTN, "final_norm": True},
+    "no_final_norm": {**ATTN, "final_norm": False},  # the original's head (the default applies a final norm)
     # the original's quirks, as the package's switches select them
     "quirk_global_no_ln1": {**EXPERTS, "global_ln1": False},
     "quirk_attn_skip_twice": {**ATTN, "attn_skip_twice": True},
