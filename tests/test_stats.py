@@ -138,3 +138,29 @@ def test_the_learning_rule_never_adds_a_decisive_verdict():
         v = verdicts.claim("x", "", a, b)
         got = verdicts.if_learned(v, math.log(31), a, b)
         assert got == v or got.outcome == verdicts.INCONCLUSIVE
+
+
+# The sampler check of the formal chapter: most of the mass on one token, a few expected draws spread over the rest
+# (the trained model's least certain position looks like this), where χ²'s large-sample approximation rejected a
+# correct sampler about 3 times in 1,000 at a 1-in-1,000 threshold.
+SPIKY = np.array([0.99912] + [0.00088 / 12] * 12)
+
+
+def test_goodness_of_fit_keeps_its_false_positive_rate_on_a_correct_sampler():
+    rng = np.random.default_rng(1)
+    ps = np.array([stats.goodness_of_fit_p(rng.multinomial(20_000, SPIKY), SPIKY, seed=s) for s in range(400)])
+    assert (ps > 0).all() and (ps <= 1).all()
+    # at most α, up to three binomial standard errors over 400 trials
+    for alpha in (0.05, 0.01):
+        assert (ps <= alpha).mean() <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / 400)
+    assert (ps <= 0.5).mean() > 0.3  # and it is not stuck near 1 (a test that never rejects would pass the above)
+
+
+def test_goodness_of_fit_rejects_the_wrong_distribution():
+    wrong = SPIKY.copy()
+    wrong[1:] *= 2.5
+    wrong[0] = 1 - wrong[1:].sum()  # the tail 2.5 times too heavy: about 44 draws where 17.6 are expected
+    rng = np.random.default_rng(2)
+    ps = [stats.goodness_of_fit_p(rng.multinomial(20_000, wrong), SPIKY, seed=s) for s in range(20)]
+    assert max(ps) <= 1e-3
+    assert math.isnan(stats.goodness_of_fit_p([7, 0], [1.0, 0.0]))  # one category: nothing to test

@@ -12,7 +12,7 @@ import torch
 from ...data.seq2seq import BOS, EOS, PAD, VOCAB, Seq2SeqDataConfig, answer, collate, dataset, decode
 from ...experiments.formal_ed import INF
 from ...models.formal_ed import FormalED, ed_inference, entropy, sample_tau, tempered
-from ...stats import span
+from ...stats import goodness_of_fit_p, span
 from ...verdicts import Verdict, claim, exact
 from .algorithm import _bound
 
@@ -158,28 +158,13 @@ def attention_panels(maps: torch.Tensor, source: Sequence[str], predicted: Seque
     return panels
 
 
-def chi_square_p(counts: torch.Tensor, probs: torch.Tensor) -> float:
-    """Pearson's χ² goodness-of-fit p-value; bins expected to hold fewer than 5 draws are pooled into one."""
-    n = counts.sum().double()
-    expected = probs.double() * n
-    small = expected < 5
-    obs = torch.cat([counts[~small].double(), counts[small].double().sum().reshape(1)])
-    exp = torch.cat([expected[~small], expected[small].sum().reshape(1)])
-    keep = exp > 0
-    obs, exp = obs[keep], exp[keep]
-    if obs.numel() < 2:
-        return float("nan")
-    stat = ((obs - exp) ** 2 / exp).sum()
-    dof = obs.numel() - 1
-    return torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), stat / 2).item()
-
-
 @torch.no_grad()
 def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 256, draws: int = 20_000,
                        seed: int = 0):
     """q = tempered(p, τ) against what it should be, on the distributions p the model gives at every answer
     position of ``rows`` held-out examples; and ``draws`` samples at the least certain of those positions, tested
-    against q with Pearson's χ² (at τ = 0: how many draws are the argmax). Columns starting with ``_`` hold the
+    against q with a Monte Carlo goodness-of-fit test (:func:`~lmcompanion.stats.goodness_of_fit_p`; at τ = 0:
+    how many draws are the argmax). Columns starting with ``_`` hold the
     raw numbers (:func:`visible` drops them for display)."""
     import pandas as pd
 
@@ -207,19 +192,21 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
         q = tempered(logits, tau)
         ys = sample_tau(logits[r].expand(draws, V), tau, g)
         hits = int((ys == p[r].argmax()).sum())
-        pval = chi_square_p(torch.bincount(ys, minlength=V), q[r])  # NaN when q is one-hot: nothing to test
+        pval = goodness_of_fit_p(torch.bincount(ys, minlength=V).numpy(), q[r].numpy(), seed=seed)  # NaN: one-hot q
         err = (q - target).abs().max().item()
         out.append({"τ": tau_label(tau) if tau not in (1e-8, 1e8) else f"{tau:.0e}", "q should be": name,
                     "max |q − that|": f"{err:.1e}", "non-finite entries of q": int((~torch.isfinite(q)).sum()),
                     f"{draws:,} draws at the least certain position": (
-                        f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² p-value {pval:.3f}"),
+                        f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² p-value {pval:.4f}"),
                     "_tau": tau, "_err": err, "_p": pval, "_argmax_share": hits / draws})
     return pd.DataFrame(out)
 
 
 def _sampled(v: Verdict, p: float) -> Verdict:
-    """A sampler check: a χ² goodness-of-fit test rejects a correct sampler with probability 0.001 (our threshold)."""
-    return replace(v, seeds="1 model", chance=f"χ² p = {p:.3f} (a correct sampler falls below 0.001 one time in 1,000)")
+    """A sampler check: the Monte Carlo goodness-of-fit test rejects a correct sampler with probability at most 0.001
+    (our threshold)."""
+    return replace(v, seeds="1 model",
+                   chance=f"χ² p = {p:.4f} (Monte Carlo; a correct sampler is at or below 0.001 at most once in 1,000)")
 
 
 def verdict_temperatures(table) -> list[Verdict]:
@@ -233,10 +220,10 @@ def verdict_temperatures(table) -> list[Verdict]:
               f"max |q − one-hot(argmax p)| = {_bound(r0['_err'])}; draws that are the argmax: "
               f"{r0['_argmax_share']:.3f}", r0["_err"] == 0 and r0["_argmax_share"] == 1 and finite),
         _sampled(exact("τ = 1 samples faithfully", "τ = 1: faithful sampling (q = p)",
-                       f"max |q − p| = {_bound(r1['_err'])}; draws vs p: χ² p-value {r1['_p']:.3f}",
+                       f"max |q − p| = {_bound(r1['_err'])}; draws vs p: χ² p-value {r1['_p']:.4f}",
                        r1["_err"] < 1e-12 and r1["_p"] > 1e-3), r1["_p"]),
         _sampled(exact("τ = ∞ samples uniformly", "τ = ∞: uniform over V",
-                       f"max |q − 1/|V|| = {_bound(rinf['_err'])}; draws vs uniform: χ² p-value {rinf['_p']:.3f}",
+                       f"max |q − 1/|V|| = {_bound(rinf['_err'])}; draws vs uniform: χ² p-value {rinf['_p']:.4f}",
                        rinf["_err"] == 0 and rinf["_p"] > 1e-3 and finite), rinf["_p"]),
     ]
 
