@@ -41,7 +41,7 @@ print(S.describe())
 mixer.analysis.jl_table()
 
 # %% [markdown]
-# The first estimate is $\ln 10^{570} \approx 1312$, not  \ln 10^{570}$, which is about 10,500: the write-up's
+# The first estimate is $\ln 10^{570} \approx 1312$, not $8 \ln 10^{570}$, which is about 10,500: the write-up's
 # "$\approx 1312$" drops the factor 8 (its other three estimates keep it). The verdicts say which numbers agree.
 
 # %%
