@@ -1,0 +1,17 @@
+"""The shared result table: the write-up's numbers are shown as published, beside ours."""
+
+from lmcompanion import tables
+from lmcompanion.train import RunStore
+
+from conftest import tiny_run
+
+
+def test_published_numbers_keep_their_digits_beside_text(tmp_path):
+    store = RunStore(tmp_path)
+    runs = {"with": [store.run(tiny_run(seed=0))], "without": [store.run(tiny_run(seed=1))]}
+    published = {"with": {"train": 2.998, "val": 3.385, "aux": 4.138e-9}, "without": {"train": 3.1, "val": 3.4}}
+    table = tables.results(runs, published=published, aux=("train/loss", "aux loss"))
+    # a column holding a tiny float and the text "N/A" was once rounded by pandas to 0.0
+    assert table.loc["with", "write-up aux loss"] == "4.138e-09"
+    assert table.loc["without", "write-up aux loss"] == "N/A"
+    assert table.loc["with", "write-up train"] == "2.998" and table.loc["without", "write-up val"] == "3.4"
