@@ -43,6 +43,14 @@ def test_the_sanitizer_absorbs_a_rounding_boundary_and_keeps_exact_numbers():
     assert "neither arm" in at_chance.verdict
     assert _sanitize(f"p = 1.000 | {at_chance.verdict} |") == _sanitize("p = 0.050 | does not hold |")
     assert _sanitize("1.2e-09") == _sanitize("3.4e-08")
+    # the chance cell follows its verdict across a boundary (text and HTML), whichever verdict it lands on
+    for fails, other in [(verdicts.claim("x", "", [2, 3, 4], [1, 1.5, 1.2]), verdicts.claim("x", "", [2, 3, 4], [1, 5, 1.2])),
+                         (verdicts.below("x", "", [1e-3, 2e-3, 3e-3], 1e-6), verdicts.below("x", "", [1e-9, 1e-3, 1e-2], 1e-6))]:
+        assert fails.verdict == verdicts.FAILS and other.verdict != verdicts.FAILS
+        assert "opposite" in fails.chance
+        for esc in (str, lambda t: t.replace("<", "&lt;")):
+            assert _sanitize(esc(f"{fails.chance} | {fails.verdict} |")) == _sanitize(esc(f"{other.chance} | {other.verdict} |"))
+    assert verdicts.below("x", "", [1e-3, 1.1e-3, 0.9e-3], 1e-6).chance.startswith("p < 0.001")
     # what stays exact: parameter counts, integers, text, structure
     assert _sanitize("16,036,800 params") != _sanitize("16,036,801 params")
     assert _sanitize("steps 30") != _sanitize("steps 31")

@@ -57,8 +57,10 @@ def _lean(toward_claim: bool | None) -> str:
     return f"{INCONCLUSIVE} (the data lean {'toward' if toward_claim else 'against'} the claim)"
 
 
-def _chance(p: float) -> str:
-    return f"p = {p:.3f}"
+def _chance(p: float, reverse: bool = False) -> str:
+    """The "chance if equal" cell: p of the claimed direction, or of the opposite one where the claim does not hold."""
+    text = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    return text + (" (the opposite direction)" if reverse else "")
 
 
 def claim(text: str, published: str, better: Sequence[float], worse: Sequence[float],
@@ -72,7 +74,7 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=_chance(p))
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=_chance(p, verdict == FAILS))
 
 
 def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
@@ -135,7 +137,7 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
         verdict, p = FAILS, p_above
     else:
         verdict, p = _lean(stats.mean(tr) < bound), p_below
-    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=_chance(p))
+    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=_chance(p, verdict == FAILS))
 
 
 def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]], *,
@@ -154,7 +156,7 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
         verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
     n = min(len(v) for v in per_arm)
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p))
+                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p, verdict == FAILS))
 
 
 def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
@@ -167,7 +169,7 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
     verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
     n = min(len(v) for v in per_arm)
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p_two))
+                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p_two) + " (two-sided)")
 
 
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:

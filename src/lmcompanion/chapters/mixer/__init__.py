@@ -111,7 +111,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], l
            if smallest > stats.ALPHA else "not refuted at 5%; a test cannot show equality")
     verdict = FAILS if p_two <= stats.ALPHA else f"{INCONCLUSIVE} ({why})"
     return Verdict(text, published, f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=f"p = {p_two:.3f}")
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=f"p = {p_two:.3f} (two-sided)")
 
 
 def untestable(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
