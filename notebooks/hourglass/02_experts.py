@@ -50,13 +50,13 @@ by_name = dict(zip(ARMS, runs.values()))
 fig = plots.sweep(hourglass.EXPERT_COUNTS, {"val loss": [tables.final(by_name[n], "val") for n in hourglass.EXPERTS]},
                   xlabel="soft experts (every 4th latent block)", ylabel="cross-entropy (nats/token)")
 
-# %% mystnb={"figure": {"caption": "Validation loss during training for every arm of this notebook (mean over seeds, bands span the seeds).", "name": "hourglass-experts-curves"}}
-fig = plots.loss_curves(runs, splits=("val",))
+# %% mystnb={"figure": {"caption": "Validation loss during training for every arm of this notebook (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-experts-curves"}}
+fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_reference(runs))
 
 # %% [markdown]
 # ## Time per run
 #
-# Shared experts are claimed to cost less: training seconds per run, measured in this build.
+# Shared experts are claimed to cost less: training minutes per run, measured in this build.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -42,8 +42,8 @@ nb.params_table(ARMS, S.profile)
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "Validation loss for the four lengths (mean over seeds, bands span the seeds).", "name": "hourglass-lengths-curves"}}
-fig = plots.loss_curves(runs, splits=("val",))
+# %% mystnb={"figure": {"caption": "Validation loss for the four lengths (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-lengths-curves"}}
+fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_reference(runs))
 
 # %% [markdown]
 # ## Test split

@@ -20,7 +20,7 @@
 # over all positions stays well above its last-token validation loss: the code's validation scores
 # only the last position of a window, which is never blind. Attention upsampling has no blind spot. Here: the
 # validation loss at every offset within a group, for both modes, and for the vanilla transformer cut into the same
-# groups (the models of the upsampling notebook, reused from the run store).
+# groups (the models of the upsampling and headline notebooks, reused from the run store).
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper

@@ -46,13 +46,16 @@ def _stack(frames, column: str):
 
 
 def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,
-                title: str | None = None, logy: bool = False):
-    """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm."""
+                title: str | None = None, logy: bool = False, reference: tuple[str, float] | None = None):
+    """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm; and
+    ``reference`` (label, loss), e.g. the unigram loss, as a dashed horizontal line."""
     fig, axes = plt.subplots(1, len(splits), sharey=True, squeeze=False, figsize=(3.6 * len(splits) + 0.6, 3.4))
     for ax, split in zip(axes[0], splits):
         for color, (label, runs) in zip(COLORS, groups.items()):
             steps, values = _stack([r.evals() for r in runs], split)
             _band(ax, steps, values, label, color)
+        if reference is not None:
+            ax.axhline(reference[1], color="0.4", linestyle="--", linewidth=1, label=reference[0])
         ax.set_title(f"{split} loss (eval mode)")
         ax.set_xlabel("step")
         if logy:

@@ -18,7 +18,8 @@ The rule (documented once, in the prologue; tested by simulation in ``tests/test
   at least one arm learns the task: its loss below the chance level by the one-sided t-test at 5%
   (:func:`if_learned`). Where neither does, the comparison is inconclusive whatever its p: two arms at chance
   differ by noise in how they fit it, not in what they learned. This rule only ever turns a decisive verdict into
-  an inconclusive one, so the 5% bounds above still hold.
+  an inconclusive one, so the 5% bounds above still hold. For a language model the level is the unigram loss
+  (character or token frequencies alone): the hourglass chapter gates its comparisons of arms on it.
 """
 
 from __future__ import annotations
@@ -86,11 +87,13 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
 
-def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float]) -> Verdict:
+def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
+               level: str = "chance") -> Verdict:
     """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
     at least one arm lies below ``chance_level`` by a one-sided one-sample t-test at ALPHA (with no spread: when all
     its values are below it); otherwise inconclusive, with the lean and the p of the claimed direction, saying that
-    neither arm learns beyond chance (see the module doc)."""
+    neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a language model's unigram loss; see
+    the module doc)."""
     def learns(values: Sequence[float]) -> bool:
         values = list(values)
         if len(set(values)) <= 1:
@@ -102,7 +105,7 @@ def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: 
     c = stats.compare(better, worse)
     lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
     # no number in the note: a verdict's text must sanitize whole in the nbval references (tests/nbval_sanitize.cfg)
-    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond chance)", chance=_chance(c.p_claim))
+    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond {level})", chance=_chance(c.p_claim))
 
 
 def exact(text: str, published: str, ours: str, ok: bool) -> Verdict:

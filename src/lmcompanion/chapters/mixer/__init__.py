@@ -176,8 +176,9 @@ CLAIMS = [
     ("a positional channel written after every block hurts (validation)", "val",
      "mixer/flat_d1024", "mixer/positional_every", "04_variants"),
     ("the original GPT learns less than the masked mixer at fixed compute (validation)", "val",
-     "mixer/flat_d512", "mixer/gpt", "05_v100", lambda: f"{_pub('mixer/gpt', 'mixer_val')} (its mixer) vs "
-                                                     f"{_pub('mixer/gpt', 'val')}"),
+     "mixer/flat_d512", "mixer/gpt", "05_v100", lambda: f"{_pub('mixer/gpt', 'mixer_val')} (the mixer it names) vs "
+                                                     f"{_pub('mixer/gpt', 'val')}; the flat d=512 mixer tested "
+                                                     f"here: {_pub('mixer/flat_d512', 'val')}"),
     ("the sequential transformer-mixer hybrid beats the tuned Llama (validation)", "val",
      "mixer/hybrid_sequential", "mixer/llama_tuned", "05_v100"),
     ("an extra linear layer after the embedding improves the kernel-4 mixer (validation)", "val",
@@ -193,7 +194,7 @@ SIMILAR = [
      "mixer/parallel4_d512", "mixer/flat_d512", "04_variants"),
     ("a positional channel at the input gives 'virtually no change in performance'", "no number",
      "mixer/positional_first", "mixer/flat_d1024", "04_variants"),
-    ("the parallel transformer-mixer hybrid gives no gain over the tuned Llama", "1.55/1.61 vs 1.55/1.61",
+    ("the parallel transformer-mixer hybrid gives no gain over the tuned Llama", "1.55/1.61 vs 1.55/1.61 (Llama with Flash Attention 2)",
      "mixer/hybrid_parallel", "mixer/llama_tuned", "05_v100"),
 ]
 
@@ -235,7 +236,7 @@ def training_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
         step, a, b = _equal_steps(runs, *FIRST, "val")
         rows += in_notebook([
             _compare(similar, f"at equal steps the mixer and Llama are 'nearly identical' (validation, step {step})",
-                    f"{_pub(FIRST[1], 'val_equal_steps')} vs {_pub(FIRST[0], 'val_equal_steps')}", a, b,
+                    f"{_pub(FIRST[0], 'val_equal_steps')} vs {_pub(FIRST[1], 'val_equal_steps')}", a, b,
                     (_short(FIRST[0]), _short(FIRST[1]))),
             _speed_claim(runs, *FIRST, "a training step of the mixer takes less time than one of Llama "
                          f"(the write-up: 'around six times as fast') {TIMED}", "about 6x"),
