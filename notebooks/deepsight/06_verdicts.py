@@ -79,11 +79,12 @@ nb.config_diff(NAMES, S.profile)
 # The commands re-execute every notebook of the chapter with the write-up's settings on a GPU. The table gives the
 # training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and training
 # FLOPs of one run and the time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated
-# assumptions, not a measurement). The measured GPU time of an arm appears once a recorded run of it is imported; until then the table says
-# "not recorded yet".
+# assumptions, not a measurement); the line under the commands totals every arm at three seeds each. The measured
+# GPU time of an arm appears once a recorded run of it is imported; until then the table says "not recorded yet".
 
 # %%
 print(nb.rerun_commands(nb.chapter_notebooks("deepsight")))
+print("\n" + nb.rerun_total(NAMES))
 
 # %%
 # NBVAL_IGNORE_OUTPUT

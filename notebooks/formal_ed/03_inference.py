@@ -208,12 +208,15 @@ nb.show_verdicts(S, "formal_ed", verdicts.in_notebook([
 # %% [markdown]
 # ## Re-running at the paper profile
 #
-# For this chapter, `paper` means a model and data large enough that a GPU solves the task near perfectly (the
-# settings are printed below). The commands re-execute the chapter's three notebooks there. The table gives this
-# build's training time per AdamW run and, for the `gpu` and `paper` profiles, the tokens and training FLOPs of
-# one run (6 per parameter per target token, a coarse count for an encoder–decoder) and the time on one H100
-# estimated from them (`lmcompanion.estimate`: stated assumptions, not a measurement). The measured GPU time
-# appears once a recorded run of that profile is imported.
+# For this chapter, `paper` means a model and data chosen to be large enough for a GPU to solve the task near
+# perfectly (the settings are printed below); no `paper` run is recorded yet, so that is a target, not a result.
+# The commands re-execute the chapter's three notebooks there. The table gives this build's training time per
+# AdamW run and, for the `gpu` and `paper` profiles, the tokens and training FLOPs of one run (6 per parameter per
+# target token, a coarse count for an encoder–decoder) and the time on one H100 estimated from them
+# (`lmcompanion.estimate`: stated assumptions, not a measurement); the line under the commands totals the AdamW
+# runs at three seeds. The literal ED-Training runs are not in the estimate: they update on one example at a time
+# in a Python loop, so their time is set by the loop, not by FLOPs. The measured GPU time appears once a recorded
+# run of that profile is imported.
 
 # %%
 paper = protocol("paper")
@@ -221,6 +224,7 @@ print(f"paper profile: sources of {paper.data.min_len}-{paper.data.max_len} digi
       f"strings; L_enc = {paper.model.L_enc}, L_dec = {paper.model.L_dec}, d_e = {paper.model.d_e}, H = {paper.model.H}; "
       f"{paper.train.max_steps:,} AdamW steps of {paper.train.global_batch}; our bar: exact match >= {paper.target}\n")
 print(nb.rerun_commands(NOTEBOOKS))
+print("\n" + nb.rerun_total([NAME]))
 
 # %%
 # NBVAL_IGNORE_OUTPUT

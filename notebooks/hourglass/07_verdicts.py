@@ -83,12 +83,13 @@ nb.config_diff(NAMES, S.profile)
 # The commands re-execute every notebook of the chapter with the write-up's settings on a GPU. The table gives, for
 # the headline arms and the two 448-96 anchors, the training time per run measured in this build and, for the `gpu`
 # and `paper` profiles, the tokens and training FLOPs of one run and the time on one H100 estimated from those FLOPs
-# (`lmcompanion.estimate`: stated assumptions, not a measurement). Counting the write-up's models takes seconds
-# each, so the table leaves the other arms out; their sizes are in the notebooks' parameter tables. The measured GPU
-# time of an arm appears once a recorded run of it is imported; until then the table says "not recorded yet".
+# (`lmcompanion.estimate`: stated assumptions, not a measurement); the line under the commands totals every arm of
+# the chapter, the three the small profiles leave out included, at three seeds each. The measured GPU time of an arm
+# appears once a recorded run of it is imported; until then the table says "not recorded yet".
 
 # %%
 print(nb.rerun_commands(nb.chapter_notebooks("hourglass")))
+print("\n" + nb.rerun_total(hourglass.ALL))
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -5,8 +5,10 @@ been recorded; once a recorded run is imported, the cost tables show its measure
 the whole book:
 
 - training: each optimizer step's counted FLOPs (:meth:`RunConfig.flops_per_step`) at a share of the H100's dense
-  bf16 peak that grows with the step's size (:data:`MFU_BY_STEP`: small steps are bound by kernel launches and
-  Python, large ones by the tensor cores), plus :data:`STEP_OVERHEAD_S` per step (optimizer, data, launches);
+  bf16 peak that grows with the size of one micro-batch (:data:`MFU_BY_STEP`: small kernels are bound by launches
+  and Python, large ones by the tensor cores; a step of ``grad_accum`` micro-batches runs ``grad_accum`` forward and
+  backward passes of that size, not one large one), plus :data:`STEP_OVERHEAD_S` per step (optimizer, data,
+  launches);
 - evaluation: the forward FLOPs of every evaluation batch (both splits, ``eval_batches`` each, at every
   ``eval_interval``) at the same shares, plus a third of the step overhead per batch;
 - :data:`RUN_OVERHEAD_S` per run (model, optimizer, checkpoints, the first steps).
@@ -25,9 +27,9 @@ STEP_OVERHEAD_S = 0.010
 RUN_OVERHEAD_S = 5.0
 
 
-def mfu(step_flops: float) -> float:
-    """The assumed model FLOPs utilisation of a step of ``step_flops`` counted FLOPs."""
-    return next(m for bound, m in MFU_BY_STEP if step_flops >= bound)
+def mfu(pass_flops: float) -> float:
+    """The assumed model FLOPs utilisation of one forward (and backward) pass of ``pass_flops`` counted FLOPs."""
+    return next(m for bound, m in MFU_BY_STEP if pass_flops >= bound)
 
 
 @functools.lru_cache(maxsize=512)
@@ -39,11 +41,12 @@ def seconds(cfg: RunConfig) -> float:
     """Estimated seconds of one run of ``cfg`` on one H100 (see the module doc)."""
     tc = cfg.train
     step = cfg.flops_per_step()
+    micro = step / tc.grad_accum  # one micro-batch's forward and backward: the unit of work the GPU sees
     evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
     eval_batch = _forward_flops_per_token(cfg.model) * (tc.eval_batch_size or tc.batch_size) \
         * cfg.data.tokens_per_sequence(cfg.model)
     n_eval_batches = evals * 2 * tc.eval_batches
-    return (tc.max_steps * (step / (H100_BF16 * mfu(step)) + STEP_OVERHEAD_S)
+    return (tc.max_steps * (step / (H100_BF16 * mfu(micro)) + STEP_OVERHEAD_S)
             + n_eval_batches * (eval_batch / (H100_BF16 * mfu(eval_batch)) + STEP_OVERHEAD_S / 3)
             + RUN_OVERHEAD_S)
 

@@ -30,7 +30,9 @@ from .run import RunConfig
 # Seeds per arm unless the notebook's n_seeds parameter says otherwise. Three is the fewest with which a comparison
 # can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that everything runs,
 # and the paper profile follows the write-ups, which report one run per arm.
-DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 1}
+# paper: three seeds, the fewest with which a comparison can be decided (the prologue's verdict rule); the write-ups
+# ran one each (``-p n_seeds 1`` reproduces that, at a third of the cost, but can decide no comparison)
+DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 3}
 
 
 @dataclass(frozen=True)
@@ -318,6 +320,17 @@ def chapter_notebooks(chapter: str) -> list[str]:
     if folder is None or not folder.is_dir():
         raise ConfigError(f"no notebooks for chapter {chapter!r} (they live in notebooks/<chapter>/ of a source checkout)")
     return [str(p.relative_to(root)) for p in sorted(folder.glob("*.py"))]
+
+
+def rerun_total(names: Sequence[str], profile: str = "paper", seeds: int | None = None) -> str:
+    """One sentence: how many runs re-running ``names`` at ``profile`` takes (``seeds`` each, default the profile's)
+    and their total time on one H100, estimated from counted FLOPs (:mod:`lmcompanion.estimate`)."""
+    seeds = DEFAULT_SEEDS[profile] if seeds is None else seeds
+    per_run = [estimate.seconds(experiments.config(n, profile, device="cpu")) for n in names]
+    total_h = seeds * sum(per_run) / 3600
+    return (f"At the {profile} profile: {len(names)} experiments x {seeds} seed{'s' if seeds != 1 else ''} = "
+            f"{len(names) * seeds} runs, an estimated {total_h:,.1f} h of training on one H100 "
+            f"({total_h / seeds:,.1f} h per seed; lmcompanion.estimate: stated assumptions, not a measurement).")
 
 
 def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:

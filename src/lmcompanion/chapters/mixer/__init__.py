@@ -72,8 +72,8 @@ def notebook_estimates(profile: str, seeds: int):
     for notebook, names in NOTEBOOK_ARMS.items():
         new = [n for n in names if n not in done]
         done.update(new)
-        # the estimate's last column: minutes for all its seeds
-        minutes = compute.time_estimate(profile, seeds, new).loc["chapter (sum)"].iloc[-1] if new else 0.0
+        column = f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"
+        minutes = compute.time_estimate(profile, seeds, new).loc["chapter (sum)", column] if new else 0.0
         rows.append({"notebook": notebook, "arms it trains first": len(new), "minutes (estimate)": round(minutes, 1)})
     return pd.DataFrame(rows).set_index("notebook")
 

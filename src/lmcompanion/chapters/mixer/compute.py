@@ -227,7 +227,9 @@ def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) 
                      f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)": seeds * seconds / 60})
     df = pd.DataFrame(rows).set_index("experiment")
     df.loc["chapter (sum)"] = df.sum(numeric_only=True)  # steps too: the chapter's optimizer steps in all
-    return df
+    df[f"hours for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"] = df.iloc[:, -1] / 60
+    df["steps"] = df["steps"].astype(int)
+    return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
 
 
 __all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
