@@ -92,7 +92,8 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
                           "(hours to days per chapter)")
     plots.style()
     pd.set_option("display.precision", 4)
-    pd.set_option("display.max_colwidth", 120)
+    pd.set_option("display.max_colwidth", None)  # claims, settings and generations are shown whole
+    pd.set_option("display.max_rows", 500)  # a chapter's settings table has dozens of rows: all of them
     return settings
 
 

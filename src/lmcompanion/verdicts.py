@@ -143,6 +143,11 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
     return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=_chance(p, verdict == FAILS))
 
 
+def _per_setting(per_arm: Sequence[Sequence[float]]) -> str:
+    lo, hi = min(len(v) for v in per_arm), max(len(v) for v in per_arm)
+    return f"{lo} per setting" if lo == hi else f"{lo} to {hi} per setting"
+
+
 def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]], *,
           direction: str, fmt: str = "+.2f") -> Verdict:
     """The claim that the seed-mean of ``per_arm[j]`` rises (``direction="up"``) or falls (``"down"``) with
@@ -157,9 +162,8 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
         verdict, p = FAILS, p_reverse
     else:
         verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
-    n = min(len(v) for v in per_arm)
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p, verdict == FAILS))
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=_chance(p, verdict == FAILS))
 
 
 def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
@@ -170,9 +174,8 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
     rho = stats.spearman(x, means)
     p_two = min(1.0, 2 * min(stats.spearman_p(x, means, "greater"), stats.spearman_p(x, means, "less")))
     verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
-    n = min(len(v) for v in per_arm)
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=f"{n} per setting", effect=f"rho {rho:{fmt}}", chance=_chance(p_two) + " (two-sided)")
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=_chance(p_two) + " (two-sided)")
 
 
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
@@ -193,7 +196,9 @@ def table(verdicts: Sequence[Verdict]):
     """The verdict table of a chapter: one row per claim."""
     import pandas as pd
 
-    return pd.DataFrame([{label: getattr(v, field) for field, label in COLUMNS.items()} for v in verdicts])
+    df = pd.DataFrame([{label: getattr(v, field) for field, label in COLUMNS.items()} for v in verdicts])
+    df.index = pd.RangeIndex(1, len(df) + 1, name="row")  # numbered from 1, so a page can refer to "row 3"
+    return df
 
 
 def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
