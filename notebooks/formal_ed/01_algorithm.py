@@ -46,7 +46,7 @@ print(S.describe())
 # %% [markdown]
 # ## Hyperparameters
 #
-# The write-up's six hyperparameters are fields of the model config, which checks them when it is built (for
+# The write-up's six hyperparameters, with the vocabulary size $|V|$ beside them, are fields of the model config, which checks them when it is built (for
 # example, `d_e` must be a multiple of `H`). The per-head size is not one of them: we use $d_e / H$ for the
 # queries, keys and values of every head, as Phuong & Hutter's multi-head attention allows.
 

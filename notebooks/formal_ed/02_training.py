@@ -88,7 +88,7 @@ fe.encoding_table(cfg.data, n=2)
 # the code.
 
 # %%
-literal_runs = [fe.literal_run(S.config(NAME, s), lit) for s in S.seeds]
+literal_runs = [S.use(fe.literal_run(S.config(NAME, s), lit)) for s in S.seeds]
 
 # %% [markdown]
 # ## The batched run through the shared trainer

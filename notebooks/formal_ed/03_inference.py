@@ -145,7 +145,7 @@ fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len
 
 # %%
 lit = literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
-literal_runs = [training.literal_run(S.config(NAME, s), lit) for s in S.seeds]  # reused from the training notebook
+literal_runs = [S.use(training.literal_run(S.config(NAME, s), lit)) for s in S.seeds]  # reused from the training notebook
 agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
 z, x, _ = algorithm.longest_example(cfg.data)
 dep = algorithm.dependence(model, z, x)

@@ -15,9 +15,10 @@
 #
 # The write-up's retrieval task: given a one-sentence summary of a TinyStories story, find the story among 31 or
 # 127 candidates, from embeddings made by a language model trained on TinyStories. Its summaries were written by
-# Llama-3-8B-Instruct for the first 200k training stories and are not published. At the `paper` profile we read
-# the summaries TinyStories itself publishes (the `Summary:` fields of TinyStoriesInstruct, written by GPT when the
-# stories were generated); offline (every other profile) there are no summaries, and the queries are a
+# Llama-3-8B-Instruct for the first 200k training stories and are not published. At the `paper` profile, and at
+# `gpu` when its stories come from the hub, we read the summaries TinyStories itself publishes (the `Summary:`
+# fields of TinyStoriesInstruct, written by GPT when the stories were generated); offline (`cpu`, `smoke`, and
+# `gpu` on a local copy) there are no summaries, and the queries are a
 # **substitute**: each story's most central sentence by a fixed extractive rule (SumBasic-style word frequencies),
 # removed from its story so that it cannot be found by copying
 # (`lmcompanion.data.retrieval`). Pairs are split by story, the first 90% for training and the last 10% for testing.

@@ -20,8 +20,9 @@
 # when that chance is at most 5%; otherwise it is **inconclusive at this scale**, with the direction the data lean.
 # Every row compares how well matchers learn, so it is decided only where at least one of its two arms ends below
 # the chance loss ln(candidates) by a one-sided t-test at 5%; where neither does, the row says so and is
-# inconclusive. Below the `paper` profile the queries are extractive sentences, a substitute for the write-up's summaries. The
-# runs are the ones the previous notebooks made, reused from the run store.
+# inconclusive. Offline (`cpu`, `smoke`, and `gpu` on a local copy) the queries are extractive sentences, a
+# substitute for the write-up's summaries. The runs are the ones the previous notebooks made, reused from the run
+# store.
 
 
 # %% tags=["parameters"]
@@ -63,7 +64,7 @@ for profile, found in recorded.items():
 # %% [markdown]
 # ## How far this profile is from the write-up
 #
-# Model size, items seen per run (one item = one query with its candidates) and passes over the training pairs,
+# Model size, tokens seen per run and passes over the training pairs,
 # here and in the write-up (the `paper` profile). A verdict reached far below the write-up's scale may change at
 # its scale; the landing page says which.
 

@@ -15,6 +15,8 @@ with :func:`scale_table`; every notebook ends with :func:`provenance`.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -53,6 +55,11 @@ class Settings:
         r = train.run(self.config(name, seed))
         self.used[str(r.path)] = r
         return r
+
+    def use(self, run: train.Run) -> train.Run:
+        """Count a run made by another procedure (e.g. the literal ED-Training) in this page's provenance."""
+        self.used[str(run.path)] = run
+        return run
 
     def runs(self, name: str) -> list[train.Run]:
         """One finished run per seed."""
@@ -290,6 +297,27 @@ def recorded_table(found: Mapping[str, recorded.Found]):
     return pd.DataFrame(rows).set_index("profile")
 
 
+@functools.lru_cache(maxsize=64)
+def tokenizer_fingerprint(data_cfg) -> str:
+    """The identity of a run's tokenizer: the sha256 of its vocabulary as serialized (char list, HF tokenizers
+    JSON, or GPT-2's ranks file), so two builds can see that they tokenized alike; empty for data that are not
+    tokenized text (the retrieval chapter's embeddings)."""
+    from .data import lm, seq2seq, stories, tokenizers
+
+    if data_cfg.kind == "lm":
+        tok = lm.tokenizer(data_cfg)
+    elif data_cfg.kind == "stories":
+        tok = stories.tokenizer(data_cfg)
+    elif data_cfg.kind == "seq2seq":
+        return "sha256:" + hashlib.sha256(json.dumps(seq2seq.VOCAB).encode()).hexdigest()[:16]
+    else:
+        return ""
+    if isinstance(tok, tokenizers.GPT2Tokenizer):
+        return f"sha256:{tokenizers.GPT2_RANKS_SHA256[:16]} (the ranks file)"
+    text = json.dumps(tok.chars) if isinstance(tok, tokenizers.CharTokenizer) else tok.tok.to_str()
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def provenance(settings: Settings):
     """Where this page's numbers came from: the profile and seeds, the package's commit, torch, the device, the data
     and tokenizers of the runs it used, and how long the page took to execute."""
@@ -299,16 +327,21 @@ def provenance(settings: Settings):
     state = env.git_state()
     runs = list(settings.used.values())
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
-    tokenizers = sorted({r.config.data.tokenizer_name for r in runs})
+    tokenizers = sorted({f"{r.config.data.tokenizer_name}: {tokenizer_fingerprint(r.config.data)}"
+                         for r in runs if tokenizer_fingerprint(r.config.data)})
+    trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
     info = {
         "profile": settings.profile, "seeds": ", ".join(map(str, settings.seeds)),
         "package commit": f"{state['commit'] or 'unknown'}{' (uncommitted changes)' if state['dirty'] else ''}",
-        "torch": torch.__version__, "executed on": env.cpu_name() + (f", {torch.cuda.get_device_name()}"
-                                                                    if torch.cuda.is_available() else ""),
+        "torch": torch.__version__, "device": settings.device,
+        "executed on": env.cpu_name() + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""),
         "runs used": f"{len(runs)} ({len([r for r in runs if r.summary.get('resumed_from') is None])} trained from "
                      f"scratch or reused, made on {', '.join(devices) or '-'})",
-        "data fingerprints": "; ".join(data) or "-", "tokenizers": ", ".join(tokenizers) or "-",
+        "training time of those runs": (f"{sum(r.summary['train_time_s'] for r in trained_here) / 60:.1f} min "
+                                        f"(summed over {len(trained_here)} runs, where and when each was made)"
+                                        if trained_here else "-"),
+        "data fingerprints": "; ".join(data) or "-", "tokenizers": "; ".join(tokenizers) or "-",
         "execution time of this page": f"{time.time() - settings.started:.0f} s",
     }
     return pd.DataFrame({"value": list(info.values())}, index=pd.Index(list(info), name="provenance"))

@@ -75,7 +75,7 @@ def parameter_inventory(model: FormalED):
             owner[n] = k
         example = mine[0] if mine else "(none)"
         rows.append({"θ (write-up)": symbol, "for": index, "size by the write-up": shape,
-                     "scalars (write-up)": f"{expected:,}", "our parameters": f"{len(mine)} tensors, e.g. {example} "
+                     "scalars (write-up)": f"{expected:,}", "our parameters": f"{len(mine)} tensor{'s' if len(mine) != 1 else ''}, e.g. {example} "
                      f"{tuple(named[example].shape) if mine else ''}",
                      "scalars (ours)": f"{sum(named[n].numel() for n in mine):,}",
                      "match": "yes" if expected == sum(named[n].numel() for n in mine) else "NO"})
