@@ -22,7 +22,7 @@
 # A wall clock is not reproducible, so each arm here gets the same number of *counted* training FLOPs (the
 # profile's budget; each arm's step count is the budget divided by its FLOPs per step, stored in the run's config).
 # We read every comparison three ways: at equal compute (the final losses), at equal steps (both arms' curves at
-# the last step both evaluated; every run keeps its peak learning rate after warm-up, so a loss at step $s$ does not
+# the last step at which both were evaluated; every run keeps its peak learning rate after warm-up, so a loss at step $s$ does not
 # depend on the budget), and at equal training time measured on this machine.
 
 # %% tags=["parameters"]

@@ -57,7 +57,7 @@ mixer.results({n: runs[n] for n in mixer.PARALLEL})
 # %%
 mixer.compute.equal_steps_table(runs, [(mixer.PARALLEL[1], mixer.PARALLEL[0]), (mixer.PARALLEL[2], mixer.PARALLEL[0])])
 
-# %% mystnb={"figure": {"caption": "Flat mixer and 2 or 4 parallel convolutions: loss against step (left: equal steps) and against counted compute (below).", "name": "mixer-parallel-curves"}}
+# %% mystnb={"figure": {"caption": "Flat mixer and 2 or 4 parallel convolutions: train and validation loss against step (equal steps; the next figure shows the same runs against counted compute).", "name": "mixer-parallel-curves"}}
 fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.PARALLEL}))
 
 # %% mystnb={"figure": {"caption": "The same runs against counted compute.", "name": "mixer-parallel-compute"}}

@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # The 4xV100 experiments, hybrids and the original GPT
+# # The 4×V100 experiments, hybrids and the original GPT
 #
 # The write-up's second compute unit is 2.25 hours on four V100s (DDP, 32 sequences per GPU, the "larger learning
 # rate"), "somewhat comparable" to its 12 RTX 3060 hours. On it: a tuned Llama ($d_{model}=512$, 4 heads: 1.68 /
@@ -52,7 +52,7 @@ mixer.compute.arm_table(NAMES, S.profile)
 runs = mixer.arms(S, NAMES)
 mixer.results({n: runs[n] for n in mixer.V100})
 
-# %% mystnb={"figure": {"caption": "The 4xV100 set at this profile: loss against counted compute.", "name": "mixer-v100-compute"}}
+# %% mystnb={"figure": {"caption": "The 4×V100 set at this profile: loss against counted compute.", "name": "mixer-v100-compute"}}
 fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.V100}))
 
 # %% [markdown]

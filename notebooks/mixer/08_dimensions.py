@@ -15,7 +15,7 @@
 #
 # The write-up's background section bounds the dimension needed to represent $m$ points with the
 # Johnson-Lindenstrauss lemma, $n > 8 \ln(m) / \epsilon^2$, read with $\epsilon = 1$: $10^{570}$ possible English
-# sentences ("$8 \ln 10^{570} \approx 1312$"), the 15 trillion tokens of Llama-3's training set (about 240), a
+# sentences (“$8 \ln 10^{570} \approx 1312$”), the 15 trillion tokens of Llama-3's training set (about 240), a
 # dataset a million times larger (about 352), and the 512M next tokens of its TinyStories training split (about
 # 160). Computed here, with smaller $\epsilon$ beside them (the lemma holds for $0 < \epsilon < 1$, so
 # $\epsilon = 1$ is its edge).

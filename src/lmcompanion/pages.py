@@ -104,17 +104,19 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
              "long it took and the commit of the package that executed it are read from the executed notebook itself. "
              "Each page also ends with its own provenance table, and can be downloaded as an executed `.ipynb` from "
              "the download button at its top.", "",
-             "| page | profile | parameters | execution time (s) | commit | executed |", "|---|---|---|---:|---|---|"]
+             "| chapter | page | profile | parameters | execution time (s) | commit | executed |",
+             "|---|---|---|---|---:|---|---|"]
     total = 0.0
     for docname, _, nb in executed_notebooks(root):
         meta = nb.metadata.get("lmcompanion")
+        chapter = CHAPTER_TITLES.get(docname.split("/")[0], "")
         if not meta:
-            lines.append(f"| {{doc}}`/{prefix}/{docname}` | (no record) | | | | |")
+            lines.append(f"| {chapter} | {{doc}}`/{prefix}/{docname}` | (no record) | | | | |")
             continue
         params = ", ".join(f"{k}={v!r}" for k, v in meta.get("parameters", {}).items() if k != "profile") or "defaults"
         commit = f"`{(meta.get('commit') or '?')[:10]}`" + (" (uncommitted changes)" if meta.get("dirty") else "")
         total += meta.get("duration_s", 0.0)
-        lines.append(f"| {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}` | {params} | "
+        lines.append(f"| {chapter} | {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}` | {params} | "
                      f"{meta.get('duration_s', 0):.0f} | {commit} | {meta.get('executed', '')} |")
     lines += ["", f"Total execution time of the pages: {total / 60:.1f} min (pages that ran at the same time count "
               "separately).", ""]

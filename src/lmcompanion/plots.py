@@ -34,7 +34,8 @@ def style() -> None:
 
 def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
     """Mean over seeds (rows) with a min-max band."""
-    ax.plot(steps, values.mean(0), label=label, color=color, lw=1.6)
+    # a single evaluation (an arm that its budget buys few steps) would be an invisible line of one point: a marker
+    ax.plot(steps, values.mean(0), label=label, color=color, lw=1.6, marker="o" if len(steps) == 1 else None)
     if values.shape[0] > 1:
         ax.fill_between(steps, values.min(0), values.max(0), color=color, alpha=0.18, lw=0)
 

@@ -82,7 +82,7 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     """The claim "experiment ``better`` beats experiment ``worse`` on ``metric``" (the final estimate, as the
     write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers."""
     pb, pw = experiments.get(better).published, experiments.get(worse).published
-    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "not in the write-up"
+    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
     labels = (better.split("/")[-1], worse.split("/")[-1])
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
@@ -118,7 +118,7 @@ def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
     profile), counted as the write-ups count; exact numbers, so no seeds are involved."""
     a, b = (models.num_params(experiments.config(n, "paper", device="cpu").model) for n in (smaller, larger))
     pa, pb = experiments.get(smaller).published.get("params"), experiments.get(larger).published.get("params")
-    published = f"{pa:,} vs {pb:,}" if pa and pb else "not in the write-up"
+    published = f"{pa:,} vs {pb:,}" if pa and pb else "no published number"
     return exact(text, published, f"{a:,} vs {b:,}", a < b)
 
 

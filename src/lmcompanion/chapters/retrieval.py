@@ -253,7 +253,7 @@ def _lower(text: str, published: str, better: str, worse: str, runs) -> Verdict:
 
 def _published(better: str, worse: str) -> str:
     pb, pw = experiments.get(better).published, experiments.get(worse).published
-    return f"{pb['test']} vs {pw['test']}" if "test" in pb and "test" in pw else "not in the write-up"
+    return f"{pb['test']} vs {pw['test']}" if "test" in pb and "test" in pw else "no published number"
 
 
 def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:

@@ -133,7 +133,7 @@ def _between(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
     if min(len(runs[better]), len(runs[worse])) >= 2:
         return between(text, metric, better, worse, runs)
     pb, pw = experiments.get(better).published, experiments.get(worse).published
-    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "not in the write-up"
+    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
     return untestable(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric),
                       (_short(better), _short(worse)))
 

@@ -224,6 +224,7 @@ def memory_measured(limit_gb: float | None = None) -> dict[str, pd.DataFrame] | 
 
 
 def memory_figure(counted: Mapping[str, pd.DataFrame]):
+    import matplotlib as mpl
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -233,6 +234,7 @@ def memory_figure(counted: Mapping[str, pd.DataFrame]):
     ax.axhline(GPU_GB, color="grey", lw=0.8)
     ax.set(xscale="log", yscale="log", xlabel="context (tokens)", ylabel="GiB (counted, fp32, one pass)")
     ax.set_xticks(MEMORY_CONTEXTS, [str(t) for t in MEMORY_CONTEXTS])
+    ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())  # only the contexts of the table are labelled
     ax.legend(fontsize=7)
     return fig
 

@@ -103,6 +103,7 @@ def loss_vs_time(runs: Mapping[str, Sequence]):
 
 def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence[str]], split: str = "val"):
     """Final ``split`` loss against the write-up's d_model, one line per family (mean over seeds, min-max bars)."""
+    import matplotlib as mpl
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -114,6 +115,9 @@ def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence
         err = [[m - min(v) for m, v in zip(mean, vals)], [max(v) - m for m, v in zip(mean, vals)]]
         ax.errorbar(d, mean, yerr=err, marker="o", capsize=3, label=family)
     ax.set(xscale="log", xlabel="the write-up's d_model (scaled by the profile)", ylabel=f"final {split} loss")
+    widths = sorted({exp.ARMS[n].n_embed for ns in families.values() for n in ns if runs.get(n)})
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())  # only the widths trained are labelled
     ax.legend()
     fig.tight_layout()
     return fig
