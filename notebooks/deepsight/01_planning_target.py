@@ -70,6 +70,5 @@ pd.DataFrame(model_w.numpy(), index=[f"target {i + 1}" for i in range(3)], colum
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -50,6 +50,5 @@ fig = plots.train_metric(S.arms(["deepsight/cosine_d11", "deepsight/mse_d11"]), 
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -86,8 +86,7 @@ nb.config_diff(NAMES, S.profile)
 print(nb.rerun_commands(nb.chapter_notebooks("deepsight")))
 print("\n" + nb.rerun_total(NAMES))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, NAMES, runs)
 
 # %% [markdown]
@@ -96,6 +95,5 @@ nb.cost_table(S, NAMES, runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -79,8 +79,7 @@ fe.parameter_inventory(model)
 agree = fe.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
 print(f"all {len(agree)} cases agree within tolerance: {bool((agree['_worst'] <= agree['_tol']).all())}")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 fe.visible(agree)  # the last digits of float64 round-off differ between machines
 
 # %% [markdown]
@@ -108,6 +107,5 @@ fig = plots.heatmaps(fe.dependence_panels(dep, z, x), cmap="Greys", vmin=0, vmax
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

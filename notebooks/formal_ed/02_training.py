@@ -121,8 +121,7 @@ fe.accuracy_table({"ED-Training (literal)": literal_runs, "AdamW (shared trainer
 #
 # Training time only, without the evaluations, measured in this build on this machine.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import pandas as pd
 
 pd.DataFrame(
@@ -139,6 +138,5 @@ pd.DataFrame(
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

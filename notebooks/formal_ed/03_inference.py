@@ -80,8 +80,7 @@ print(f"positions checked: every answer position of {ROWS} held-out examples; "
 for v in fe.verdict_temperatures(checks):
     print(f"{v.claim}: {v.verdict}")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 algorithm.visible(checks)  # float64 round-off and the χ² p-values vary in their last digits between machines
 
 # %%
@@ -226,8 +225,7 @@ print(f"paper profile: sources of {paper.data.min_len}-{paper.data.max_len} digi
 print(nb.rerun_commands(NOTEBOOKS))
 print("\n" + nb.rerun_total([NAME]))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, [NAME], {NAME: runs})
 
 # %% [markdown]
@@ -236,6 +234,5 @@ nb.cost_table(S, [NAME], {NAME: runs})
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

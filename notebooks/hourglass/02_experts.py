@@ -58,8 +58,7 @@ fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_refer
 #
 # Shared experts are claimed to cost less: training minutes per run, measured in this build.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)
 
 # %% [markdown]
@@ -74,6 +73,5 @@ hourglass.test_table(runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -47,8 +47,7 @@ tables.results(runs, published=nb.published(ARMS))
 # %% mystnb={"figure": {"caption": "Validation loss with attention and repeat upsampling, with and without DenseFormer, and with the latent loss (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-upsampling-curves"}}
 fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_reference(runs))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)
 
 # %% [markdown]
@@ -63,6 +62,5 @@ hourglass.test_table(runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

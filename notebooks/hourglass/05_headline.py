@@ -55,13 +55,11 @@ curves = hourglass.cost_curves(runs)
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss against training FLOPs"}, xlabel="training FLOPs",
                    ylabel="cross-entropy (nats/token)", logx=True, legend="upper right")
 
-# %% mystnb={"figure": {"caption": "Validation loss against training minutes measured in this build (update number x the arm's mean seconds per update). The axis depends on the machine.", "name": "hourglass-headline-minutes"}}
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"] mystnb={"figure": {"caption": "Validation loss against training minutes measured in this build (update number x the arm's mean seconds per update). The axis depends on the machine.", "name": "hourglass-headline-minutes"}}
 fig = plots.curves(curves, "minutes", {"val": "validation loss against wall-clock"}, xlabel="training minutes",
                    ylabel="cross-entropy (nats/token)", legend="upper right")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)
 
 # %% [markdown]
@@ -85,6 +83,5 @@ hourglass.test_table(runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

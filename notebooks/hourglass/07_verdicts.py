@@ -91,8 +91,7 @@ nb.config_diff(NAMES, S.profile)
 print(nb.rerun_commands(nb.chapter_notebooks("hourglass")))
 print("\n" + nb.rerun_total(hourglass.ALL))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, hourglass.COST_ARMS, runs)
 
 # %% [markdown]
@@ -101,6 +100,5 @@ nb.cost_table(S, hourglass.COST_ARMS, runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

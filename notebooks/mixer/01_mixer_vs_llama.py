@@ -71,16 +71,13 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title(runs))
 # %%
 mixer.compute.equal_steps_table(runs, [tuple(mixer.FIRST), tuple(mixer.MAIN)])
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 mixer.compute.speed_ratio_table(runs, [tuple(mixer.FIRST), tuple(mixer.MAIN)])
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 mixer.compute.equal_time_table(runs)
 
-# %% mystnb={"figure": {"caption": "Loss against training time measured on this machine (each arm at its mean seconds per step).", "name": "mixer-vs-llama-time"}}
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"] mystnb={"figure": {"caption": "Loss against training time measured on this machine (each arm at its mean seconds per step).", "name": "mixer-vs-llama-time"}}
 fig = mixer.compute.loss_vs_time(mixer.by_title(runs))
 
 # %% [markdown]
@@ -95,8 +92,7 @@ verdicts.table(mixer.timed(rows, keep=False))
 # %% [markdown]
 # The claims about time per step, decided by the time measured on this machine (they can differ on another).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 verdicts.table(mixer.timed(rows))
 
 # %% [markdown]
@@ -105,6 +101,5 @@ verdicts.table(mixer.timed(rows))
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -71,8 +71,7 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title(runs))
 # %%
 mixer.compute.equal_steps_table(runs, [tuple(mixer.FLAT_EXPANDED[:2]), tuple(mixer.FLAT_EXPANDED[2:])])
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 mixer.compute.speed_ratio_table(runs, [tuple(mixer.FLAT_EXPANDED[:2]), tuple(mixer.FLAT_EXPANDED[2:])])
 
 # %% [markdown]
@@ -87,8 +86,7 @@ verdicts.table(mixer.timed(rows, keep=False))
 # %% [markdown]
 # The claims about time per step, decided by the time measured on this machine (they can differ on another).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 verdicts.table(mixer.timed(rows))
 
 # %% [markdown]
@@ -97,6 +95,5 @@ verdicts.table(mixer.timed(rows))
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

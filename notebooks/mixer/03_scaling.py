@@ -100,6 +100,5 @@ verdicts.table([v for v in mixer.training_rows(runs) + mixer.count_rows()
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

@@ -83,8 +83,7 @@ fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.GPT}))
 # below is the same runs at equal training time measured on this machine, which is what the write-up's own
 # comparisons were.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 mixer.compute.equal_time_table({n: runs[n] for n in mixer.V100})
 
 # %% [markdown]
@@ -101,6 +100,5 @@ verdicts.table([v for v in mixer.training_rows(runs) if v.notebook.endswith("05_
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

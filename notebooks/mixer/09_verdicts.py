@@ -40,8 +40,7 @@ print(S.describe())
 NAMES = experiments.names("mixer")
 runs = mixer.arms(S, NAMES)  # reused from the run store
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 # (the rows on time per step are measured on this machine and vary from machine to machine)
 nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs))
 
@@ -103,8 +102,7 @@ mixer.notebook_estimates("gpu", nb.DEFAULT_SEEDS["gpu"])
 # %%
 mixer.compute.time_estimate("paper", nb.DEFAULT_SEEDS["paper"]).loc[["chapter (sum)"]]
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, NAMES, runs)
 
 # %% [markdown]
@@ -113,6 +111,5 @@ nb.cost_table(S, NAMES, runs)
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

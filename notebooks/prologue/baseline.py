@@ -79,8 +79,7 @@ fig = plots.loss_curves({"baseline": runs})
 # own tokenizer. At the `cpu` profile the model has seen little text (the throughput table below counts its
 # tokens), so expect word-like fragments rather than prose.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 prompt, continuation = nb.sample(runs[0], seed=seed)
 print(f"PROMPT: {prompt}\nMODEL:  {continuation}")
 
@@ -89,8 +88,7 @@ print(f"PROMPT: {prompt}\nMODEL:  {continuation}")
 #
 # Tokens per second count training steps only (no evaluation), measured in this build on the machine below.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import pandas as pd
 
 pd.DataFrame(
@@ -102,8 +100,7 @@ pd.DataFrame(
     }
 ).set_index("seed")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 tables.environment(runs[0])
 
 # %% [markdown]
@@ -118,8 +115,7 @@ tables.environment(runs[0])
 # %%
 print(nb.rerun_commands(["notebooks/prologue/baseline.py"]))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, ["ar_ed/baseline"], {"ar_ed/baseline": runs})
 
 # %% [markdown]
@@ -128,6 +124,5 @@ nb.cost_table(S, ["ar_ed/baseline"], {"ar_ed/baseline": runs})
 # Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
 # tokenizers of the runs it used (each run's own record is its folder in the run store).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

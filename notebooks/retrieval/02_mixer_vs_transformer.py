@@ -70,6 +70,5 @@ fig = R.curves(runs, [n for n in MAIN if n.endswith("_c128")])
 # tokenizers of the runs it used (each run's own record is its folder in the run store; the embeddings each
 # retrieval run read are named, with their SHA-256, in its summary).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

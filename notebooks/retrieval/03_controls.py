@@ -65,6 +65,5 @@ R.autoencoder_table(ae)
 # tokenizers of the runs it used (each run's own record is its folder in the run store; the embeddings each
 # retrieval run read are named, with their SHA-256, in its summary).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)

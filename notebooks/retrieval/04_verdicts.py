@@ -91,8 +91,7 @@ nb.config_diff(NAMES, S.profile)
 # %%
 print(nb.rerun_commands(nb.chapter_notebooks("retrieval")))
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.cost_table(S, NAMES, runs)
 
 # %%
@@ -107,6 +106,5 @@ estimate
 # tokenizers of the runs it used (each run's own record is its folder in the run store; the embeddings each
 # retrieval run read are named, with their SHA-256, in its summary).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 nb.provenance(S)
