@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from . import env, estimate, experiments, models, paths, plots, recorded, stats, train, verdicts
 from .config import check_profile, flat_keys
-from .data import corpora, load_tokens
+from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers
 from .data.lm import tokenizer
 from .errors import ConfigError
 from .run import RunConfig
@@ -302,8 +302,6 @@ def tokenizer_fingerprint(data_cfg) -> str:
     """The identity of a run's tokenizer: the sha256 of its vocabulary as serialized (char list, HF tokenizers
     JSON, or GPT-2's ranks file), so two builds can see that they tokenized alike; empty for data that are not
     tokenized text (the retrieval chapter's embeddings)."""
-    from .data import lm, seq2seq, stories, tokenizers
-
     if data_cfg.kind == "lm":
         tok = lm.tokenizer(data_cfg)
     elif data_cfg.kind == "stories":
@@ -327,7 +325,7 @@ def provenance(settings: Settings):
     state = env.git_state()
     runs = list(settings.used.values())
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
-    tokenizers = sorted({f"{r.config.data.tokenizer_name}: {tokenizer_fingerprint(r.config.data)}"
+    toks = sorted({f"{r.config.data.tokenizer_name}: {tokenizer_fingerprint(r.config.data)}"
                          for r in runs if tokenizer_fingerprint(r.config.data)})
     trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
@@ -341,7 +339,7 @@ def provenance(settings: Settings):
         "training time of those runs": (f"{sum(r.summary['train_time_s'] for r in trained_here) / 60:.1f} min "
                                         f"(summed over {len(trained_here)} runs, where and when each was made)"
                                         if trained_here else "-"),
-        "data fingerprints": "; ".join(data) or "-", "tokenizers": "; ".join(tokenizers) or "-",
+        "data fingerprints": "; ".join(data) or "-", "tokenizers": "; ".join(toks) or "-",
         "execution time of this page": f"{time.time() - settings.started:.0f} s",
     }
     return pd.DataFrame({"value": list(info.values())}, index=pd.Index(list(info), name="provenance"))
