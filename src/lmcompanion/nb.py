@@ -359,10 +359,15 @@ def rerun_total(names: Sequence[str], profile: str = "paper", seeds: int | None 
     and their total time on one H100, estimated from counted FLOPs (:mod:`lmcompanion.estimate`)."""
     seeds = DEFAULT_SEEDS[profile] if seeds is None else seeds
     per_run = [estimate.seconds(experiments.config(n, profile, device="cpu")) for n in names]
-    total_h = seeds * sum(per_run) / 3600
-    return (f"At the {profile} profile: {len(names)} experiments x {seeds} seed{'s' if seeds != 1 else ''} = "
-            f"{len(names) * seeds} runs, an estimated {total_h:,.1f} h of training on one H100 "
-            f"({total_h / seeds:,.1f} h per seed; lmcompanion.estimate: stated assumptions, not a measurement).")
+    total_s = seeds * sum(per_run)
+
+    def span_of(seconds: float) -> str:
+        return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.0f} min"
+
+    return (f"At the {profile} profile: {len(names)} experiment{'s' if len(names) != 1 else ''} x {seeds} "
+            f"seed{'s' if seeds != 1 else ''} = {len(names) * seeds} run{'s' if len(names) * seeds != 1 else ''}, an "
+            f"estimated {span_of(total_s)} of training on one H100 ({span_of(total_s / seeds)} per seed; "
+            "lmcompanion.estimate: stated assumptions, not a measurement).")
 
 
 def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:
