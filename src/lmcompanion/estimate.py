@@ -5,7 +5,7 @@ been recorded; once a recorded run is imported, the cost tables show its measure
 the whole book:
 
 - training: each optimizer step's counted FLOPs (:meth:`RunConfig.flops_per_step`) at a share of the H100's dense
-  bf16 peak that grows with the size of one micro-batch (:data:`MFU_BY_STEP`: small kernels are bound by launches
+  bf16 peak that grows with the size of one micro-batch (:data:`MFU_BY_PASS`: small kernels are bound by launches
   and Python, large ones by the tensor cores; a step of ``grad_accum`` micro-batches runs ``grad_accum`` forward and
   backward passes of that size, not one large one), plus :data:`STEP_OVERHEAD_S` per step (optimizer, data,
   launches);
@@ -22,14 +22,14 @@ from . import models
 from .run import RunConfig
 
 H100_BF16 = 989e12  # H100 SXM dense bf16 tensor-core peak, FLOP/s (the vendor's data sheet)
-MFU_BY_STEP = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))  # (FLOPs per step at least, assumed MFU)
+MFU_BY_PASS = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))  # (FLOPs per pass at least, assumed MFU)
 STEP_OVERHEAD_S = 0.010
 RUN_OVERHEAD_S = 5.0
 
 
 def mfu(pass_flops: float) -> float:
     """The assumed model FLOPs utilisation of one forward (and backward) pass of ``pass_flops`` counted FLOPs."""
-    return next(m for bound, m in MFU_BY_STEP if pass_flops >= bound)
+    return next(m for bound, m in MFU_BY_PASS if pass_flops >= bound)
 
 
 @functools.lru_cache(maxsize=512)
@@ -51,4 +51,4 @@ def seconds(cfg: RunConfig) -> float:
             + RUN_OVERHEAD_S)
 
 
-__all__ = ["H100_BF16", "MFU_BY_STEP", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]
+__all__ = ["H100_BF16", "MFU_BY_PASS", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]

@@ -30,10 +30,9 @@ from .errors import ConfigError
 from .run import RunConfig
 
 # Seeds per arm unless the notebook's n_seeds parameter says otherwise. Three is the fewest with which a comparison
-# can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that everything runs,
-# and the paper profile follows the write-ups, which report one run per arm.
-# paper: three seeds, the fewest with which a comparison can be decided (the prologue's verdict rule); the write-ups
-# ran one each (``-p n_seeds 1`` reproduces that, at a third of the cost, but can decide no comparison)
+# can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that everything runs.
+# The write-ups ran one seed per arm: ``-p n_seeds 1`` at the paper profile reproduces that, at a third of the cost,
+# but can decide no comparison.
 DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 3}
 
 
@@ -325,8 +324,8 @@ def provenance(settings: Settings):
     state = env.git_state()
     runs = list(settings.used.values())
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
-    toks = sorted({f"{r.config.data.tokenizer_name}: {tokenizer_fingerprint(r.config.data)}"
-                         for r in runs if tokenizer_fingerprint(r.config.data)})
+    toks = sorted({f"{r.config.data.tokenizer_name}: {fp}" for r in runs
+                   if (fp := tokenizer_fingerprint(r.config.data))})
     trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
     info = {

@@ -24,12 +24,6 @@ def last_train_metric(runs: Sequence, key: str) -> list[float]:
     return [float(r.metrics().dropna(subset=[key])[key].iloc[-1]) for r in runs]
 
 
-def _published(value) -> str:
-    """A published number as the write-up prints it (``str``: 2.993, 4.138e-09), text (e.g. "N/A") as it is.
-    Made text here, because pandas rounds the floats of a column that mixes floats and text (4.138e-09 shows 0.0)."""
-    return str(value)
-
-
 def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[str, float]] | None = None,
             aux: tuple[str, str] | None = None, params: bool = True, fmt: str = ".3f") -> pd.DataFrame:
     """One row per arm: final train/val estimates, best val, optional auxiliary loss, parameter count;
@@ -52,10 +46,12 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
         if params:
             row["params"] = f"{runs[0].summary['params']:,}"
         if pub:
-            row["write-up train"] = _published(pub.get("train", ""))
-            row["write-up val"] = _published(pub.get("val", ""))
+            # as text, as the write-up prints them: pandas rounds the floats of a column that mixes floats and text
+            # (4.138e-09 beside "N/A" showed 0.0)
+            row["write-up train"] = str(pub.get("train", ""))
+            row["write-up val"] = str(pub.get("val", ""))
             if aux is not None:
-                row[f"write-up {aux[1]}"] = _published(pub.get("aux", "N/A"))
+                row[f"write-up {aux[1]}"] = str(pub.get("aux", "N/A"))
             if params and "params" in pub:
                 row["write-up params"] = f"{pub['params']:,}"
         rows.append(row)

@@ -58,7 +58,7 @@ def _lean(toward_claim: bool | None) -> str:
     return f"{INCONCLUSIVE} (the data lean {'toward' if toward_claim else 'against'} the claim)"
 
 
-def _chance(p: float, reverse: bool = False) -> str:
+def chance_text(p: float, reverse: bool = False) -> str:
     """The "chance if equal" cell: p of the claimed direction, or of the opposite one where the claim does not hold."""
     text = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
     return text + (" (the opposite direction)" if reverse else "")
@@ -75,14 +75,19 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=_chance(p, verdict == FAILS))
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p, verdict == FAILS))
+
+
+def published_pair(better: str, worse: str, metric: str) -> str:
+    """The write-up's ``metric`` of two experiments, "a vs b", or "no published number" when either lacks it."""
+    pb, pw = experiments.get(better).published, experiments.get(worse).published
+    return f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
 
 
 def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
     """The claim "experiment ``better`` beats experiment ``worse`` on ``metric``" (the final estimate, as the
     write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers."""
-    pb, pw = experiments.get(better).published, experiments.get(worse).published
-    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
+    published = published_pair(better, worse, metric)
     labels = (better.split("/")[-1], worse.split("/")[-1])
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
@@ -105,7 +110,7 @@ def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: 
     c = stats.compare(better, worse)
     lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
     # no number in the note: a verdict's text must sanitize whole in the nbval references (tests/nbval_sanitize.cfg)
-    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond {level})", chance=_chance(c.p_claim))
+    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond {level})", chance=chance_text(c.p_claim))
 
 
 def exact(text: str, published: str, ours: str, ok: bool) -> Verdict:
@@ -140,7 +145,7 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
         verdict, p = FAILS, p_above
     else:
         verdict, p = _lean(stats.mean(tr) < bound), p_below
-    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=_chance(p, verdict == FAILS))
+    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS))
 
 
 def _per_setting(per_arm: Sequence[Sequence[float]]) -> str:
@@ -163,7 +168,7 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
     else:
         verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=_chance(p, verdict == FAILS))
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p, verdict == FAILS))
 
 
 def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
@@ -175,7 +180,7 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
     p_two = min(1.0, 2 * min(stats.spearman_p(x, means, "greater"), stats.spearman_p(x, means, "less")))
     verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=_chance(p_two) + " (two-sided)")
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p_two) + " (two-sided)")
 
 
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
@@ -210,4 +215,5 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 
 
 __all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
-           "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "table", "trend"]
+           "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
+           "table", "trend"]

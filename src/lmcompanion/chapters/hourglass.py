@@ -273,8 +273,7 @@ def _fewer_flops(text: str, cheaper: str, dearer: str, profile: str = "paper") -
 def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
     """Every claim of the write-up the chapter tests, from the runs of its experiments (name -> runs). Cost claims
     are judged on counted FLOPs: wall-clock on a shared CPU measures the machine's load as much as the model."""
-    trained = next((rs[0] for rs in runs.values() if rs), None)
-    unigram = unigram_loss(trained.config.data) if trained is not None else float("inf")
+    unigram = unigram_reference(runs)[1] if any(runs.values()) else float("inf")
 
     def gated(v: Verdict, better: Sequence[float], worse: Sequence[float]) -> Verdict:
         """Comparisons of arms are decided only where one of them learns beyond the unigram loss."""

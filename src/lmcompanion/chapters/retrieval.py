@@ -23,7 +23,7 @@ from ..errors import CheckpointError
 from ..experiments import retrieval as rexp
 from ..train import checkpoint
 from ..train.store import RunStore
-from ..verdicts import Verdict, claim, have, if_learned, in_notebook
+from ..verdicts import Verdict, claim, have, if_learned, in_notebook, published_pair
 
 CHAPTER = "retrieval"
 MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) for f in ("flat", "llama"))
@@ -247,13 +247,8 @@ def _lower(text: str, published: str, better: str, worse: str, runs) -> Verdict:
     learns beyond chance (:func:`lmcompanion.verdicts.if_learned`; both arms have the same candidate count)."""
     labels = (better.split("/")[-1], worse.split("/")[-1])
     b, w = tables.final(runs[better], "test"), tables.final(runs[worse], "test")
-    pub = published or _published(better, worse)
+    pub = published or published_pair(better, worse, "test")
     return if_learned(claim(text, pub, b, w, labels), chance(runs[better][0].config.model.context_size), b, w)
-
-
-def _published(better: str, worse: str) -> str:
-    pb, pw = experiments.get(better).published, experiments.get(worse).published
-    return f"{pb['test']} vs {pw['test']}" if "test" in pb and "test" in pw else "no published number"
 
 
 def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:

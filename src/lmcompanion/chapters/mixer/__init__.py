@@ -17,7 +17,8 @@ from typing import Mapping, Sequence
 
 from ... import experiments, nb, stats, tables
 from ...stats import span
-from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, between, claim, exact, have, in_notebook, trend)
+from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, between, chance_text, claim, exact, have, in_notebook,
+                         published_pair, trend)
 from . import analysis, compute
 
 CHAPTER = "mixer"
@@ -72,8 +73,8 @@ def notebook_estimates(profile: str, seeds: int):
     for notebook, names in NOTEBOOK_ARMS.items():
         new = [n for n in names if n not in done]
         done.update(new)
-        column = f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"
-        minutes = compute.time_estimate(profile, seeds, new).loc["chapter (sum)", column] if new else 0.0
+        minutes = (compute.time_estimate(profile, seeds, new).loc["chapter (sum)", compute.minutes_column(seeds)]
+                   if new else 0.0)
         rows.append({"notebook": notebook, "arms it trains first": len(new), "minutes (estimate)": round(minutes, 1)})
     return pd.DataFrame(rows).set_index("notebook")
 
@@ -111,7 +112,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], l
            if smallest > stats.ALPHA else "not refuted at 5%; a test cannot show equality")
     verdict = FAILS if p_two <= stats.ALPHA else f"{INCONCLUSIVE} ({why})"
     return Verdict(text, published, f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=f"p = {p_two:.3f} (two-sided)")
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p_two) + " (two-sided)")
 
 
 def untestable(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
@@ -132,9 +133,7 @@ def _compare(kind, text: str, published: str, a: Sequence[float], b: Sequence[fl
 def _between(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
     if min(len(runs[better]), len(runs[worse])) >= 2:
         return between(text, metric, better, worse, runs)
-    pb, pw = experiments.get(better).published, experiments.get(worse).published
-    published = f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
-    return untestable(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric),
+    return untestable(text, published_pair(better, worse, metric), tables.final(runs[better], metric), tables.final(runs[worse], metric),
                       (_short(better), _short(worse)))
 
 

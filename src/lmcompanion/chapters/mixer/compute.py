@@ -219,6 +219,11 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
 # --- the time a profile takes (an estimate, not a measurement) ---------------------------------------------------
 
 
+def minutes_column(seeds: int) -> str:
+    """The column of :func:`time_estimate` that holds the minutes of all ``seeds`` runs of an arm."""
+    return f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"
+
+
 def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) -> pd.DataFrame:
     """Estimated H100 time of the chapter's runs at ``profile`` (``seeds`` runs per arm), by the book's one
     estimate from counted FLOPs (:mod:`lmcompanion.estimate`): not a measurement."""
@@ -228,14 +233,14 @@ def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) 
         seconds = estimate.seconds(cfg)
         rows.append({"experiment": name, "steps": cfg.train.max_steps, "PFLOP per run (train, counted)":
                      cfg.flops() / 1e15, "minutes per run (estimate)": seconds / 60,
-                     f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)": seeds * seconds / 60})
+                     minutes_column(seeds): seeds * seconds / 60})
     df = pd.DataFrame(rows).set_index("experiment")
     df.loc["chapter (sum)"] = df.sum(numeric_only=True)  # steps too: the chapter's optimizer steps in all
-    df[f"hours for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"] = df.iloc[:, -1] / 60
+    df[minutes_column(seeds).replace("minutes", "hours")] = df[minutes_column(seeds)] / 60
     df["steps"] = df["steps"].astype(int)
     return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
 
 
 __all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
            "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
-           "seconds_per_step", "speed_ratio_table", "time_estimate"]
+           "minutes_column", "seconds_per_step", "speed_ratio_table", "time_estimate"]
