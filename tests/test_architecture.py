@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lmcompanion import experiments, fingerprint, run
-from lmcompanion.chapters.formal_ed import procedure
+from lmcompanion.experiments import ed_training as procedure
 from lmcompanion.train import trainer
 
 from conftest import REPO, tiny_run
@@ -114,7 +114,7 @@ def edited(monkeypatch):
 
 
 def _literal_spec(cfg):
-    return run.spec(cfg, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig())
+    return run.spec(cfg, "lmcompanion.experiments.ed_training.literal_training", procedure.LiteralConfig())
 
 
 def test_an_edit_to_seeding_checkpoint_or_ddp_code_changes_the_key(edited):
@@ -155,7 +155,7 @@ def test_the_key_covers_every_module_whose_code_runs_during_training(tmp_path):
     key covers (the registries are lookup tables; they name the module, which the key covers)."""
     cases = [(tiny_run(steps=3), trainer.train, "lmcompanion.train.trainer.train", None),
              (experiments.config("formal_ed/adamw", "smoke"), procedure.literal_training,
-              "lmcompanion.chapters.formal_ed.procedure.literal_training",
+              "lmcompanion.experiments.ed_training.literal_training",
               procedure.LiteralConfig(T=1, eta=0.01, n=4, evals=1))]
     for cfg, fn, name, settings in cases:
         covered = set(run.spec(cfg, name, settings).modules) | fingerprint.REGISTRIES
@@ -189,6 +189,6 @@ def test_the_key_changes_with_the_config_and_the_procedure_settings():
     cfg = tiny_run()
     assert run.spec(dataclasses.replace(cfg, seed=1)).key != run.spec(cfg).key
     formal = experiments.config("formal_ed/adamw", "smoke")
-    a = run.spec(formal, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig(T=1))
-    b = run.spec(formal, "lmcompanion.chapters.formal_ed.procedure.literal_training", procedure.LiteralConfig(T=2))
+    a = run.spec(formal, "lmcompanion.experiments.ed_training.literal_training", procedure.LiteralConfig(T=1))
+    b = run.spec(formal, "lmcompanion.experiments.ed_training.literal_training", procedure.LiteralConfig(T=2))
     assert a.key != b.key

@@ -27,14 +27,31 @@ def test_each_training_step_adds_its_flops_at_the_assumed_share_of_the_peak_plus
 
 def test_the_chapters_estimates_are_the_books_one_estimate():
     name = "mixer/flat_d1024"
-    table = mixer.compute.time_estimate("paper", 2, [name])
+    table = mixer.compute.time_estimate("paper", [name])
     seconds = estimate.seconds(experiments.config(name, "paper", device="cpu"))
+    runs = len(experiments.seeds_of(name, "paper"))
+    assert table.loc[name, "runs"] == runs == 3
     assert table.loc[name, "minutes per run (estimate)"] == pytest.approx(seconds / 60, abs=0.005)
-    assert table.loc[name, "minutes for 2 seeds (estimate)"] == pytest.approx(2 * seconds / 60, abs=0.005)
-    assert table.loc[name, "hours for 2 seeds (estimate)"] == pytest.approx(2 * seconds / 3600, abs=0.005)
-    df, hours = retrieval.rerun_estimate("paper", 1, ["retrieval/flat_d1024_c32"])
+    assert table.loc[name, mixer.compute.MINUTES] == pytest.approx(runs * seconds / 60, abs=0.005)
+    assert table.loc[name, mixer.compute.MINUTES.replace("minutes", "hours")] == pytest.approx(runs * seconds / 3600,
+                                                                                              abs=0.005)
+    df, hours = retrieval.rerun_estimate("paper", ["retrieval/flat_d1024_c32"])
     cfg = experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu")
     assert df.loc["retrieval/flat_d1024_c32", "estimated hours/run (H100)"] == f"{estimate.seconds(cfg) / 3600:.1f}"
+    assert hours == pytest.approx(3 * estimate.seconds(cfg) / 3600)
+
+
+def test_every_planned_run_has_an_estimate_and_the_literal_procedure_its_own():
+    """The plan's per-run minutes are the book's estimate for trainer runs, and ED-Training's own (one update per
+    example) for the literal runs."""
+    for run in experiments.plan("formal_ed", "paper", device="cpu"):
+        assert run.minutes() > 0
+        if run.procedure.name == "trainer":
+            assert run.minutes() == pytest.approx(estimate.seconds(run.config) / 60)
+        else:
+            lit = run.settings
+            assert run.config.train.max_steps != lit.T * lit.n  # the AdamW steps are not what ED-Training runs
+            assert run.minutes() > estimate.RUN_OVERHEAD_S / 60
 
 
 def test_the_share_of_the_peak_follows_the_micro_batch_not_the_accumulated_step():

@@ -15,7 +15,7 @@ from lmcompanion.data import seq2seq
 from lmcompanion.data.seq2seq import BOS, EOS, IGNORE, PAD, Seq2SeqDataConfig
 from lmcompanion.errors import ConfigError, TrainingDiverged
 from lmcompanion.chapters.formal_ed import algorithm, inference, training
-from lmcompanion.experiments.formal_ed import NAME, literal_config, protocol
+from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config, protocol
 from lmcompanion.models import formal_ed_literal as literal
 from lmcompanion.models.formal_ed import LiteralConfig
 from lmcompanion.models.formal_ed import (FormalED, FormalEDConfig, check_temperature, ed_inference, ed_training,
@@ -414,13 +414,16 @@ def test_the_adamw_experiment_trains_through_the_shared_trainer(tmp_path):
 
 def test_literal_runs_are_cached_and_start_from_the_trainer_initial_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("LMC_RUNS_DIR", str(tmp_path))
-    cfg = experiments.config(NAME, "smoke")
     lit = LiteralConfig(T=1, eta=0.03, n=8, evals=2)
-    run = training.literal_run(cfg, lit)
+    planned = experiments.planned(LITERAL, "smoke", 0, settings=lit)
+    cfg = planned.config
+    assert cfg.model == experiments.config(NAME, "smoke").model and cfg.data == experiments.config(NAME, "smoke").data
+    run = planned.train()
     assert list(run.evals()["step"]) == [0, 4, 8]
-    assert run.procedure["procedure"].endswith("formal_ed.procedure.literal_training") and run.procedure["settings"]["n"] == 8
+    assert run.procedure["procedure"] == "lmcompanion.experiments.ed_training.literal_training"
+    assert run.procedure["settings"]["n"] == 8
     stamp = (run.path / "summary.json").stat().st_mtime_ns
-    assert training.literal_run(cfg, lit).path == run.path
+    assert experiments.planned(LITERAL, "smoke", 0, settings=lit).train().path == run.path
     assert (run.path / "summary.json").stat().st_mtime_ns == stamp
     torch.manual_seed(cfg.seed)
     initial = models.build(cfg.model)

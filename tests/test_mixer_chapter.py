@@ -67,14 +67,18 @@ def test_every_arm_is_in_a_notebook_and_the_headline_arms_are_registered():
 
 
 def test_the_seed_plan_keeps_three_seeds_for_the_headline_claims_at_cpu():
-    cpu = nb.setup(profile="cpu")
-    assert len(cpu.seeds) == 3
+    assert len(nb.setup(profile="cpu").seeds) == 3
     for name in mixer.HEADLINE:
-        assert mixer.seeds_for(cpu, name) == cpu.seeds
-    assert mixer.seeds_for(cpu, "mixer/kernel4") == cpu.seeds[:1]
-    assert mixer.seeds_for(nb.setup(profile="cpu", n_seeds=4), "mixer/kernel4") == (0, 1, 2, 3)
-    gpu = nb.setup(profile="gpu", device="cpu")
-    assert all(mixer.seeds_for(gpu, n) == gpu.seeds for n in exp.ARMS)
+        assert experiments.seeds_of(name, "cpu") == (0, 1, 2)
+    assert experiments.seeds_of("mixer/kernel4", "cpu") == (0,)
+    assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=range(4)) == (0, 1, 2, 3)
+    assert all(experiments.seeds_of(n, "gpu") == (0, 1, 2) for n in exp.ARMS)
+    seeds = {}
+    for run in experiments.plan(["mixer/kernel4", "mixer/flat_d512"], "cpu", device="cpu"):
+        seeds.setdefault(run.name, []).append(run.seed)
+    assert seeds == {"mixer/kernel4": [0], "mixer/flat_d512": [0, 1, 2]}
+    shifted = nb.setup(profile="cpu", seed=5)  # the notebook's first seed shifts every arm's seeds
+    assert [r.seed for r in shifted.plan(["mixer/kernel4", "mixer/flat_d512"])] == [5, 5, 6, 7]
 
 
 def test_an_expansion_above_one_leaves_dead_weights_and_one_does_not():

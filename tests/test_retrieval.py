@@ -203,14 +203,62 @@ def test_every_retrieval_experiment_builds_at_every_profile():
     assert experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu").data.queries == "instruct"
 
 
+def _retrieval_run(name="retrieval/flat_d512_c32"):
+    return experiments.planned(name, "smoke", 0, device="cpu")
+
+
 def test_a_smoke_run_end_to_end_through_the_store():
-    cfg = experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu")
-    run = rexp.run(cfg)
+    planned = _retrieval_run()
+    assert [n.name for n in planned.needs] == ["mixer/flat_d512"]  # the embedder run is trained first
+    run = planned.train()
     assert run.finished and set(run.summary["final"]) == {"train", "test", "train_acc", "test_acc"}
-    assert run.procedure["settings"]["embedder_key"]
+    assert run.procedure["settings"]["embedder_key"] == planned.needs[0].key()
     emb = torch.load(run.summary["embeddings"]["file"], weights_only=True)
-    assert emb["query_test"].shape[0] == run.summary["pairs"]["query_test"]
-    assert rexp.run(cfg).path == run.path  # reused
+    assert emb["query_test"].shape[0] == run.summary["pairs"]["train"] * 0 + run.summary["pairs"]["test"]
+    assert run.evals()["step"].iloc[0] == 0  # evaluated before the first step, from chance
+    assert _retrieval_run().train().path == run.path  # reused
+    assert experiments.planned("retrieval/untrained_d1024_c32", "smoke", 0, device="cpu").needs == ()
+
+
+@pytest.mark.parametrize("stop_at", [1, 3])
+def test_a_retrieval_run_resumes_byte_identically_after_an_interrupt(tmp_path, stop_at):
+    """The matcher trains through the shared trainer: a Ctrl-C (a callback raising KeyboardInterrupt, as a second
+    Ctrl-C does) keeps a checkpoint, and running the same run again resumes it to the same bytes."""
+    from lmcompanion.train import RunStore
+
+    planned = _retrieval_run()
+    whole = planned.train(RunStore(tmp_path / "whole"))
+
+    def stop(step):
+        if step == stop_at:
+            raise KeyboardInterrupt
+
+    store = RunStore(tmp_path / "cut")
+    with pytest.raises(KeyboardInterrupt):
+        planned.train(store, callbacks=[stop])
+    folder = store.folder(planned.config, planned.procedure.fn, planned.settings)
+    assert (folder / "ckpt.pt").is_file() and not (folder / "summary.json").exists()
+    resumed = planned.train(store)
+    assert resumed.summary["resumed_from"] == stop_at
+    assert (resumed.path / "metrics.jsonl").read_bytes() == (whole.path / "metrics.jsonl").read_bytes()
+    assert (resumed.path / "model.pt").read_bytes() == (whole.path / "model.pt").read_bytes()
+
+
+def test_a_retrieval_run_stops_before_a_non_finite_update(tmp_path, monkeypatch):
+    from lmcompanion.errors import TrainingDiverged
+    from lmcompanion.models.matcher import Matcher
+    from lmcompanion.train import RunStore
+
+    planned = _retrieval_run()
+    forward = Matcher.forward
+
+    def poisoned(self, x, targets=None):
+        out = forward(self, x, targets)
+        return out if not self.training else type(out)(out.logits, out.loss * float("nan"), out.aux)
+
+    monkeypatch.setattr(Matcher, "forward", poisoned)
+    with pytest.raises(TrainingDiverged, match="stopped at step 0"):
+        planned.train(RunStore(tmp_path))
 
 
 def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys):
@@ -220,8 +268,7 @@ def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys
 
     from lmcompanion.cli import main
 
-    cfg = experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu")
-    run = rexp.run(cfg)
+    run = _retrieval_run().train()
     assert main(["export-retrieval", str(run.path), "-o", str(tmp_path)]) == 0
     f = np.load(capsys.readouterr().out.strip(), allow_pickle=False)
     ours = json.loads(str(f["ours"]))
@@ -235,7 +282,7 @@ def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys
     assert np.mean(scores.argmax(-1) == label) == pytest.approx(ours["cosine_top1"])
     assert ours["matcher_test_ce"] == run.summary["final"]["test"]
     assert main(["export-retrieval", "mixer/flat_d256", "--profile", "smoke", "-o", str(tmp_path)]) == 2
-    assert "not a retrieval run" in capsys.readouterr().err
+    assert "not a run of a retrieval arm" in capsys.readouterr().err
     assert main(["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip().endswith(run.path.name + ".npz")  # the name resolves to the same run
 
@@ -252,7 +299,7 @@ def test_pairs_are_split_by_story_the_last_tenth_for_testing():
 def test_the_shared_trainer_refuses_a_retrieval_run_naming_the_procedure():
     from lmcompanion import data
 
-    with pytest.raises(ConfigError, match="experiments.retrieval.run"):
+    with pytest.raises(ConfigError, match="its procedure \\('match'\\)"):
         data.build_source(experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu"))
 
 

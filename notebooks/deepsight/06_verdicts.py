@@ -42,58 +42,10 @@ runs = S.arms(NAMES, by="name")  # reused from the run store
 nb.show_verdicts(S, "deepsight", deepsight.verdict_rows(runs))
 
 # %% [markdown]
-# ## At other scales: recorded runs
+# ## Appendix
 #
-# Runs made elsewhere at other profiles (the `gpu` or `paper` profile, on a GPU) and committed as recorded runs
-# (metrics and provenance, no weights) are judged by the same rule. The first table says where they come from;
-# the verdict table of each profile follows, with "no runs" where an arm was not recorded.
-
-# %%
-recorded = nb.recorded_arms(S, NAMES)
-nb.recorded_table(recorded)
-
-# %%
-for profile, found in recorded.items():
-    display(nb.show_verdicts(S, "deepsight", deepsight.verdict_rows(found.runs), profile=profile))
-
-# %% [markdown]
-# ## How far this profile is from the write-up
-#
-# Model size, tokens seen per run and passes over the training data, here and in the write-up (the `paper`
-# profile). A verdict reached far below the write-up's scale may change at its scale; the landing page says which.
-
-# %%
-nb.scale_table(S, NAMES)
-
-# %% [markdown]
-# ## Settings of this profile
-#
-# Every setting in which the profile these verdicts come from differs from the write-up's (`paper`) settings.
-
-# %%
-nb.config_diff(NAMES, S.profile)
-
-# %% [markdown]
-# ## Re-running this chapter at the paper's scale
-#
-# The commands re-execute every notebook of the chapter with the write-up's settings on a GPU. The table gives the
-# training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and training
-# FLOPs of one run and the time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated
-# assumptions, not a measurement); the line under the commands totals every arm at three seeds each. The measured
-# GPU time of an arm appears once a recorded run of it is imported; until then the table says "not recorded yet".
-
-# %%
-print(nb.rerun_commands(nb.chapter_notebooks("deepsight")))
-print("\n" + nb.rerun_total(NAMES))
+# Recorded runs at other profiles, how far this profile is from the write-up and in which settings, what re-running
+# the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.cost_table(S, NAMES, runs)
-
-# %% [markdown]
-# ## Provenance
-#
-# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
-# tokenizers of the runs it used (each run's own record is its folder in the run store).
-
-# %% tags=["nbval-ignore-output"]
-nb.provenance(S)
+nb.appendix(S, "deepsight", NAMES, runs, deepsight.verdict_rows)

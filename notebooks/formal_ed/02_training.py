@@ -37,7 +37,7 @@ literal_examples = None  # ED-Training's n, the first n training examples (None:
 # %%
 from lmcompanion import nb, plots
 from lmcompanion.chapters.formal_ed import training as fe
-from lmcompanion.experiments.formal_ed import NAME, literal_config
+from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 cfg = S.config(NAME)
@@ -88,7 +88,7 @@ fe.encoding_table(cfg.data, n=2)
 # the code.
 
 # %%
-literal_runs = [S.use(fe.literal_run(S.config(NAME, s), lit)) for s in S.seeds]
+literal_runs = S.runs(LITERAL, settings=lit)
 
 # %% [markdown]
 # ## The batched run through the shared trainer

@@ -41,7 +41,7 @@ from lmcompanion import nb, plots, verdicts
 from lmcompanion.chapters.formal_ed import algorithm, training
 from lmcompanion.chapters.formal_ed import inference as fe
 from lmcompanion.errors import ConfigError
-from lmcompanion.experiments.formal_ed import NAME, NOTEBOOKS, literal_config, protocol
+from lmcompanion.experiments.formal_ed import LITERAL, NAME, NOTEBOOKS, literal_config, protocol
 from lmcompanion.models import formal_ed_literal
 from lmcompanion.models.formal_ed import tempered
 
@@ -144,7 +144,7 @@ fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len
 
 # %%
 lit = literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
-literal_runs = [S.use(training.literal_run(S.config(NAME, s), lit)) for s in S.seeds]  # reused from the training notebook
+literal_runs = S.runs(LITERAL, settings=lit)  # reused from the training notebook
 agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
 z, x, _ = algorithm.longest_example(cfg.data)
 dep = algorithm.dependence(model, z, x)

@@ -29,14 +29,14 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb, plots, tables
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import hourglass
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
 # %%
-ARMS = hourglass.arms(hourglass.MODES, S.profile)
+ARMS = [n for n in hourglass.MODES if experiments.runs_at(n, S.profile)]
 print(hourglass.skipped_note(hourglass.MODES, S.profile))
 nb.params_table(ARMS, S.profile)
 

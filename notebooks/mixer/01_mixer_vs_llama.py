@@ -52,7 +52,7 @@ mixer.compute.budget_table(S.profile)
 mixer.compute.arm_table(mixer.FIRST + mixer.MAIN, S.profile)
 
 # %%
-runs = mixer.arms(S, mixer.FIRST + mixer.MAIN)
+runs = S.arms(mixer.FIRST + mixer.MAIN, by="name")
 mixer.results(runs)
 
 # %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair (mean over seeds, bands span the seeds).", "name": "mixer-vs-llama-curves"}}

@@ -56,7 +56,7 @@ mixer.analysis.liveness_table()
 mixer.compute.arm_table(mixer.FLAT_EXPANDED, S.profile)
 
 # %%
-runs = mixer.arms(S, mixer.FLAT_EXPANDED)
+runs = S.arms(mixer.FLAT_EXPANDED, by="name")
 mixer.results(runs)
 
 # %% mystnb={"figure": {"caption": "Flat and expanded mixers at d=256 and d=512 (scaled by the profile): loss against counted compute.", "name": "mixer-flat-expanded-compute"}}

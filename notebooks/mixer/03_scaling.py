@@ -46,13 +46,13 @@ mixer.analysis.count_table(mixer.SCALING)
 # landing page), then how each is built.
 
 # %%
-mixer.seed_plan(S, mixer.SCALING)
+S.seed_table(mixer.SCALING)
 
 # %%
 mixer.compute.arm_table(mixer.SCALING, S.profile)
 
 # %%
-runs = mixer.arms(S, mixer.SCALING)
+runs = S.arms(mixer.SCALING, by="name")
 
 # %% [markdown]
 # ## The transformer table

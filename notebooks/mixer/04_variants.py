@@ -40,13 +40,13 @@ print(S.describe())
 
 # %%
 NAMES = list(dict.fromkeys(mixer.PARALLEL + mixer.POSITIONAL))
-mixer.seed_plan(S, NAMES)
+S.seed_table(NAMES)
 
 # %%
 mixer.compute.arm_table(NAMES, S.profile)
 
 # %%
-runs = mixer.arms(S, NAMES)
+runs = S.arms(NAMES, by="name")
 
 # %% [markdown]
 # ## Parallel convolutions

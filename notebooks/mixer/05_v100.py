@@ -43,13 +43,13 @@ print(S.describe())
 
 # %%
 NAMES = list(dict.fromkeys(mixer.V100 + mixer.GPT))
-mixer.seed_plan(S, NAMES)
+S.seed_table(NAMES)
 
 # %%
 mixer.compute.arm_table(NAMES, S.profile)
 
 # %%
-runs = mixer.arms(S, NAMES)
+runs = S.arms(NAMES, by="name")
 mixer.results({n: runs[n] for n in mixer.V100})
 
 # %% mystnb={"figure": {"caption": "The 4×V100 set at this profile: loss against counted compute.", "name": "mixer-v100-compute"}}

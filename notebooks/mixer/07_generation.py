@@ -42,7 +42,7 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 # %%
-runs = mixer.arms(S, mixer.GENERATION)
+runs = S.arms(mixer.GENERATION, by="name")
 first = {experiments.get(n).title: rs[0] for n, rs in runs.items()}
 mixer.analysis.prompt_table(next(iter(first.values())))
 

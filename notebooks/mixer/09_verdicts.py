@@ -38,54 +38,18 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 NAMES = experiments.names("mixer")
-runs = mixer.arms(S, NAMES)  # reused from the run store
+runs = S.arms(NAMES, by="name")  # reused from the run store
 
 # %% tags=["nbval-ignore-output"]
 # (the rows on time per step are measured on this machine and vary from machine to machine)
 nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs))
 
 # %% [markdown]
-# ## At other scales: recorded runs
+# ## The compute of the gpu and paper profiles
 #
-# Runs made elsewhere at other profiles (the `gpu` or `paper` profile, on a GPU) and committed as recorded runs
-# (metrics and provenance, no weights) are judged by the same rule. The first table says where they come from;
-# the verdict table of each profile follows, with "no runs" where an arm was not recorded.
-
-# %%
-recorded = nb.recorded_arms(S, NAMES)
-nb.recorded_table(recorded)
-
-# %%
-for profile, found in recorded.items():
-    display(nb.show_verdicts(S, "mixer", mixer.training_rows(found.runs), profile=profile))
-
-# %% [markdown]
-# ## How far this profile is from the write-up
-#
-# Model size, tokens seen per run and passes over the training data, here and in the write-up (the `paper`
-# profile). A verdict reached far below the write-up's scale may change at its scale; the landing page says which.
-
-# %%
-nb.scale_table(S, NAMES)
-
-# %% [markdown]
-# ## Settings of this profile
-#
-# Every setting in which the profile these verdicts come from differs from the write-up's (`paper`) settings.
-
-# %%
-nb.config_diff(NAMES, S.profile)
-
-# %% [markdown]
-# ## Re-running this chapter on a GPU
-#
-# The commands re-execute every notebook of the chapter with the write-up's settings on a GPU. The first table is
-# the compute budget of each profile; the second estimates the time of the `gpu` and `paper` profiles on one H100
-# from counted FLOPs (an estimate, not a measurement: a conservative share of the bf16 peak plus a fixed cost per
-# step and per run); the last gives the training time per run measured in this build and, once recorded, on a GPU.
-
-# %%
-print(nb.rerun_commands(nb.chapter_notebooks("mixer")))
+# This chapter's own tables: the compute budget of each profile, and the time of the `gpu` and `paper` profiles on
+# one H100 estimated from counted FLOPs (an estimate, not a measurement: a conservative share of the bf16 peak plus
+# a fixed cost per step and per run), for the runs planned there, in all and by notebook.
 
 # %%
 mixer.compute.budget_table("gpu")
@@ -94,22 +58,19 @@ mixer.compute.budget_table("gpu")
 mixer.compute.budget_table("paper")
 
 # %%
-mixer.compute.time_estimate("gpu", nb.DEFAULT_SEEDS["gpu"]).loc[["chapter (sum)"]]
+mixer.compute.time_estimate("gpu").loc[["chapter (sum)"]]
 
 # %%
-mixer.notebook_estimates("gpu", nb.DEFAULT_SEEDS["gpu"])
+mixer.notebook_estimates("gpu")
 
 # %%
-mixer.compute.time_estimate("paper", nb.DEFAULT_SEEDS["paper"]).loc[["chapter (sum)"]]
-
-# %% tags=["nbval-ignore-output"]
-nb.cost_table(S, NAMES, runs)
+mixer.compute.time_estimate("paper").loc[["chapter (sum)"]]
 
 # %% [markdown]
-# ## Provenance
+# ## Appendix
 #
-# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
-# tokenizers of the runs it used (each run's own record is its folder in the run store).
+# Recorded runs at other profiles, how far this profile is from the write-up and in which settings, what re-running
+# the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.provenance(S)
+nb.appendix(S, "mixer", NAMES, runs, mixer.training_rows)

@@ -68,9 +68,8 @@ R.pairs_table(cfg)
 # of candidates). Each is "mean [min, max]" over the seeds (each seed has its own embedder run and candidate draws).
 
 # %%
-MAIN = R.at_profile(R.MAIN, S.profile)
-runs = R.arms(S, MAIN)
-R.baselines(runs, MAIN)
+runs = S.arms(R.MAIN, by="name")  # the arms planned at this profile (the cpu profile leaves out two)
+R.baselines(runs, list(runs))
 
 # %% [markdown]
 # ## Provenance

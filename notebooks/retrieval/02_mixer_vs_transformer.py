@@ -33,7 +33,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb
+from lmcompanion import experiments, nb
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -44,9 +44,9 @@ print(S.describe())
 # within its budget):
 
 # %%
-MAIN = R.at_profile(R.MAIN, S.profile)
+MAIN = [n for n in R.MAIN if experiments.runs_at(n, S.profile)]  # the cpu profile leaves out two arms
 print("\n".join(MAIN))
-runs = R.arms(S, MAIN)
+runs = S.arms(MAIN, by="name")
 
 # %% [markdown]
 # ## Results beside the write-up's

@@ -36,15 +36,15 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb
+from lmcompanion import experiments, nb
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
 # %%
-CONTROLS = R.at_profile(R.CONTROLS, S.profile)  # the cpu profile leaves out the batch-axis arm (budget)
-runs = R.arms(S, CONTROLS)
+CONTROLS = [n for n in R.CONTROLS if experiments.runs_at(n, S.profile)]  # cpu leaves out the batch-axis arm
+runs = S.arms(CONTROLS, by="name")
 R.results(runs, CONTROLS)
 
 # %% mystnb={"figure": {"caption": "Train and test cross-entropy of the controls beside the trained mixer's embeddings with the mixer matcher (mean over seeds, bands span the seeds).", "name": "retrieval-controls-curves"}}
@@ -55,7 +55,7 @@ fig = R.curves(runs, CONTROLS)
 # reconstruction loss, per seed.
 
 # %%
-ae = R.arms(S, ["retrieval/autoencoder_d1024"])["retrieval/autoencoder_d1024"]
+ae = S.runs("retrieval/autoencoder_d1024")
 R.autoencoder_table(ae)
 
 # %% [markdown]

@@ -41,70 +41,28 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 NAMES = experiments.names("retrieval")
-runs = R.arms(S, R.at_profile(NAMES, S.profile))  # reused from the run store (the cpu profile trains fewer arms)
+runs = S.arms(NAMES, by="name")  # reused from the run store (the cpu profile plans fewer arms)
 
 # %%
 nb.show_verdicts(S, "retrieval", R.verdict_rows(runs))
 
 # %% [markdown]
-# ## At other scales: recorded runs
+# ## The matcher runs at the paper profile
 #
-# Runs made elsewhere at other profiles (the `gpu` or `paper` profile, on a GPU) and committed as recorded runs
-# (metrics and provenance, no weights) are judged by the same rule. The first table says where they come from;
-# the verdict table of each profile follows.
+# An estimate of the `paper` profile's matcher runs on one H100, from counted FLOPs and stated assumptions
+# (`lmcompanion.chapters.retrieval.rerun_estimate`), without the mixer chapter's language models (the `paper`
+# profile reads TinyStoriesInstruct's summaries from the Hugging Face hub, so it needs the network).
 
 # %%
-recorded = nb.recorded_arms(S, NAMES)
-nb.recorded_table(recorded)
-
-# %%
-for profile, found in recorded.items():
-    display(nb.show_verdicts(S, "retrieval", R.verdict_rows(found.runs), profile=profile))
-
-# %% [markdown]
-# ## How far this profile is from the write-up
-#
-# Model size, tokens seen per run and passes over the training pairs,
-# here and in the write-up (the `paper` profile). A verdict reached far below the write-up's scale may change at
-# its scale; the landing page says which.
-
-# %%
-nb.scale_table(S, NAMES)
-
-# %% [markdown]
-# ## Settings of this profile
-#
-# Every setting in which this profile differs from the write-up's (`paper`) settings.
-
-# %%
-nb.config_diff(NAMES, S.profile)
-
-# %% [markdown]
-# ## Re-running this chapter at the paper's scale
-#
-# The commands re-execute every notebook of the chapter with the write-up's settings on a GPU (the `paper` profile
-# reads TinyStoriesInstruct's summaries from the Hugging Face hub, so it needs the network). The first table gives
-# the training time per run measured in this build and the counted FLOPs of one run at the `gpu` and `paper`
-# profiles; the second an estimate of the paper profile's matcher runs on one H100, from counted FLOPs and stated
-# assumptions (`lmcompanion.chapters.retrieval.rerun_estimate`), without the mixer chapter's language models.
-
-# %%
-print(nb.rerun_commands(nb.chapter_notebooks("retrieval")))
-
-# %% tags=["nbval-ignore-output"]
-nb.cost_table(S, NAMES, runs)
-
-# %%
-estimate, hours = R.rerun_estimate("paper", seeds=nb.DEFAULT_SEEDS["paper"])
+estimate, hours = R.rerun_estimate("paper")
 print(f"paper profile, matcher runs only: about {hours:.0f} hours on one H100 (estimate)")
 estimate
 
 # %% [markdown]
-# ## Provenance
+# ## Appendix
 #
-# Where this page's numbers came from: the profile and seeds, the package's commit, the machine, and the data and
-# tokenizers of the runs it used (each run's own record is its folder in the run store; the embeddings each
-# retrieval run read are named, with their SHA-256, in its summary).
+# Recorded runs at other profiles, how far this profile is from the write-up and in which settings, what re-running
+# the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.provenance(S)
+nb.appendix(S, "retrieval", NAMES, runs, R.verdict_rows)

@@ -1,7 +1,8 @@
 """Throughput and memory of one experiment's training step: ``python -m lmcompanion bench NAME --profile P``.
 
-It builds the run exactly as the trainer does (:func:`lmcompanion.train.trainer.setup`: device, data, model,
-optimizer, autocast, compile), takes the real micro-batches of the run's first step, and times ``--steps``
+It builds the planned run (:func:`lmcompanion.experiments.planned`) exactly as the trainer does
+(:func:`lmcompanion.train.trainer.setup`: device, data or the procedure's batch source, model, optimizer, autocast,
+compile), takes the real micro-batches of the run's first step, and times ``--steps``
 optimizer steps after ``--warmup`` untimed ones. It prints tokens per second, the model FLOPs utilisation (MFU: the
 counted training FLOPs per token, ``Model.flops_per_token``, against the GPU's dense bf16 peak) and the peak memory.
 
@@ -17,15 +18,9 @@ import time
 import torch
 
 from .errors import ConfigError
-from .experiments import retrieval
+from .estimate import peak_flops
+from .experiments import PlannedRun
 from .train import trainer
-
-# Dense bf16 tensor-core peaks from the vendors' data sheets (FLOP/s), for MFU; unknown devices print no MFU.
-PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "L4": 121e12}
-
-
-def peak_flops(device_name: str) -> float | None:
-    return next((v for k, v in PEAK_BF16.items() if k in device_name), None)
 
 
 def _sync(device: torch.device) -> None:
@@ -33,11 +28,17 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def bench(cfg, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5) -> dict:
+def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5) -> dict:
+    """Time ``steps`` optimizer steps of a planned run (see the module doc)."""
     if steps < 1 or warmup < 0 or rounds < 1:
         raise ConfigError(f"bench needs --steps >= 1, --warmup >= 0 and --rounds >= 1 (got {steps}, {warmup}, {rounds})")
-    # a retrieval run's batches are embeddings made by another run: built as its own procedure builds them
-    s = trainer.setup(cfg, source=retrieval.matching_source(cfg) if cfg.data.kind == "retrieval" else None)
+    proc, cfg = run.procedure, run.config
+    if proc.fn is not None and proc.source is None:
+        raise ConfigError(f"{cfg.name} is trained by {proc.name} ({proc.description}), not by the trainer's step: "
+                          "bench times the trainer's step only")
+    for need in run.needs:  # the runs its batches are made from
+        need.train()
+    s = trainer.setup(cfg, source=proc.source(cfg) if proc.source is not None else None)
     if cfg.device == "cuda":
         torch.cuda.reset_peak_memory_stats(s.device)
     batches = [{k: v.to(s.device) for k, v in b.items()} for b in s.source.train_batches(0)]

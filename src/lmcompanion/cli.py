@@ -8,9 +8,10 @@
                                               execute a notebook source with papermill
   runs                                        the finished runs in the store (and damaged ones)
   retrain RUN_FOLDER                          train a run folder's config again (e.g. after damage)
-  train-chapter CHAPTER [--profile P] [--seeds N] [--budget-s S] [--record]
-                                              train a chapter's experiments run by run (finished ones are
-                                              reused), recording each as it finishes; stops starting runs after S s
+  train-chapter CHAPTER [--profile P] [--seeds N] [--budget-s S] [--record] [--plan]
+                                              train the runs a chapter's notebooks read (its plan), run by run
+                                              (finished ones are reused), recording each as it finishes; stops
+                                              starting runs after S s; --plan prints the runs and their estimate
   record RUN_FOLDER... [-o DIR]               write finished runs as recorded-run files (no weights)
   import-recorded [DIR]                       import recorded-run files into the run store
   export-retrieval RUN... [--profile P] [--seed S] [-o DIR]
@@ -34,8 +35,6 @@ from .bench import bench
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError
-from .experiments import retrieval
-from .nb import DEFAULT_SEEDS
 from .runner import run_notebook
 
 
@@ -66,23 +65,18 @@ def _cmd_params(args) -> None:
         print(line)
 
 
+def _planned(args, seed: int | None = None) -> experiments.PlannedRun:
+    """The run of ``args.name`` as the plan builds it (its procedure, its settings, the runs it reads)."""
+    return experiments.planned(args.name, args.profile, args.seed if seed is None else seed, device=args.device,
+                               overrides=parse_overrides(getattr(args, "set", None)))
+
+
 def _cmd_train(args) -> None:
-    cfg = experiments.config(args.name, args.profile, seed=args.seed, device=args.device,
-                             overrides=parse_overrides(args.set))
-    run = _train(train.RunStore(), cfg, force=args.force, progress=_progress(args))
+    run = _planned(args).train(force=args.force, progress=_progress(args))
     if int(os.environ.get("RANK", "0")) == 0:
         s = run.summary
         print(f"{run.path}")
         print(json.dumps({k: s.get(k) for k in ("final", "best", "params", "tokens_per_s", "train_time_s")}, indent=1))
-
-
-def _train(store, cfg, force: bool = False, progress=None):
-    """Train ``cfg`` by its procedure: a retrieval run embeds with another run's model, then trains its matcher."""
-    if cfg.data.kind == "retrieval":
-        if force:
-            raise LMCError("--force is not supported for retrieval runs: delete the run's folder to retrain it")
-        return retrieval.run(cfg, store)
-    return store.run(cfg, force=force, progress=progress)
 
 
 def _cmd_run_notebook(args) -> None:
@@ -110,22 +104,26 @@ def _cmd_retrain(args) -> None:
 
 def _cmd_train_chapter(args) -> None:
     started = time.monotonic()
-    names = experiments.names(args.chapter)
-    seeds = range(args.seeds if args.seeds is not None else DEFAULT_SEEDS[args.profile])
+    todo = experiments.plan(args.chapter, args.profile, seeds=args.seeds, device=args.device)
+    if args.plan:
+        for run in todo:
+            print(f"{run.id}  {run.minutes():8.2f} min")
+        print(f"total {experiments.minutes_total(todo):.1f} min (estimated on one H100, {len(todo)} runs)")
+        return
     store = train.RunStore()
-    todo = [(n, s) for s in seeds for n in names]  # every arm's first seed first: a cut-off session covers all arms
-    for i, (name, seed) in enumerate(todo):
-        cfg = experiments.config(name, args.profile, seed=seed, device=args.device)
-        done = store.get(cfg)
+    for i, planned in enumerate(todo):
+        done = planned.get(store)
         if done is None:
             elapsed = time.monotonic() - started
             if args.budget_s is not None and elapsed > args.budget_s:
                 print(f"budget of {args.budget_s:.0f} s reached after {elapsed:.0f} s: {len(todo) - i} runs left; "
                       "run the same command again to continue", flush=True)
                 return
-            done = _train(store, cfg, progress=_progress(args))
-        print(f"[{i + 1}/{len(todo)}] {name} seed {seed}: val {done.summary['final'].get('val', float('nan')):.4f} "
-              f"in {done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
+            done = planned.train(store, progress=_progress(args))
+        final = done.summary["final"]
+        held_out = "val" if "val" in final else next(iter(final), "val")
+        print(f"[{i + 1}/{len(todo)}] {planned.id}: {held_out} {final.get(held_out, float('nan')):.4f} in "
+              f"{done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
         if args.record:
             for path in recorded.write([done], args.output or recorded.default_dir()):
                 print(f"    recorded {path}", flush=True)
@@ -143,12 +141,12 @@ def _cmd_import_recorded(args) -> None:
 
 def _cmd_export_retrieval(args) -> None:
     for what in args.runs:
-        run = train.Run(what).check() if os.path.isdir(what) else None
-        cfg = run.config if run else experiments.config(what, args.profile, seed=args.seed, device=args.device)
-        if cfg.data.kind != "retrieval":
-            raise LMCError(f"{what} is a {cfg.data.kind} run, not a retrieval run: name a retrieval/... "
-                           "experiment or its run folder (python -m lmcompanion list --chapter retrieval)")
-        run = run or retrieval.run(cfg)  # an experiment name: its run at --profile, --seed, reused (or trained)
+        if os.path.isdir(what):
+            run = train.Run(what).check()
+            retrieval_chapter.check_exportable(run.config.name, what)
+        else:
+            retrieval_chapter.check_exportable(what, what)
+            run = experiments.planned(what, args.profile, args.seed, device=args.device).train()  # reused or trained
         print(retrieval_chapter.export(run, os.path.join(args.output, run.path.name + ".npz")))
 
 
@@ -159,8 +157,8 @@ def _cmd_pages(args) -> None:
 
 
 def _cmd_bench(args) -> None:
-    cfg = experiments.config(args.name, args.profile, device=args.device, overrides=parse_overrides(args.set))
-    for key, value in bench(cfg, steps=args.steps, warmup=args.warmup, bare=args.bare, rounds=args.rounds).items():
+    result = bench(_planned(args, seed=0), steps=args.steps, warmup=args.warmup, bare=args.bare, rounds=args.rounds)
+    for key, value in result.items():
         print(f"{key:>18}: {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:>18}: {value}")
 
 
@@ -209,9 +207,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("chapter")
     s.add_argument("--profile", default="gpu", help=f"one of {profiles} (default: gpu)")
     s.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    s.add_argument("--seeds", type=int, help="seeds per experiment (default: the profile's)")
+    s.add_argument("--seeds", type=int, help="seeds per experiment (default: each experiment's as registered)")
     s.add_argument("--budget-s", type=float, help="start no new run after this many seconds")
     s.add_argument("--record", action="store_true", help="write each finished run to book/recorded (or -o)")
+    s.add_argument("--plan", action="store_true",
+                   help="print the id of every run it would train, with its estimated H100 minutes, and a total")
     s.add_argument("-o", "--output")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_train_chapter)

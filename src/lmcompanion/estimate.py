@@ -21,10 +21,18 @@ import functools
 from . import models
 from .run import RunConfig
 
-H100_BF16 = 989e12  # H100 SXM dense bf16 tensor-core peak, FLOP/s (the vendor's data sheet)
+# Dense bf16 tensor-core peaks from the vendors' data sheets (FLOP/s, SXM parts), for MFU and the estimate; the
+# book's one table of them.
+PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "L4": 121e12}
+H100_BF16 = PEAK_BF16["H100"]
 MFU_BY_PASS = ((1e13, 0.30), (1e12, 0.15), (1e11, 0.05), (0.0, 0.02))  # (FLOPs per pass at least, assumed MFU)
 STEP_OVERHEAD_S = 0.010
 RUN_OVERHEAD_S = 5.0
+
+
+def peak_flops(device_name: str) -> float | None:
+    """The dense bf16 peak of a GPU named ``device_name`` (e.g. "NVIDIA H100 80GB HBM3"); None when unknown."""
+    return next((v for k, v in PEAK_BF16.items() if k in device_name), None)
 
 
 def mfu(pass_flops: float) -> float:
@@ -51,4 +59,4 @@ def seconds(cfg: RunConfig) -> float:
             + RUN_OVERHEAD_S)
 
 
-__all__ = ["H100_BF16", "MFU_BY_PASS", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]
+__all__ = ["H100_BF16", "PEAK_BF16", "peak_flops", "MFU_BY_PASS", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]

@@ -20,7 +20,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from . import env, estimate, experiments, models, paths, plots, recorded, stats, train, verdicts
 from .config import check_profile, flat_keys
@@ -29,19 +29,16 @@ from .data.lm import tokenizer
 from .errors import ConfigError
 from .run import RunConfig
 
-# Seeds per arm unless the notebook's n_seeds parameter says otherwise. Three is the fewest with which a comparison
-# can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that everything runs.
-# The write-ups ran one seed per arm: ``-p n_seeds 1`` at the paper profile reproduces that, at a third of the cost,
-# but can decide no comparison.
-DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 3}
+DEFAULT_SEEDS = experiments.DEFAULT_SEEDS  # seeds per arm at each profile (see lmcompanion.experiments.plan)
 
 
 @dataclass(frozen=True)
 class Settings:
     profile: str
     device: str
-    seeds: tuple[int, ...]
+    seeds: tuple[int, ...]  # the profile's seeds (an experiment registered to run its first seed only runs seeds[0])
     overrides: Mapping[str, object] = field(default_factory=dict)
+    explicit: bool = False  # seeds given by the notebook's n_seeds: every arm runs all of them
     started: float = field(default_factory=time.time)  # when the notebook called setup (for its execution time)
     used: dict = field(default_factory=dict, compare=False)  # run folder -> run, every run this notebook read
 
@@ -49,27 +46,64 @@ class Settings:
         seed = self.seeds[0] if seed is None else seed
         return experiments.config(name, self.profile, seed=seed, device=self.device, overrides=self.overrides)
 
-    def run(self, name: str, seed: int | None = None) -> train.Run:
-        """The finished run of experiment ``name`` for one seed (trained now, or reused from the store)."""
-        r = train.run(self.config(name, seed))
+    def plan(self, names: Sequence[str]) -> list[experiments.PlannedRun]:
+        """The runs of ``names`` at this notebook's settings (:func:`lmcompanion.experiments.plan`): the seeds each
+        experiment is registered with (or the notebook's n_seeds), the runs they read first; experiments that do
+        not run at this profile are left out."""
+        return experiments.plan(names, self.profile, seeds=self.seeds if self.explicit else None, device=self.device,
+                                overrides=self.overrides, first_seed=self.seeds[0])
+
+    def _train(self, planned: experiments.PlannedRun) -> train.Run:
+        """Train or reuse a planned run; it and the runs it read count in this page's provenance."""
+        r = planned.train()
+        for need in planned.needs:
+            if (done := need.get()) is not None:
+                self.used[str(done.path)] = done
         self.used[str(r.path)] = r
         return r
 
+    def run(self, name: str, seed: int | None = None, settings=None) -> train.Run:
+        """The finished run of experiment ``name`` for one seed (trained now, or reused from the store)."""
+        seed = self.seeds[0] if seed is None else seed
+        return self._train(experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides,
+                                               settings=settings))
+
     def use(self, run: train.Run) -> train.Run:
-        """Count a run made by another procedure (e.g. the literal ED-Training) in this page's provenance."""
+        """Count a run read another way in this page's provenance."""
         self.used[str(run.path)] = run
         return run
 
-    def runs(self, name: str) -> list[train.Run]:
-        """One finished run per seed."""
-        return [self.run(name, s) for s in self.seeds]
+    def seeds_of(self, name: str) -> tuple[int, ...]:
+        """The seeds experiment ``name`` runs with here: as registered (from this notebook's first seed), or the
+        notebook's n_seeds; none where it does not run at this profile."""
+        seeds = experiments.seeds_of(name, self.profile, self.seeds if self.explicit else None)
+        return seeds if self.explicit else tuple(s + self.seeds[0] for s in seeds)
+
+    def runs(self, name: str, settings=None) -> list[train.Run]:
+        """One finished run per planned seed of experiment ``name`` (none where it does not run at this profile);
+        ``settings`` replaces its procedure's settings (e.g. the notebook's own ED-Training settings)."""
+        return [self.run(name, s, settings) for s in self.seeds_of(name)]
 
     def arms(self, names: Sequence[str], by: str = "title") -> dict[str, list[train.Run]]:
-        """Each experiment's runs (one per seed), in the order given, keyed by the write-up's label (``by="title"``,
-        for tables and figures) or by the experiment's name (``by="name"``, for the chapters' analyses)."""
+        """Each experiment's planned runs, in the order given, keyed by the write-up's label (``by="title"``, for
+        tables and figures) or by the experiment's name (``by="name"``, for the chapters' analyses); experiments that
+        do not run at this profile are left out."""
         if by not in ("title", "name"):
             raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
-        return {experiments.get(name).title if by == "title" else name: self.runs(name) for name in names}
+        out: dict[str, list[train.Run]] = {}
+        for planned in self.plan(names):  # seed by seed, as train-chapter trains them
+            if planned.name in names:
+                out.setdefault(planned.name, []).append(self._train(planned))
+        ordered = {n: sorted(out[n], key=lambda r: r.seed) for n in names if n in out}
+        return {experiments.get(n).title if by == "title" else n: rs for n, rs in ordered.items()}
+
+    def seed_table(self, names: Sequence[str]):
+        """Which seeds each experiment of ``names`` runs with at this profile (and where it does not run)."""
+        import pandas as pd
+
+        rows = [{"experiment": name, "seeds": ", ".join(map(str, self.seeds_of(name))) or f"not run at {self.profile}"}
+                for name in names]
+        return pd.DataFrame(rows).set_index("experiment")
 
     def describe(self) -> str:
         seeds = ", ".join(map(str, self.seeds))
@@ -84,14 +118,15 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
 
     check_profile(profile)
     n = DEFAULT_SEEDS[profile] if n_seeds is None else n_seeds
-    if not isinstance(n, int) or n < 1:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ConfigError(f"n_seeds must be a positive integer, got {n_seeds!r}")
-    if not isinstance(seed, int) or seed < 0:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     merged = dict(overrides or {})
     if max_steps is not None:
         merged["train.max_steps"] = max_steps
-    settings = Settings(profile, experiments.resolve_device(device, profile), tuple(range(seed, seed + n)), merged)
+    settings = Settings(profile, experiments.resolve_device(device, profile), tuple(range(seed, seed + n)), merged,
+                        explicit=n_seeds is not None)
     if device == "auto" and profile in ("gpu", "paper") and settings.device == "cpu":
         raise ConfigError(f"the {profile!r} profile is sized for a GPU and no CUDA GPU is visible: run it where one is, "
                           "use profile='cpu' on this machine, or pass device='cpu' to run it on the CPU anyway "
@@ -206,24 +241,38 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:,.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
 
 
+def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[experiments.PlannedRun]]:
+    out: dict[str, list[experiments.PlannedRun]] = {}
+    for run in experiments.plan(list(names), profile, device="cpu", needs=False):
+        out.setdefault(run.name, []).append(run)
+    return out
+
+
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
     """What each experiment costs: the training time measured here; for one run at the gpu and paper profiles, the
     tokens and training FLOPs (counted), the time on one H100 estimated from them (:mod:`lmcompanion.estimate`,
-    not a measurement), and the measured time once a recorded run of that profile is imported."""
+    not a measurement), and the measured time once a recorded run of that profile is imported. The gpu and paper
+    columns are those of the runs planned there (:func:`lmcompanion.experiments.plan`)."""
     import pandas as pd
 
     found = recorded.arms(list(names), exclude_profile=settings.profile)
+    planned = {p: _planned_by_name(names, p) for p in ("gpu", "paper")}
     rows = []
     for name in names:
         here = (runs or {}).get(name) or []
         row = {"experiment": name, f"train time here ({settings.profile}, s/run)": (
             f"{stats.mean([r.summary['train_time_s'] for r in here]):.0f}" if here else "")}
         for profile in ("gpu", "paper"):
-            cfg = experiments.config(name, profile, device="cpu")
+            plan = planned[profile].get(name)
             rec = found[profile].runs.get(name, []) if profile in found else []
+            if not plan:
+                row[f"{profile}: tokens/run"] = row[f"{profile}: PFLOP/run"] = "not run"
+                row[f"{profile}: estimated time/run (H100)"] = row[f"{profile}: time/run"] = "not run"
+                continue
+            cfg = plan[0].config
             row[f"{profile}: tokens/run"] = f"{cfg.tokens():,}"
             row[f"{profile}: PFLOP/run"] = f"{cfg.flops() / 1e15:,.2f}"
-            row[f"{profile}: estimated time/run (H100)"] = _minutes(estimate.seconds(cfg))
+            row[f"{profile}: estimated time/run (H100)"] = _minutes(60 * plan[0].minutes())
             row[f"{profile}: time/run"] = (
                 f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
                 f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
@@ -317,12 +366,15 @@ def tokenizer_fingerprint(data_cfg) -> str:
 
 def provenance(settings: Settings):
     """Where this page's numbers came from: the profile and seeds, the package's commit, torch, the device, the data
-    and tokenizers of the runs it used, and how long the page took to execute."""
+    and tokenizers of the runs it used, and how long the page took to execute. The ids of the runs it read are glued
+    into the executed notebook (``runs``), so a test can compare them with the chapter's plan."""
     import pandas as pd
     import torch
+    from myst_nb import glue
 
     state = env.git_state()
     runs = list(settings.used.values())
+    glue("runs", json.dumps(sorted(r.id for r in runs)), display=False)
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
     toks = sorted({f"{r.config.data.tokenizer_name}: {fp}" for r in runs
                    if (fp := tokenizer_fingerprint(r.config.data))})
@@ -353,23 +405,78 @@ def chapter_notebooks(chapter: str) -> list[str]:
     return [str(p.relative_to(root)) for p in sorted(folder.glob("*.py"))]
 
 
-def rerun_total(names: Sequence[str], profile: str = "paper", seeds: int | None = None) -> str:
-    """One sentence: how many runs re-running ``names`` at ``profile`` takes (``seeds`` each, default the profile's)
-    and their total time on one H100, estimated from counted FLOPs (:mod:`lmcompanion.estimate`)."""
-    seeds = DEFAULT_SEEDS[profile] if seeds is None else seeds
-    per_run = [estimate.seconds(experiments.config(n, profile, device="cpu")) for n in names]
-    total_s = seeds * sum(per_run)
+def rerun_total(names: Sequence[str], profile: str = "paper") -> str:
+    """One sentence: how many runs re-running ``names`` at ``profile`` takes (the runs planned there,
+    :func:`lmcompanion.experiments.plan`) and their total time on one H100, estimated from counted FLOPs
+    (:mod:`lmcompanion.estimate`)."""
+    runs = experiments.plan(list(names), profile, device="cpu", needs=False)
+    per_name = _planned_by_name(names, profile)
+    total_s = 60 * experiments.minutes_total(runs)
+    seeds = sorted({len(rs) for rs in per_name.values()})
+    seeds_text = " or ".join(map(str, seeds)) + f" seed{'s' if seeds != [1] else ''}"
 
     def span_of(seconds: float) -> str:
         return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.0f} min"
 
-    return (f"At the {profile} profile: {len(names)} experiment{'s' if len(names) != 1 else ''} x {seeds} "
-            f"seed{'s' if seeds != 1 else ''} = {len(names) * seeds} run{'s' if len(names) * seeds != 1 else ''}, an "
-            f"estimated {span_of(total_s)} of training on one H100 ({span_of(total_s / seeds)} per seed; "
-            "lmcompanion.estimate: stated assumptions, not a measurement).")
+    return (f"At the {profile} profile: {len(per_name)} experiment{'s' if len(per_name) != 1 else ''} x {seeds_text} "
+            f"= {len(runs)} run{'s' if len(runs) != 1 else ''}, an estimated {span_of(total_s)} of training on one "
+            "H100 (lmcompanion.estimate: stated assumptions, not a measurement).")
 
 
 def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:
     """The commands that re-execute a chapter's notebooks at another profile (shown in every chapter)."""
     lines = [f"python -m lmcompanion run-notebook {nb} --profile {profile} -p device {device}" for nb in notebooks]
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# The appendix every verdict notebook ends with
+
+
+def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]],
+             verdict_rows: Callable[[Mapping[str, Sequence[train.Run]]], Sequence[verdicts.Verdict]],
+             cost_names: Sequence[str] | None = None) -> None:
+    """Display the sections every verdict notebook ends with, in one place:
+
+    - the recorded runs of ``names`` at other profiles (one line when there are none), each profile's verdicts by
+      ``verdict_rows`` (glued for the scorecard, like the build's own);
+    - how far this profile is from the write-up (:func:`scale_table`) and every setting in which it differs
+      (:func:`config_diff`);
+    - re-running the chapter at the paper's scale: the commands, the planned runs' estimated total, and the cost of
+      ``cost_names`` (default ``names``; :func:`cost_table`);
+    - the page's provenance (:func:`provenance`).
+    """
+    from IPython.display import Markdown, display
+
+    def section(title: str, text: str) -> None:
+        display(Markdown(f"**{title}** {text}"))
+
+    found = recorded_arms(settings, names)
+    if not found:
+        section("Recorded runs at other profiles.", "None yet: runs made elsewhere (the `gpu` or `paper` profile, on a "
+                "GPU) and committed as recorded runs (`book/recorded/`) appear here, judged by the same rule.")
+    else:
+        section("Recorded runs at other profiles.", "Runs made elsewhere and committed as recorded runs (metrics and "
+                "provenance, no weights), judged by the same rule; where they come from, then each profile's verdicts "
+                "(arms not recorded are left out).")
+        display(recorded_table(found))
+        for profile, f in found.items():
+            display(show_verdicts(settings, chapter, verdict_rows(f.runs), profile=profile))
+    section("How far this profile is from the write-up.", "Model size, tokens seen per run and passes over the "
+            "training data, here and in the write-up (the `paper` profile). A verdict reached far below the "
+            "write-up's scale may change at its scale.")
+    display(scale_table(settings, names))
+    section("Settings of this profile.", f"Every setting in which the `{settings.profile}` profile differs from the "
+            "write-up's (the `paper` profile); empty at the `paper` profile.")
+    display(config_diff(names, settings.profile))
+    section("Re-running this chapter at the paper's scale.", "The commands re-execute every notebook of the chapter "
+            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives "
+            "the training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and "
+            "training FLOPs of one run and its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: "
+            "stated assumptions, not a measurement), or its measured time once a recorded run is imported.")
+    print(rerun_commands(chapter_notebooks(chapter)) + "\n\n" + rerun_total(experiments.chapter_names(chapter)))
+    display(cost_table(settings, list(cost_names or names), runs))
+    section("Provenance.", "Where this page's numbers came from: the profile and seeds, the package's commit, the "
+            "machine, and the data and tokenizers of the runs it used (each run's own record is its folder in the "
+            "run store).")
+    display(provenance(settings))

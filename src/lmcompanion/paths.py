@@ -10,6 +10,7 @@ Three environment variables, each optional:
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -42,3 +43,36 @@ def cache_dir() -> Path:
 def data_dir() -> Path | None:
     env = os.environ.get("LMC_DATA_DIR")
     return Path(env).expanduser() if env else None
+
+
+def atomic_write(path: Path, write, *, fsync: bool = False) -> None:
+    """Write a file whole or not at all: ``write`` (bytes, a str, or a function given a binary file object) fills a
+    temporary file beside ``path`` (named by this process, so two processes never share one), which then replaces
+    ``path``. On any failure (a full disk, an interrupt) the temporary file is removed and ``path`` is left as it was;
+    the error is raised for the caller to name the fix."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            if isinstance(write, str):
+                f.write(write.encode("utf-8"))
+            elif isinstance(write, (bytes, bytearray, memoryview)):
+                f.write(write)
+            else:
+                write(f)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, as hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -12,8 +12,8 @@ made it, its wall time). Never its weights.
 - :func:`arms` finds, for a chapter's experiments, the recorded runs at each profile other than the build's, so the
   notebooks show them beside the build's own runs and judge the claims at that scale too.
 
-A recorded run is used only while its config equals the experiment's config at its profile today (device aside);
-one recorded under an older config is listed as stale and left out of every table and verdict.
+A recorded run is used only while its config is the config planned for its experiment at its profile today (seed
+and device aside); one recorded under an older config is listed as stale and left out of every table and verdict.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def default_dir() -> Path:
 
 
 def _comparable(cfg: RunConfig) -> dict:
-    """A config without what may differ between the recording machine and this one (device and seed)."""
+    """A config without what may differ between the recording machine and this one (the device; the seed is
+    compared on its own)."""
     d = cfg.to_dict()
     d.pop("device")
     d.pop("seed")
@@ -62,9 +63,6 @@ def profile_of(cfg: RunConfig) -> str | None:
 def export(run: Run) -> dict:
     """The recorded form of a finished run of the store."""
     run.check()
-    if run.procedure is not None:
-        raise LMCError(f"{run.path} was made by {run.procedure['procedure']}; only runs of the shared trainer can be "
-                       "recorded")
     cfg = run.config
     profile = profile_of(cfg)
     if profile is None:
@@ -147,26 +145,29 @@ class Found:
 
 
 def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStore | None = None) -> dict[str, Found]:
-    """For each profile (other than ``exclude_profile``) with recorded runs of any of ``names``: those runs, by
-    experiment name and sorted by seed, when their config is the experiment's config at that profile today."""
+    """For each profile (other than ``exclude_profile``) with recorded runs of any of ``names``: the recorded runs of
+    the experiments planned at that profile (:func:`lmcompanion.experiments.plan`) whose config is the planned one
+    today (seed and device aside: a session may record more seeds than the profile's default), by experiment name
+    and sorted by seed; recorded runs of ``names`` that match no planned config (an older config, an experiment no
+    longer planned there) are stale."""
     store = store or RunStore()
-    out: dict[str, Found] = {}
+    by_profile: dict[str, list[Run]] = {}
     for run in store.runs():
-        if not is_recorded(run) or run.config.name not in names:
-            continue
-        profile = recorded_profile(run)
-        if profile == exclude_profile:
-            continue
-        found = out.setdefault(profile, Found(profile, {}, []))
-        current = experiments.get(run.config.name).build(profile)
-        if _comparable(current) == _comparable(run.config):
-            found.runs.setdefault(run.config.name, []).append(run)
-        else:
-            found.stale.append(run)
-    for found in out.values():
-        for name in found.runs:
-            found.runs[name].sort(key=lambda r: r.seed)
-    return {p: out[p] for p in PROFILES if p in out}
+        if is_recorded(run) and run.config.name in names:
+            profile = recorded_profile(run)
+            if profile != exclude_profile:
+                by_profile.setdefault(profile, []).append(run)
+    out: dict[str, Found] = {}
+    for profile in (p for p in PROFILES if p in by_profile):
+        planned = {r.name: _comparable(r.config)
+                   for r in experiments.plan(list(names), profile, seeds=1, device="cpu", needs=False)}
+        found = out[profile] = Found(profile, {}, [])
+        for run in sorted(by_profile[profile], key=lambda r: (r.config.name, r.seed)):
+            if planned.get(run.config.name) == _comparable(run.config):
+                found.runs.setdefault(run.config.name, []).append(run)
+            else:
+                found.stale.append(run)
+    return out
 
 
 __all__ = ["FORMAT", "Found", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of",

@@ -31,21 +31,16 @@ BLIND_SPOT = (ANCHOR, H + "repeat_448_96_e6", H + "vanilla")
 COST_ARMS = HEADLINE + (ANCHOR, H + "repeat_448_96_e6")  # the verdict notebook's cost table
 ALL = tuple(dict.fromkeys(PROTOCOL + EXPERTS + EXPERT_KNOBS + LENGTHS + MODES + HEADLINE))  # every arm trained
 
-# Arms the small profiles leave out to keep the chapter within its cpu budget (12 minutes on two cores); they run at
-# the gpu and paper profiles. Each is a finding of its own (not a headline arm), and the costliest to train.
-SKIPPED_SMALL = (H + "attn_448_96_e6_every1", H + "attn_448_96_e6_mlp6", H + "repeat_448_96_e6_dense")
-
-
-def arms(names: Sequence[str], profile: str) -> list[str]:
-    """The arms of ``names`` that run at ``profile`` (the cpu and smoke profiles leave out SKIPPED_SMALL)."""
-    skipped = SKIPPED_SMALL if profile in ("cpu", "smoke") else ()
-    return [n for n in names if n not in skipped]
-
-
 def skipped_note(names: Sequence[str], profile: str) -> str:
-    left = [experiments.get(n).title for n in names if n not in arms(names, profile)]
+    """Which of ``names`` this profile leaves out (as the experiments are registered: the costliest findings that
+    are not headline arms run at the gpu and paper profiles only, to keep the chapter inside its cpu budget)."""
+    left = [experiments.get(n).title for n in names if not experiments.runs_at(n, profile)]
     return (f"left out at the {profile} profile (budget), run at gpu and paper: " + "; ".join(left)) if left else \
         f"every arm runs at the {profile} profile"
+
+
+def _small_profiles_leave_out(name: str) -> bool:
+    return not experiments.runs_at(name, "cpu")
 
 
 INFERENCE_CUT = 0.5  # "at least 50% flops reduction at inference"
@@ -252,7 +247,7 @@ def unigram_reference(runs: Mapping[str, Sequence]) -> tuple[str, float]:
 
 
 def _not_run(text: str, names: Sequence[str]) -> Verdict:
-    """A claim whose arms this profile leaves out (:data:`SKIPPED_SMALL`): listed, so the scorecard has every claim."""
+    """A claim whose arms the small profiles leave out (as registered): listed, so the scorecard has every claim."""
     return Verdict(text, "", "not run at this profile", f"{INCONCLUSIVE} (not run at this profile: its arms are left "
                    "out to keep within the time budget; the gpu and paper profiles run them)",
                    seeds="0", chance="")
@@ -287,7 +282,7 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
     for text, metric, better, worse, nb in CLAIMS:
         if have(runs, better, worse):
             rows += in_notebook([compared(text, metric, better, worse)], f"{CHAPTER}/{nb}")
-        elif {better, worse} & set(SKIPPED_SMALL):
+        elif any(_small_profiles_leave_out(n) for n in (better, worse)):
             rows += in_notebook([_not_run(text, (better, worse))], f"{CHAPTER}/{nb}")
     e12, s0, rep = H + "attn_448_96_e12", H + "attn_448_96_e6_s0", H + "repeat_448_96_e6"
 
@@ -365,7 +360,7 @@ def test_table(runs: Mapping[str, Sequence]):
 
 
 __all__ = ["ALL", "ANCHOR", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "EXPERTS", "EXPERT_COUNTS", "EXPERT_KNOBS",
-           "HEADLINE", "LENGTHS", "MODES", "PROTOCOL", "SKIPPED_SMALL", "arms", "blind_offsets", "blind_spot_frames",
+           "HEADLINE", "LENGTHS", "MODES", "PROTOCOL", "blind_offsets", "blind_spot_frames",
            "blind_spot_table", "cost_curves", "cost_table", "inference_flops", "inference_table", "last_token_values",
            "lr_schedules", "position_losses", "protocol_table", "skipped_note", "test_table", "verdict_rows",
            "window_losses"]

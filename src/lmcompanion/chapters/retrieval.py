@@ -16,13 +16,12 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .. import estimate, experiments, plots, stats, tables
+from .. import experiments, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
-from ..errors import CheckpointError
+from ..errors import CheckpointError, LMCError
 from ..experiments import retrieval as rexp
 from ..train import checkpoint
-from ..train.store import RunStore
 from ..verdicts import Verdict, claim, have, if_learned, in_notebook, published_pair
 
 CHAPTER = "retrieval"
@@ -30,33 +29,6 @@ MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) 
 CONTROLS = ("retrieval/flat_d1024_c32", "retrieval/untrained_d1024_c32", "retrieval/autoencoder_d1024_c32",
             "retrieval/transformer_matcher_d1024_c32", "retrieval/transformer_matcher_batch_axis_d1024_c32")
 RUN_NAMES = MAIN + CONTROLS[1:]
-# Left out at the cpu profile, to keep the chapter within its budget (fewer arms rather than fewer seeds): the
-# 127-candidate comparison at d_model 512, and the original's batch-axis transformer matcher.
-CPU_SKIP = ("retrieval/flat_d512_c128", "retrieval/llama_d512_c128",
-            "retrieval/transformer_matcher_batch_axis_d1024_c32")
-
-
-def at_profile(names: Sequence[str], profile: str) -> list[str]:
-    """The experiments of ``names`` this chapter trains at ``profile`` (see ``CPU_SKIP``)."""
-    return [n for n in names if profile != "cpu" or n not in CPU_SKIP]
-
-
-def arms(settings, names: Sequence[str]) -> dict[str, list]:
-    """Each experiment's runs, one per seed, trained or reused (a retrieval run by its own procedure, after its
-    embedder run); every run read, the embedders' included, is recorded for the page's provenance."""
-    out = {}
-    for name in names:
-        runs = []
-        for seed in settings.seeds:
-            cfg = settings.config(name, seed)
-            r = rexp.run(cfg)
-            settings.used[str(r.path)] = r
-            if cfg.data.kind == "retrieval" and cfg.data.embedding == "trained":
-                e = rexp.embedder_run(cfg, r.procedure["settings"]["embedder_key"], RunStore(r.path.parent))
-                settings.used[str(e.path)] = e
-            runs.append(r)
-        out[name] = runs
-    return out
 
 
 def chance(n_ctx: int) -> float:
@@ -113,7 +85,7 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
 
     rows = []
     for name in names or list(runs):
-        rs = runs[name]
+        rs = runs.get(name)
         if not rs:
             continue
         exp = experiments.get(name)
@@ -190,6 +162,14 @@ def bm25_top1(run) -> float:
         scores = torch.as_tensor(retriever.get_scores(words))  # one per test story
         hits += int(int(scores[row].argmax()) == label)  # ties (no shared word): the first candidate, a fair guess
     return hits / index.numel()
+
+
+def check_exportable(name: str, what: str) -> None:
+    """Stop unless experiment ``name`` is a retrieval arm (trained by the matcher's procedure)."""
+    if experiments.get(name).procedure != "match":
+        raise LMCError(f"{what} is not a run of a retrieval arm ({name} is trained by "
+                       f"{experiments.get(name).procedure!r}): name a retrieval/... experiment or its run folder "
+                       "(python -m lmcompanion list --chapter retrieval)")
 
 
 def export(run, path: Path | str) -> Path:
@@ -285,23 +265,26 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
 
 # --- the cost of the paper profile -----------------------------------------------------------------------------
 
-def rerun_estimate(profile: str = "paper", seeds: int = 1, names: Sequence[str] = RUN_NAMES):
-    """Estimated time of the matcher runs at ``profile`` on one H100, by the book's one estimate from counted FLOPs
-    (:mod:`lmcompanion.estimate`); the embedder CLMs are the mixer chapter's runs and are not included. Not a
-    measurement."""
+def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
+    """Estimated time of the matcher runs planned at ``profile`` (:func:`lmcompanion.experiments.plan`, each
+    experiment's seeds) on one H100, by the book's one estimate from counted FLOPs (:mod:`lmcompanion.estimate`); the
+    embedder CLMs are the mixer chapter's runs and are not included. Not a measurement. Returns the table and the
+    total in hours."""
     import pandas as pd
 
-    rows = []
-    for name in names:
-        cfg = experiments.config(name, profile, device="cpu")
-        seconds = estimate.seconds(cfg)
-        rows.append({"experiment": name, "steps": f"{cfg.train.max_steps:,}", "PFLOP/run": f"{cfg.flops() / 1e15:,.2f}",
-                     "estimated hours/run (H100)": f"{seconds / 3600:.1f}",
-                     f"estimated hours, {seeds} seed(s)": f"{seeds * seconds / 3600:.1f}"})
-    df = pd.DataFrame(rows).set_index("experiment")
-    total = sum(float(r[f"estimated hours, {seeds} seed(s)"]) for r in rows)
-    return df, total
+    rows: dict[str, dict] = {}
+    for run in experiments.plan(list(names), profile, device="cpu", needs=False):
+        cfg = run.config
+        row = rows.setdefault(run.name, {"experiment": run.name, "steps": f"{cfg.train.max_steps:,}",
+                                         "PFLOP/run": f"{cfg.flops() / 1e15:,.2f}", "runs": 0, "minutes": 0.0})
+        row["runs"] += 1
+        row["minutes"] += run.minutes()
+    total = sum(r["minutes"] for r in rows.values()) / 60
+    df = pd.DataFrame([{**{k: v for k, v in r.items() if k != "minutes"},
+                        "estimated hours/run (H100)": f"{r['minutes'] / r['runs'] / 60:.1f}",
+                        "estimated hours, all runs": f"{r['minutes'] / 60:.1f}"} for r in rows.values()])
+    return df.set_index("experiment"), total
 
 
-__all__ = ["CHAPTER", "CONTROLS", "CPU_SKIP", "MAIN", "RUN_NAMES", "arms", "at_profile", "autoencoder_table", "baselines", "bm25_top1", "chance", "cosine_top1",
+__all__ = ["CHAPTER", "CONTROLS", "MAIN", "RUN_NAMES", "check_exportable", "export", "autoencoder_table", "baselines", "bm25_top1", "chance", "cosine_top1",
            "curves", "pairs_summary", "pairs_table", "rerun_estimate", "results", "verdict_rows"]

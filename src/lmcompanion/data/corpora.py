@@ -251,11 +251,17 @@ def _read_hub(corpus: Corpus, split: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _digest(path: str, size: int, mtime_ns: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return paths.file_sha256(Path(path))
+
+
+def write_cache(path: Path, write) -> None:
+    """Write a cache file atomically (:func:`lmcompanion.paths.atomic_write`), or stop with a message naming the
+    fix."""
+    try:
+        paths.atomic_write(path, write)
+    except OSError as exc:
+        raise DataError(f"cannot write the cache {path} ({exc.strerror or exc}): free disk space or point "
+                        "LMC_CACHE_DIR at a writable folder with room") from None
 
 
 def file_digest(path: Path) -> str:

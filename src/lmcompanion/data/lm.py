@@ -21,7 +21,6 @@ other targets are -100, which the loss ignores), so that every scored token has 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterator, Literal
@@ -203,14 +202,7 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
         counts = {}
         for split, text in texts.items():
             ids = np.asarray(tok.encode(text), dtype=dtype)
-            tmp = folder / f"{split}.bin.tmp{os.getpid()}"
-            try:
-                ids.tofile(tmp)
-                os.replace(tmp, folder / f"{split}.bin")
-            except OSError as exc:
-                tmp.unlink(missing_ok=True)
-                raise DataError(f"cannot write the token cache {folder} ({exc.strerror}): free disk space or point "
-                                "LMC_CACHE_DIR at a writable folder with room") from None
+            corpora.write_cache(folder / f"{split}.bin", ids.tobytes())
             counts[split] = int(ids.size)
         meta = {
             "vocab_size": tok.vocab_size,
@@ -221,9 +213,7 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
             "source": corpora.source_of(cfg.corpus),
             "fingerprint": cfg.fingerprint(),
         }
-        tmp = meta_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(meta, indent=1))
-        os.replace(tmp, meta_path)
+        corpora.write_cache(meta_path, json.dumps(meta, indent=1))
     meta = json.loads(meta_path.read_text())
     splits = {
         s: np.memmap(folder / f"{s}.bin", dtype=meta["dtype"], mode="r", shape=(n,)) for s, n in meta["tokens"].items()

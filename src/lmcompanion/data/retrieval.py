@@ -282,9 +282,11 @@ class MatchingSet:
 
 
 class RetrievalSource:
-    """Training and evaluation batches of matching items (the trainer's source interface)."""
+    """Training and evaluation batches of matching items (the trainer's source interface). Each split is scored by
+    the cross-entropy and the top-1 accuracy of every item (:meth:`score`), from step 0 on (``eval_at_start``)."""
 
     eval_splits = ("train", "test")
+    eval_at_start = True
 
     def __init__(self, embeddings: dict[str, torch.Tensor], n_ctx: int, data_cfg: RetrievalDataConfig, train_cfg,
                  seed: int):
@@ -323,11 +325,18 @@ class RetrievalSource:
     def eval_batches(self, split: str, step: int) -> Iterator[dict[str, torch.Tensor]]:
         yield from self._eval_items(split)
 
+    @staticmethod
+    def score(out, batch) -> dict[str, tuple[torch.Tensor, int]]:
+        """An evaluation batch's summed cross-entropy and hits over its items (the trainer averages them by item)."""
+        logits, y = out.logits.float(), batch["targets"]
+        loss = torch.nn.functional.cross_entropy(logits, y, reduction="sum")
+        return {"": (loss.double(), y.numel()), "_acc": ((logits.argmax(-1) == y).sum().double(), y.numel())}
+
 
 def build_source(run_cfg, rank: int = 0, world: int = 1):
     raise ConfigError(f"{run_cfg.name}: a retrieval run reads embeddings made by another run ({run_cfg.data.embedder}), "
-                      "so it is trained by its own procedure: execute the retrieval chapter's notebooks, or call "
-                      "lmcompanion.experiments.retrieval.run(config)")
+                      "so its source is built by its procedure ('match'): train it through the plan, e.g. "
+                      f"`python -m lmcompanion train {run_cfg.name}`")
 
 
 __all__ = ["MIN_SENTENCES", "MIN_WORDS", "MatchingSet", "Pair", "RetrievalDataConfig", "RetrievalSource",

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Iterator, Literal, Sequence
@@ -268,25 +267,13 @@ def _text_dir(cfg: StoriesDataConfig) -> Path:
     return paths.cache_dir() / "stories" / cfg.corpus / f"{cfg.source}-{rule}{head}-v{CACHE_VERSION}-{fp}"
 
 
-def _write_atomic(path: Path, write) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DataError(f"cannot write the cache {path} ({exc.strerror}): free disk space or point LMC_CACHE_DIR at "
-                        "a writable folder with room") from None
-
-
 def tokenizer(cfg: StoriesDataConfig) -> StoryTokenizer:
     """The config's tokenizer, trained on its training stories once and cached beside their tokens."""
     path = _text_dir(cfg) / "vocab" / f"{cfg.tokenizer_name}.json"
     if path.is_file():
         return StoryTokenizer.load(path, cfg.tokenizer_name)
     tok = StoryTokenizer.train(load_stories(cfg)["train"], cfg.vocab_size, cfg.tokenizer_name)
-    _write_atomic(path, lambda tmp: tmp.write_text(tok.tok.to_str()))
+    corpora.write_cache(path, tok.tok.to_str())
     return tok
 
 
@@ -328,22 +315,17 @@ def _load_tokens(cfg: StoriesDataConfig, fingerprint: str) -> StoryTokens:
             lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
             ids = np.fromiter((i for e in encoded for i in e), dtype=np.uint16, count=int(offsets[-1]))
-            _write_atomic(folder / f"{split}.ids.npy", functools.partial(_save, ids))
-            _write_atomic(folder / f"{split}.offsets.npy", functools.partial(_save, offsets))
+            corpora.write_cache(folder / f"{split}.ids.npy", functools.partial(np.save, arr=ids))
+            corpora.write_cache(folder / f"{split}.offsets.npy", functools.partial(np.save, arr=offsets))
             counts[split] = {"stories": len(texts), "tokens": int(offsets[-1])}
         meta = {"vocab_size": tok.vocab_size, "tokenizer": tok.name, "splits": counts,
                 "source": "generated" if cfg.generated else ("hub" if cfg.source == "hub" else "local"),
                 "fingerprint": fingerprint}
-        _write_atomic(meta_path, lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
+        corpora.write_cache(meta_path, json.dumps(meta, indent=1))
     meta = json.loads(meta_path.read_text())
     ids = {s: np.load(folder / f"{s}.ids.npy", mmap_mode="r") for s in meta["splits"]}
     offsets = {s: np.load(folder / f"{s}.offsets.npy") for s in meta["splits"]}
     return StoryTokens(ids, offsets, meta["vocab_size"], meta["tokenizer"], meta["source"])
-
-
-def _save(array: np.ndarray, path: Path) -> None:
-    with open(path, "wb") as f:
-        np.save(f, array)
 
 
 def _intact(folder: Path, meta_path: Path) -> bool:

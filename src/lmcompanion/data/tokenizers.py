@@ -18,6 +18,7 @@ from typing import Callable, Protocol, Sequence
 
 from .. import paths
 from ..errors import DataError
+from .corpora import write_cache
 
 GPT2_VOCAB = 50257
 GPT2_RANKS_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
@@ -165,15 +166,7 @@ def tokenizer_key(kind: str, vocab_size: int | None = None) -> str:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DataError(f"cannot write the tokenizer cache {path} ({exc.strerror}): point LMC_CACHE_DIR at a writable "
-                        "folder with room") from None
+    write_cache(path, text)
 
 
 def build(kind: str, *, vocab_size: int | None, folder: Path, texts: Callable[[], dict[str, str]]) -> Tokenizer:

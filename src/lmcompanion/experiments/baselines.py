@@ -29,7 +29,8 @@ def baseline_config(profile: str, *, name: str, width: tuple[int, int, int], dro
     return RunConfig(name=name, model=model, data=s.data, train=s.train)
 
 
-@register("ar_ed/baseline", title="baseline", published={"train": 2.937, "val": 3.424, "params": 16_036_800})
+@register("ar_ed/baseline", title="baseline", published={"train": 2.937, "val": 3.424, "params": 16_036_800},
+          also_in=("prologue",))
 def _baseline(profile: str) -> RunConfig:
     return baseline_config(profile, name="ar_ed/baseline", width=scale(profile).baseline)
 

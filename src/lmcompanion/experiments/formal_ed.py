@@ -4,9 +4,10 @@ The same ED-Transformer is trained two ways on the same generated task (reverse 
 
 - ``formal_ed/adamw`` (a registered experiment): batches of examples through the shared trainer, AdamW with
   warmup and cosine decay, the loss averaged per target token;
-- the write-up's ED-Training (``lmcompanion.chapters.formal_ed.training.literal_run``, by the procedure in ``lmcompanion.chapters.formal_ed.procedure``): one example at a time, in order,
-  T epochs, plain gradient steps on the summed loss J(θ), with the settings of :class:`LiteralConfig`. It starts
-  from the same initial weights as the AdamW run of the same seed and is kept in the run store like a trainer run.
+- ``formal_ed/ed_training``: the write-up's ED-Training, trained by the named procedure ``"ed_training"``
+  (:mod:`.ed_training`): one example at a time, in order, T epochs, plain gradient steps on the summed loss J(θ),
+  with the profile's :class:`LiteralConfig` (:func:`literal_config`). It starts from the same initial weights as the
+  AdamW run of the same seed and is kept in the run store like a trainer run.
 
 The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed`` (one module per notebook).
 
@@ -20,13 +21,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .. import estimate
 from ..config import TrainConfig, check_profile
 from ..run import RunConfig
 from ..data.seq2seq import Seq2SeqDataConfig
 from ..models.formal_ed import FormalEDConfig, LiteralConfig
-from .registry import register
+from .ed_training import literal_training
+from .registry import Procedure, register, register_procedure
 
 NAME = "formal_ed/adamw"
+LITERAL = "formal_ed/ed_training"
 NOTEBOOKS = ("notebooks/formal_ed/01_algorithm.py", "notebooks/formal_ed/02_training.py",
              "notebooks/formal_ed/03_inference.py")
 INF = float("inf")
@@ -114,3 +118,24 @@ def literal_config(profile: str, *, T: int | None = None, eta: float | None = No
     base = protocol(profile).literal
     changes = {k: v for k, v in {"T": T, "eta": eta, "n": n}.items() if v is not None}
     return dataclasses.replace(base, **changes)
+
+
+def _literal_settings(cfg: RunConfig, profile: str) -> LiteralConfig:
+    return literal_config(profile)
+
+
+def _literal_minutes(cfg: RunConfig, lit: LiteralConfig) -> float:
+    """One update per example (T x n of them), each one example's forward and backward, plus its evaluations."""
+    one = cfg.train.replace(batch_size=1, grad_accum=1, max_steps=lit.T * lit.n, warmup_steps=0,
+                            eval_interval=max(1, lit.T * lit.n // lit.evals))
+    return estimate.seconds(cfg.replace(train=one)) / 60
+
+
+register_procedure(Procedure("ed_training", literal_training, settings=_literal_settings, minutes=_literal_minutes,
+                             description="the write-up's ED-Training: one example at a time, plain gradient steps"))
+
+
+@register(LITERAL, title="ED-Transformer trained by ED-Training as written (one example at a time)", published={},
+          procedure="ed_training")
+def _literal_run(profile: str) -> RunConfig:
+    return dataclasses.replace(_adamw_run(profile), name=LITERAL)

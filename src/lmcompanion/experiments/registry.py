@@ -1,11 +1,63 @@
-"""The registry of named experiments: ``register`` (a decorator the chapter modules use) and the table it fills."""
+"""The registry of named experiments: ``register`` (a decorator the chapter modules use), the table it fills, and the
+named procedures that train an experiment's runs.
+
+An experiment declares, where it is registered, everything a planner needs (:mod:`lmcompanion.experiments.plan`):
+
+- ``build(profile) -> RunConfig``: its config at each profile;
+- ``profiles``: the profiles it runs at (an arm too costly for the small profiles names only ``gpu`` and ``paper``);
+- ``first_seed_only``: the profiles at which it runs only the first of the profile's seeds (an arm that feeds a
+  table rather than a comparison, kept inside a small profile's budget);
+- ``procedure``: the name of the procedure that trains it (:data:`PROCEDURES`): ``"trainer"``, the shared trainer,
+  unless it says otherwise;
+- ``also_in``: other chapters whose notebooks read its runs.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
+from ..config import PROFILES, suggest
+from ..errors import ConfigError
 from ..run import RunConfig
+
+TRAINER = "trainer"
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """How the runs of an experiment are trained.
+
+    ``fn(cfg, folder, settings, *, progress, callbacks) -> summary`` is a run-store procedure (None: the shared
+    trainer, :func:`lmcompanion.train.trainer.train`). ``settings(cfg, profile)`` gives its settings (part of the run's
+    key), ``needs(cfg)`` the configs of the runs it reads (trained first, by the shared trainer), ``source(cfg, store)``
+    the batch source the trainer steps through (for the benchmark), and ``minutes(cfg, settings)`` its estimated time
+    on one H100 where the trainer's estimate does not apply.
+    """
+
+    name: str
+    fn: Callable | None = None
+    settings: Callable[[RunConfig, str], Any] | None = None
+    needs: Callable[[RunConfig], list[RunConfig]] | None = None
+    source: Callable[..., Any] | None = None
+    minutes: Callable[[RunConfig, Any], float] | None = None
+    description: str = "the shared trainer"
+
+
+PROCEDURES: dict[str, Procedure] = {TRAINER: Procedure(TRAINER)}
+
+
+def register_procedure(procedure: Procedure) -> Procedure:
+    if procedure.name in PROCEDURES:
+        raise ValueError(f"procedure {procedure.name!r} is registered twice")
+    PROCEDURES[procedure.name] = procedure
+    return procedure
+
+
+def procedure(name: str) -> Procedure:
+    if name not in PROCEDURES:
+        raise ConfigError(f"unknown procedure {name!r}{suggest(name, PROCEDURES)}; known: {', '.join(PROCEDURES)}")
+    return PROCEDURES[name]
 
 
 @dataclass(frozen=True)
@@ -16,21 +68,36 @@ class Experiment:
     build: Callable[[str], RunConfig]  # profile -> config (seed 0, device cpu)
     published: Mapping[str, float] = field(default_factory=dict)  # the write-up's numbers: train, val, aux, params
     notes: str = ""
+    profiles: tuple[str, ...] = tuple(PROFILES)  # the profiles it runs at
+    first_seed_only: tuple[str, ...] = ()  # profiles at which it runs the first seed only
+    procedure: str = TRAINER  # the name of its procedure in PROCEDURES
+    also_in: tuple[str, ...] = ()  # other chapters whose notebooks read its runs (the prologue reads ar_ed/baseline)
+
+    def runs_at(self, profile: str) -> bool:
+        return profile in self.profiles
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
-def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = ""):
-    """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``."""
+def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = "",
+             profiles: tuple[str, ...] | None = None, first_seed_only: tuple[str, ...] = (),
+             procedure: str = TRAINER, also_in: tuple[str, ...] = ()):
+    """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``, with where and how it runs."""
+    profiles = tuple(PROFILES) if profiles is None else tuple(profiles)
+    unknown = [p for p in (*profiles, *first_seed_only) if p not in PROFILES]
+    if unknown:
+        raise ValueError(f"experiment {name!r} names unknown profiles {unknown}")
 
     def deco(fn: Callable[[str], RunConfig]):
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} is registered twice")
-        REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes)
+        REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes, profiles,
+                                    tuple(first_seed_only), procedure, tuple(also_in))
         return fn
 
     return deco
 
 
-__all__ = ["Experiment", "REGISTRY", "register"]
+__all__ = ["Experiment", "PROCEDURES", "Procedure", "REGISTRY", "TRAINER", "procedure", "register",
+           "register_procedure"]

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -39,7 +37,7 @@ import numpy as np
 import torch
 
 from .. import models, paths
-from ..config import TrainConfig, check_profile, digest
+from ..config import PROFILES, TrainConfig, check_profile, digest
 from ..data import corpora
 from ..data import retrieval as rdata
 from ..data.stories import left_pad, load_stories, tokenizer
@@ -47,13 +45,12 @@ from ..errors import DataError
 from ..fingerprint import closure
 from ..fingerprint import digest as code_digest
 from ..models.matcher import AutoencoderConfig, MatcherConfig, embed
+from ..paths import atomic_write, file_sha256
 from ..run import RunConfig, spec
-from ..train import checkpoint
-from ..train.schedules import lr_at
 from ..train.store import Run, RunStore
-from ..train.trainer import forward_backward, setup, update
-from . import mixer as clm
-from .registry import REGISTRY, register
+from ..train.trainer import train
+from . import mixer as clm  # noqa: F401  (the embedders are its experiments: registered first)
+from .registry import REGISTRY, Procedure, register, register_procedure
 
 CHAPTER = "retrieval"
 
@@ -168,8 +165,10 @@ def _make(name: str):
                                             batch_axis=batch_axis)
 
 
-for _name, _arm in ARMS.items():
-    register(_name, title=_arm[5], published=_arm[6])(_make(_name))
+# Left out at the cpu profile, to keep the chapter within its budget (fewer arms rather than fewer seeds): the
+# 127-candidate comparison at d_model 512, and the original's batch-axis transformer matcher.
+CPU_SKIP = ("retrieval/flat_d512_c128", "retrieval/llama_d512_c128",
+            "retrieval/transformer_matcher_batch_axis_d1024_c32")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -232,10 +231,7 @@ def embeddings(cfg: RunConfig, store: RunStore | None = None) -> tuple[dict[str,
         out[f"target_{split}"] = _embed_texts(model, tok, [p.story for p in ps], L, device)
     if not all(torch.isfinite(t).all() for t in out.values()):
         raise DataError(f"the embeddings by {cfg.data.embedder} are not finite: its run diverged; retrain it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(out, tmp)
-    tmp.replace(path)
+    atomic_write(path, lambda f: torch.save(out, f))
     return out, path
 
 
@@ -248,66 +244,19 @@ class MatchSettings:
     embedder_key: str  # the key of the embedder's run (the untrained control: of the run it would be)
 
 
-@torch.no_grad()
-def evaluate(model, source: rdata.RetrievalSource, device) -> dict[str, float]:
-    """Mean cross-entropy and top-1 accuracy over each split's fixed evaluation items."""
-    model.eval()
-    out = {}
-    for split in source.eval_splits:
-        loss, hits, n = 0.0, 0, 0
-        for batch in source.eval_batches(split, 0):
-            x, y = batch["x"].to(device), batch["targets"].to(device)
-            logits = model(x).logits.float()
-            loss += torch.nn.functional.cross_entropy(logits, y, reduction="sum").item()
-            hits += int((logits.argmax(-1) == y).sum())
-            n += y.numel()
-        out[split], out[f"{split}_acc"] = loss / n, hits / n
-    model.train()
-    return out
-
-
-def match(cfg: RunConfig, run_dir: Path, settings: MatchSettings) -> dict:
-    """A run-store procedure: embed the pairs with the embedder run, then train the matcher on them."""
+def match(cfg: RunConfig, run_dir: Path, settings: MatchSettings, *, progress=None, callbacks=()) -> dict:
+    """A run-store procedure: embed the pairs with the embedder run, then train the matcher on them with the shared
+    trainer (:func:`lmcompanion.train.trainer.train`: its resume, interrupt and non-finite guards), whose batch
+    source is the embeddings' matching items."""
     if isinstance(settings, dict):
         settings = MatchSettings(**settings)
-    store = RunStore(Path(run_dir).parent)
-    ecfg = embedder_run_config(cfg)
-    if spec(ecfg).key != settings.embedder_key:
-        raise DataError(f"{cfg.name}: its embedder run's key is now {spec(ecfg).key}, not {settings.embedder_key} "
-                        "(the embedder's config or code changed): run it through lmcompanion.experiments.retrieval.run")
-    emb, emb_path = embeddings(cfg, store)
-    tc = cfg.train
-    source = rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, tc, cfg.seed)
-    s = setup(cfg, source=source)
-    records, train_time = [], 0.0
-    with open(Path(run_dir) / "metrics.jsonl", "w") as metrics:
-        def write(record):
-            records.append(record)
-            metrics.write(json.dumps(record) + "\n")
-            metrics.flush()
-
-        write({"step": 0, **{f"eval/{k}": v for k, v in evaluate(s.model, source, s.device).items()}})
-        for step in range(tc.max_steps):
-            t0 = time.perf_counter()
-            lr = lr_at(step, tc)
-            logged, _, _ = forward_backward(s, source.train_batches(step))
-            update(s, lr)
-            train_time += time.perf_counter() - t0
-            done = step + 1
-            if done % tc.log_interval == 0 or done == tc.max_steps or done == 1:
-                write({"step": done, "loss": logged[0], "lr": lr})
-            if done % tc.eval_interval == 0 or done == tc.max_steps:
-                write({"step": done, **{f"eval/{k}": v for k, v in evaluate(s.model, source, s.device).items()}})
-    checkpoint.save(s.model.state_dict(), Path(run_dir) / "model.pt")
-    evals = [{k[5:]: v for k, v in r.items() if k.startswith("eval/")} for r in records if "eval/test" in r]
-    return {
-        "steps": tc.max_steps, "resumed_from": None,
-        "initial": evals[0], "final": evals[-1], "best": min(evals, key=lambda e: e["test"]),
-        "params": s.model.num_params(), "train_time_s": round(train_time, 3),
-        "pairs": {k: int(v.size(0)) for k, v in emb.items()},
-        "embeddings": {"file": str(emb_path), "sha256": checkpoint.file_sha256(emb_path),
-                       "embedder_key": settings.embedder_key},
-    }
+    source = matching_source(cfg, RunStore(Path(run_dir).parent), settings.embedder_key)
+    summary = train(cfg, Path(run_dir), source=source, progress=progress, callbacks=callbacks)
+    emb_path = embeddings_path(cfg)
+    summary["pairs"] = {k: len(v) for k, v in source.sets.items()}
+    summary["embeddings"] = {"file": str(emb_path), "sha256": file_sha256(emb_path),
+                             "embedder_key": settings.embedder_key}
+    return summary
 
 
 match.settings_class = MatchSettings
@@ -330,26 +279,41 @@ class _Named:
     key: str  # what RunStore.folder reads of a run spec
 
 
-def matching_source(cfg: RunConfig, store: RunStore | None = None) -> rdata.RetrievalSource:
-    """The batch source a retrieval run trains on (its embedder run trained or reused, its embeddings made or read
-    from the cache), for tools that build a run's step without its procedure: the benchmark does
-    ``trainer.setup(cfg, source=matching_source(cfg))``."""
+def matching_source(cfg: RunConfig, store: RunStore | None = None,
+                    expected_key: str | None = None) -> rdata.RetrievalSource:
+    """The batch source a retrieval run trains on: the matching items of its pairs' embeddings (made now, with the
+    embedder run trained or reused, or read from the cache). ``expected_key``: the embedder run's key the run was
+    planned with (an error if the embedder's config or code changed since)."""
+    if expected_key is not None and embedder_key(embedder_run_config(cfg)) != expected_key:
+        raise DataError(f"{cfg.name}: its embedder run's key is now {embedder_key(embedder_run_config(cfg))}, not "
+                        f"{expected_key} (the embedder's config or code changed): plan the run again "
+                        f"(`python -m lmcompanion train {cfg.name}`, or re-execute the notebook)")
     emb, _ = embeddings(cfg, store)
     return rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed)
 
 
-def run(cfg: RunConfig, store: RunStore | None = None) -> Run:
-    """The finished run of ``cfg``: a retrieval run by :func:`match` (its embedder run trained or reused first),
-    anything else (the autoencoder) by the shared trainer."""
-    store = store or RunStore()
-    if cfg.data.kind != "retrieval":
-        return store.run(cfg)
-    ecfg = embedder_run_config(cfg)
-    key = embedder_key(ecfg)
-    if cfg.data.embedding == "trained" and not embedder_run(cfg, key, store).finished:
-        store.run(ecfg)  # train it first (outside this run's lock)
-    return store.run(cfg, procedure=match, settings=MatchSettings(key))
+def _settings(cfg: RunConfig, profile: str) -> MatchSettings:
+    return MatchSettings(embedder_key(embedder_run_config(cfg)))
 
 
-__all__ = ["ARMS", "MatchSettings", "embedder_run", "matching_source", "SCALES", "Scale", "autoencoder_config", "embedder_run_config", "embeddings",
-           "embeddings_path", "evaluate", "match", "retrieval_config", "run", "scale"]
+def _needs(cfg: RunConfig) -> list[RunConfig]:
+    """The embedder's run, when its trained weights are read (the untrained control builds its initial weights)."""
+    return [embedder_run_config(cfg)] if cfg.data.embedding == "trained" else []
+
+
+def _bench_source(cfg: RunConfig, store: RunStore | None = None):
+    return matching_source(cfg, store)
+
+
+register_procedure(Procedure("match", match, settings=_settings, needs=_needs, source=_bench_source,
+                             description="the retrieval matcher: embed the pairs with another run, then the shared "
+                                         "trainer on the matching items"))
+
+for _name, _arm in ARMS.items():
+    register(_name, title=_arm[5], published=_arm[6], procedure="match",
+             profiles=tuple(p for p in PROFILES if not (p == "cpu" and _name in CPU_SKIP)))(_make(_name))
+
+
+__all__ = ["ARMS", "CPU_SKIP", "MatchSettings", "SCALES", "Scale", "autoencoder_config", "embedder_key",
+           "embedder_run", "embedder_run_config", "embeddings", "embeddings_path", "match", "matching_source",
+           "retrieval_config", "scale"]

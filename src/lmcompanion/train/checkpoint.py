@@ -6,32 +6,22 @@ checkpoint as it was.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import torch
 
 from ..errors import CheckpointError
+from ..paths import atomic_write, file_sha256  # noqa: F401  (file_sha256: the run store's digests)
 
 
 def save(state: dict, path: Path) -> None:
-    path = Path(path)
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(Path(path), lambda f: torch.save(state, f), fsync=True)
     except OSError as exc:
         raise CheckpointError(
             f"cannot write {path} ({exc.strerror or exc}): free disk space, or point LMC_RUNS_DIR at a writable folder "
             f"with room; the previous checkpoint, if any, is intact"
         ) from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def load(path: Path, map_location="cpu") -> dict:
@@ -44,11 +34,3 @@ def load(path: Path, map_location="cpu") -> dict:
             f"Delete it and run the same command again: the run restarts from scratch (nothing else in "
             f"{path.parent} was changed)."
         ) from None
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

@@ -40,12 +40,9 @@ DIGESTS = "files_sha256"  # summary key: file name -> SHA-256
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        paths.atomic_write(path, json.dumps(obj, indent=1, sort_keys=True))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise CheckpointError(f"cannot write {path} ({exc.strerror or exc}): free disk space, or point LMC_RUNS_DIR "
                               "at a writable folder") from None
 
@@ -56,6 +53,16 @@ def _qualname(fn) -> str:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
+
+
+def _tag(procedure) -> str:
+    return f"-{procedure.__name__}" if procedure is not None else ""
+
+
+def run_id(cfg: RunConfig, procedure=None) -> str:
+    """A run's identity without its key: ``<name>[-<procedure>]-s<seed>@<config digest>``, its folder's name with
+    the config's digest in place of the key (the form of the smoke references, ``tests/nbval/runs.json``)."""
+    return f"{_slug(cfg.name)}{_tag(procedure)}-s{cfg.seed}@{cfg.hash()}"
 
 
 class Run:
@@ -127,6 +134,12 @@ class Run:
         return self.config.name
 
     @property
+    def id(self) -> str:
+        """The run's identity without its key (:func:`run_id`): its folder's name up to the key, and the digest of
+        its config."""
+        return f"{self.path.name.rsplit('-', 1)[0]}@{self.config.hash()}"
+
+    @property
     def seed(self) -> int:
         return self.config.seed
 
@@ -172,8 +185,7 @@ class RunStore:
 
     def folder(self, cfg: RunConfig, procedure=None, settings=None, *, run_spec=None) -> Path:
         run_spec = run_spec or spec(cfg, _qualname(procedure) if procedure else f"{TRAINER}.train", settings)
-        tag = f"-{procedure.__name__}" if procedure is not None else ""
-        return self.root / f"{_slug(cfg.name)}{tag}-s{cfg.seed}-{run_spec.key}"
+        return self.root / f"{_slug(cfg.name)}{_tag(procedure)}-s{cfg.seed}-{run_spec.key}"
 
     def path(self, cfg: RunConfig, procedure=None, settings=None) -> Path:
         return self.folder(cfg, procedure, settings)
@@ -212,8 +224,8 @@ class RunStore:
             callbacks=()) -> Run:
         """The finished run of ``cfg``: reused from the store, or trained (resuming a checkpoint if any).
 
-        ``procedure(cfg, folder, settings) -> summary`` replaces the shared trainer when given; it writes
-        ``metrics.jsonl`` and ``model.pt`` in the trainer's formats.
+        ``procedure(cfg, folder, settings, progress=..., callbacks=...) -> summary`` replaces the shared trainer when
+        given; it writes ``metrics.jsonl`` and ``model.pt`` in the trainer's formats.
         """
         run_spec = spec(cfg, _qualname(procedure) if procedure else f"{TRAINER}.train", settings)
         folder = self.folder(cfg, procedure, settings, run_spec=run_spec)
@@ -244,7 +256,7 @@ class RunStore:
             if procedure is None:
                 summary = train(cfg, folder, progress=progress, callbacks=callbacks)
             else:
-                summary = procedure(cfg, folder, settings)
+                summary = procedure(cfg, folder, settings, progress=progress, callbacks=callbacks)
             if is_main:
                 summary["wall_time_s"] = round(time.perf_counter() - started, 3)  # this process, set-up included
                 summary[DIGESTS] = {name: checkpoint.file_sha256(folder / name) for name in (WEIGHTS, METRICS)}

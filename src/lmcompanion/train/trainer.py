@@ -177,21 +177,33 @@ def update(s: Session, lr: float) -> None:
     s.optimizer.zero_grad(set_to_none=True)
 
 
+def mean_loss(out, batch) -> dict[str, tuple[torch.Tensor, int]]:
+    """The default score of an evaluation batch: its mean loss, one batch counting once."""
+    return {"": (out.loss.double(), 1)}
+
+
 @torch.no_grad()
 def evaluate(model, source, step: int, device: torch.device, amp, d: distributed.Dist) -> dict[str, float]:
-    """Mean loss of K batches per split, in eval mode (plain cross-entropy), over all processes."""
+    """Each split's score over its evaluation batches, in eval mode, over all processes: by default the mean loss of
+    K batches (plain cross-entropy); a source with ``score(out, batch) -> {suffix: (sum, count)}`` says what it
+    measures (the retrieval matcher: the cross-entropy and top-1 accuracy of every item, as ``split`` and
+    ``split_acc``)."""
+    score = getattr(source, "score", None) or mean_loss
     model.eval()
     out = {}
     for split in source.eval_splits:
-        acc = torch.zeros(2, dtype=torch.float64, device=device)
+        sums: dict[str, torch.Tensor] = {}
         for batch in source.eval_batches(split, step):
             batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
             with amp():
-                loss = model(**batch).loss
-            acc[0] += loss.double()
-            acc[1] += 1
-        distributed.all_reduce_sum(acc, d)
-        out[split] = (acc[0] / acc[1]).item()
+                result = model(**batch)
+            for suffix, (total, count) in score(result, batch).items():
+                acc = sums.setdefault(suffix, torch.zeros(2, dtype=torch.float64, device=device))
+                acc[0] += total
+                acc[1] += count
+        for suffix, acc in sums.items():
+            distributed.all_reduce_sum(acc, d)
+            out[split + suffix] = (acc[0] / acc[1]).item()
     model.train()
     return out
 
@@ -277,17 +289,19 @@ def _finite(model: torch.nn.Module) -> bool:
 # The loop
 
 
-def train(cfg, run_dir: Path, *, progress: bool | None = None,
+def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
           callbacks: Iterable[Callable[[int], None]] = ()) -> dict:
     """Train ``cfg`` (a RunConfig) in ``run_dir``, resuming from its checkpoint if one is there.
 
+    ``source`` replaces the batch source the data config builds (a procedure's, e.g. the retrieval matcher's items
+    of another run's embeddings); a source with ``eval_at_start`` is also evaluated before the first step.
     Returns the summary: final and best evaluations, throughput, parameter counts. ``callbacks`` are called
     with the number of completed steps at the end of each step (outside the critical section); one that raises
     KeyboardInterrupt stops the run exactly like a second Ctrl-C (tests use this to interrupt and resume).
     """
     run_dir = Path(run_dir)
     tc = cfg.train
-    s = setup(cfg)
+    s = setup(cfg, source=source)
     d, device, model = s.dist, s.device, s.model
 
     start, train_time, tokens, records = 0, 0.0, 0, []
@@ -336,6 +350,7 @@ def train(cfg, run_dir: Path, *, progress: bool | None = None,
         try:
             # an interrupt during the evaluation of the checkpoint's own step: evaluate it now
             due = start and (start % tc.eval_interval == 0 or start == tc.max_steps)
+            due = due or (start == 0 and getattr(s.source, "eval_at_start", False))
             if due and not any(e["step"] == start for e in metrics.evals()):
                 run_eval(start)
             for step in range(start, tc.max_steps):
@@ -396,16 +411,18 @@ def train(cfg, run_dir: Path, *, progress: bool | None = None,
     if d.is_main:
         checkpoint.save(model.state_dict(), run_dir / WEIGHTS)
     distributed.barrier(d)
-    summary = _summary(cfg, model, metrics.evals(), train_time, tokens, start)
+    summary = _summary(cfg, model, metrics.evals(), train_time, tokens, start, s.source.eval_splits)
     if d.is_main and ckpt_path.exists():
         ckpt_path.unlink()  # the final weights are in model.pt; the optimizer state is no longer needed
     distributed.teardown(d)
     return summary
 
 
-def _summary(cfg, model, history: list[dict], train_time: float, tokens: int, start: int) -> dict:
+def _summary(cfg, model, history: list[dict], train_time: float, tokens: int, start: int,
+             splits: tuple[str, ...] = ("val",)) -> dict:
     final = history[-1] if history else {}
-    best = min(history, key=lambda r: r.get("val", math.inf)) if history else {}
+    held_out = "val" if "val" in splits else splits[-1]  # the best evaluation: on validation, else the last split
+    best = min(history, key=lambda r: r.get(held_out, math.inf)) if history else {}
     summary = {
         "steps": cfg.train.max_steps,
         "resumed_from": start or None,

@@ -3,8 +3,8 @@
 - :mod:`.algorithm` (``01_algorithm``): θ, agreement with the literal transcription, the masks;
 - :mod:`.training` (``02_training``): the task, ED-Training beside AdamW;
 - :mod:`.inference` (``03_inference``): ED-Inference, the temperature, the verdicts;
-- :mod:`.procedure`: the literal ED-Training as a run-store procedure (its run key covers only this path).
 
-The runs are configured in ``lmcompanion.experiments.formal_ed``; the model and the write-up's three algorithms are in
+The runs are configured in ``lmcompanion.experiments.formal_ed`` (the literal ED-Training's procedure in
+``lmcompanion.experiments.ed_training``); the model and the write-up's three algorithms are in
 ``lmcompanion.models.formal_ed``.
 """

@@ -7,14 +7,10 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from ...data.seq2seq import Seq2SeqDataConfig, dataset
-from ...models.formal_ed import LiteralConfig
-from ...config import require
-from ...run import RunConfig
 from ...stats import span
-from ...train import Run, RunStore
+from ...train import Run
 from ...verdicts import INCONCLUSIVE, Verdict, below, claim
 from .inference import exact_match
-from .procedure import literal_training
 
 
 def _curve(run: Run, examples_per_step: int):
@@ -85,13 +81,6 @@ def accuracy_table(groups: Mapping[str, Sequence], data: Seq2SeqDataConfig, *, l
                      "examples checked (train, val)": ", ".join(
                          f"{min(limit or len(s), len(s)):,}" for s in dataset(data).values())})
     return pd.DataFrame(rows).set_index("method")
-
-
-def literal_run(cfg: RunConfig, lit: LiteralConfig, *, force: bool = False) -> Run:
-    """The ED-Training run of ``cfg`` with the settings ``lit``: reused from the run store, or run now."""
-    require(lit.n <= cfg.data.n_train, f"ED-Training's n={lit.n} exceeds data.n_train={cfg.data.n_train}: lower "
-            "the notebook parameter literal_examples or raise data.n_train")
-    return RunStore().run(cfg, procedure=literal_training, settings=lit, force=force)
 
 
 def verdict_literal_training(literal_runs: Sequence[Run]) -> Verdict:

@@ -1,12 +1,11 @@
-"""The masked-mixer chapter (causal language models): which arms each notebook trains, how many seeds each gets
-at each profile, and the verdict of every claim of the write-up's CLM part.
+"""The masked-mixer chapter (causal language models): which arms each notebook reads, and the verdict of every
+claim of the write-up's CLM part.
 
-**Seeds.** The headline claims (the mixer against Llama at fixed compute; flat against expanded mixers) get the
-profile's seeds (three at ``cpu``). The other arms feed tables and trends rather than pairwise claims; at the
-``smoke`` and ``cpu`` profiles they run the first seed only (:data:`ONE_SEED_PROFILES`), which keeps the whole
-chapter inside its 15-minute cpu budget; their pairwise verdicts are then "inconclusive at this scale" by
-construction, and the chapter says so. Ask for more seeds with the notebooks' ``n_seeds`` parameter (any value
-other than the profile's default applies to every arm), or run the ``gpu`` profile, where every arm gets three.
+**Seeds.** How many seeds each arm runs at each profile is declared where the arms are registered
+(:mod:`lmcompanion.experiments.mixer`: the headline arms get the profile's seeds, the others the first seed only at
+``smoke`` and ``cpu``, where their pairwise verdicts are then "inconclusive at this scale" by construction, and the
+chapter says so); the notebooks read them through the plan (``S.arms``). Ask for more seeds with the notebooks'
+``n_seeds`` parameter (it applies to every arm), or run the ``gpu`` profile, where every arm gets three.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from ... import experiments, nb, stats, tables
 from ...stats import span
 from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, between, chance_text, claim, exact, have, in_notebook,
                          published_pair, trend)
+from ...experiments import mixer as exp
 from . import analysis, compute
 
 CHAPTER = "mixer"
@@ -27,7 +27,7 @@ CHAPTER = "mixer"
 FIRST = ["mixer/expanded_d256", "mixer/llama_d128"]  # the write-up's first comparison
 MAIN = ["mixer/flat_d512", "mixer/llama_d512"]  # its flat mixer against Llama at d=512
 FLAT_EXPANDED = ["mixer/flat_d256", "mixer/expanded_d256", "mixer/flat_d512", "mixer/expanded_d512"]
-HEADLINE = tuple(dict.fromkeys(FIRST + MAIN + FLAT_EXPANDED))
+HEADLINE = exp.HEADLINE  # the arms that run every seed at every profile (declared where they are registered)
 LLAMA_D = ["mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d512", "mixer/llama_d1024"]
 FLAT_D = ["mixer/flat_d256", "mixer/flat_d512", "mixer/flat_d1024", "mixer/flat_d2048"]
 EXPANDED_D = ["mixer/expanded_d256", "mixer/expanded_d512", "mixer/expanded_d1024"]
@@ -40,7 +40,6 @@ V100 = ["mixer/llama_tuned", "mixer/kernel4", "mixer/extra_linear", "mixer/heads
         "mixer/hybrid_parallel"]
 GPT = ["mixer/flat_d512", "mixer/gpt"]
 GENERATION = FIRST  # the write-up's samples: the d=256 mixer and the d=128 Llama of its first comparison
-ONE_SEED_PROFILES = ("smoke", "cpu")
 # The arms each notebook trains, in reading order (an arm is trained by the first notebook that uses it).
 NOTEBOOK_ARMS = {
     "01_mixer_vs_llama": FIRST + MAIN,
@@ -52,20 +51,8 @@ NOTEBOOK_ARMS = {
 }
 
 
-def seeds_for(S, name: str) -> tuple[int, ...]:
-    """The seeds experiment ``name`` runs with in this notebook's settings (see the module's docstring)."""
-    if S.profile in ONE_SEED_PROFILES and name not in HEADLINE and len(S.seeds) == nb.DEFAULT_SEEDS[S.profile]:
-        return S.seeds[:1]
-    return S.seeds
-
-
-def arms(S, names: Sequence[str], by: str = "name") -> dict[str, list]:
-    """Like ``S.arms(names, by=...)``, each arm with the seeds :func:`seeds_for` gives it."""
-    return {experiments.get(n).title if by == "title" else n: [S.run(n, s) for s in seeds_for(S, n)] for n in names}
-
-
-def notebook_estimates(profile: str, seeds: int):
-    """Estimated H100 minutes of each notebook at ``profile`` (the runs it trains first, ``seeds`` each), from
+def notebook_estimates(profile: str):
+    """Estimated H100 minutes of each notebook at ``profile`` (the planned runs of the arms it trains first), from
     :func:`compute.time_estimate`."""
     import pandas as pd
 
@@ -73,8 +60,7 @@ def notebook_estimates(profile: str, seeds: int):
     for notebook, names in NOTEBOOK_ARMS.items():
         new = [n for n in names if n not in done]
         done.update(new)
-        minutes = (compute.time_estimate(profile, seeds, new).loc["chapter (sum)", compute.minutes_column(seeds)]
-                   if new else 0.0)
+        minutes = compute.time_estimate(profile, new).loc["chapter (sum)", compute.MINUTES] if new else 0.0
         rows.append({"notebook": notebook, "arms it trains first": len(new), "minutes (estimate)": round(minutes, 1)})
     return pd.DataFrame(rows).set_index("notebook")
 
@@ -87,14 +73,6 @@ def by_title(runs: Mapping[str, Sequence]) -> dict[str, Sequence]:
 def results(runs: Mapping[str, Sequence]):
     """tables.results of runs keyed by experiment name, beside the write-up's numbers."""
     return tables.results(by_title(runs), published=nb.published(list(runs)))
-
-
-def seed_plan(S, names: Sequence[str]):
-    """Which seeds each arm of ``names`` runs with here."""
-    import pandas as pd
-
-    return pd.DataFrame([{"experiment": n, "seeds": ", ".join(map(str, seeds_for(S, n))),
-                          "headline claim": n in HEADLINE} for n in names]).set_index("experiment")
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------------
@@ -323,7 +301,6 @@ def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None) ->
 
 
 __all__ = ["BATCH", "CHAPTER", "CLAIMS", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION", "GPT",
-           "HEADLINE", "HEADS", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "ONE_SEED_PROFILES", "PARALLEL", "POSITIONAL",
-           "SCALING", "SIMILAR", "TIMED", "V100", "analysis", "arms", "by_title", "compute", "count_rows",
-           "exact_rows", "jl_rows", "liveness_rows", "memory_rows", "notebook_estimates", "results", "seed_plan",
-           "seeds_for", "similar", "timed", "training_rows", "untestable", "verdict_rows"]
+           "HEADLINE", "HEADS", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "PARALLEL", "POSITIONAL",
+           "SCALING", "SIMILAR", "TIMED", "V100", "analysis", "by_title", "compute", "count_rows",
+           "exact_rows", "jl_rows", "liveness_rows", "memory_rows", "notebook_estimates", "results", "similar", "timed", "training_rows", "untestable", "verdict_rows"]

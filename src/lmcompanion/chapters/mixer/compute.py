@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ... import estimate, experiments, models, plots, stats
+from ... import experiments, models, plots, stats
 from ...experiments import mixer as exp
 from ...stats import span
 
@@ -219,28 +219,28 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
 # --- the time a profile takes (an estimate, not a measurement) ---------------------------------------------------
 
 
-def minutes_column(seeds: int) -> str:
-    """The column of :func:`time_estimate` that holds the minutes of all ``seeds`` runs of an arm."""
-    return f"minutes for {seeds} seed{'s' if seeds != 1 else ''} (estimate)"
+MINUTES = "minutes, all planned runs (estimate)"  # the column of time_estimate that holds an arm's planned runs
 
 
-def time_estimate(profile: str, seeds: int, names: Sequence[str] | None = None) -> pd.DataFrame:
-    """Estimated H100 time of the chapter's runs at ``profile`` (``seeds`` runs per arm), by the book's one
-    estimate from counted FLOPs (:mod:`lmcompanion.estimate`): not a measurement."""
-    rows = []
-    for name in names or list(exp.ARMS):
-        cfg = experiments.config(name, profile, device="cpu")
-        seconds = estimate.seconds(cfg)
-        rows.append({"experiment": name, "steps": cfg.train.max_steps, "PFLOP per run (train, counted)":
-                     cfg.flops() / 1e15, "minutes per run (estimate)": seconds / 60,
-                     minutes_column(seeds): seeds * seconds / 60})
-    df = pd.DataFrame(rows).set_index("experiment")
+def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Estimated H100 time of the chapter's runs planned at ``profile`` (:func:`lmcompanion.experiments.plan`: the
+    seeds each arm is registered with), by the book's one estimate from counted FLOPs (:mod:`lmcompanion.estimate`):
+    not a measurement."""
+    rows: dict[str, dict] = {}
+    for run in experiments.plan(list(names or exp.ARMS), profile, device="cpu", needs=False):
+        cfg, minutes = run.config, run.minutes()
+        row = rows.setdefault(run.name, {"experiment": run.name, "runs": 0, "steps": cfg.train.max_steps,
+                                         "PFLOP per run (train, counted)": cfg.flops() / 1e15,
+                                         "minutes per run (estimate)": minutes, MINUTES: 0.0})
+        row["runs"] += 1
+        row[MINUTES] += minutes
+    df = pd.DataFrame(list(rows.values())).set_index("experiment")
     df.loc["chapter (sum)"] = df.sum(numeric_only=True)  # steps too: the chapter's optimizer steps in all
-    df[minutes_column(seeds).replace("minutes", "hours")] = df[minutes_column(seeds)] / 60
-    df["steps"] = df["steps"].astype(int)
+    df[MINUTES.replace("minutes", "hours")] = df[MINUTES] / 60
+    df[["runs", "steps"]] = df[["runs", "steps"]].astype(int)
     return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
 
 
 __all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
            "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
-           "minutes_column", "seconds_per_step", "speed_ratio_table", "time_estimate"]
+           "MINUTES", "seconds_per_step", "speed_ratio_table", "time_estimate"]

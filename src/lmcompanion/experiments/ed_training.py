@@ -1,6 +1,7 @@
 """The write-up's ED-Training as a run-store procedure: one example at a time, in order, T epochs, plain gradient
 steps on the summed loss J(θ) (``lmcompanion.models.formal_ed.ed_training``), kept in the run store like a trainer run.
 
+It is the procedure ``"ed_training"`` of the experiment ``formal_ed/ed_training`` (registered in :mod:`.formal_ed`).
 This module is the procedure's whole code path beyond the model, the data and the trainer's evaluation, so its run
 key covers exactly that (and never the chapter's tables or verdicts).
 """
@@ -14,24 +15,27 @@ from pathlib import Path
 
 import torch
 
-from ... import models
-from ...data import build_source
-from ...models.formal_ed import LiteralConfig, ed_training
-from ...train import checkpoint
-from ...train.distributed import Dist
-from ...train.seeding import seed_everything
-from ...train.trainer import evaluate
+from .. import models
+from ..config import require
+from ..data import build_source
+from ..models.formal_ed import LiteralConfig, ed_training
+from ..train import checkpoint
+from ..train.distributed import Dist
+from ..train.seeding import seed_everything
+from ..train.trainer import evaluate
 
 
 def _evaluate(model, source, device) -> dict[str, float]:
     return evaluate(model, source, 0, device, contextlib.nullcontext, Dist())
 
 
-def literal_training(cfg, run_dir: Path, lit: LiteralConfig) -> dict:
+def literal_training(cfg, run_dir: Path, lit: LiteralConfig, **_) -> dict:
     """A run-store procedure: the write-up's ED-Training of ``cfg``'s model on the first ``lit.n`` training
     examples, in order, for ``lit.T`` epochs. It starts from the weights the trainer would start ``cfg`` from (same
     seed), evaluates on the trainer's evaluation batches, and writes ``metrics.jsonl`` (the mean J/(ℓ_X − 1) since
     the last evaluation as ``loss``, then the evaluations) and ``model.pt`` in the trainer's formats."""
+    require(lit.n <= cfg.data.n_train, f"ED-Training's n={lit.n} exceeds data.n_train={cfg.data.n_train}: lower "
+            "the notebook parameter literal_examples or raise data.n_train")
     device = torch.device(cfg.device)
     seed_everything(cfg.seed, deterministic=cfg.train.deterministic)
     torch.manual_seed(cfg.seed)  # as the trainer does right before building the model

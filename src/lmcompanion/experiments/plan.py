@@ -1,0 +1,210 @@
+"""The one road from experiments to runs: :func:`plan` turns (a chapter or experiment names, a profile, seeds) into
+the list of runs to train or read, each with its procedure, its settings and the runs it reads first.
+
+Every caller uses it: the notebooks (``Settings.arms`` in :mod:`lmcompanion.nb`), ``train``, ``train-chapter`` and
+``bench`` on the command line, the recorded-runs lookup and the cost tables. What a run is planned with comes from
+where its experiment is registered (:mod:`.registry`): the profiles it runs at, whether it runs the first seed only,
+and its procedure. So the command a GPU session uses trains exactly the runs the notebooks read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .. import estimate
+from ..config import PROFILES, apply_overrides, check_profile, suggest
+from ..errors import ConfigError
+from ..run import RunConfig, spec
+from ..train.store import Run, RunStore, run_id
+from ..train.trainer import check_device
+from .registry import REGISTRY, Experiment, Procedure, procedure
+
+# Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
+# comparison can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that
+# everything runs. The write-ups ran one seed per arm: n_seeds=1 at the paper profile reproduces that, at a third of
+# the cost, but can decide no comparison.
+DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 3}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a plan: its config (seed and device included), how it is trained, and what it reads first."""
+
+    config: RunConfig
+    procedure: Procedure
+    profile: str
+    given: Any = None  # settings given in place of the procedure's own for the profile
+    needs: tuple["PlannedRun", ...] = ()  # runs it reads, trained before it
+
+    @functools.cached_property
+    def settings(self) -> Any:
+        """The procedure's settings (None for the shared trainer); computed when first asked for (a procedure's
+        settings may need the data, e.g. the key of the run it reads: a plan needs neither data nor network)."""
+        if self.given is not None or self.procedure.settings is None:
+            return self.given
+        return self.procedure.settings(self.config, self.profile)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def id(self) -> str:
+        """``<name>[-<procedure>]-s<seed>@<config digest>``: the form of the smoke references' keys."""
+        return run_id(self.config, self.procedure.fn)
+
+    def key(self) -> str:
+        """The run's key (config, procedure and settings, data fingerprint, code): its folder in the store."""
+        fn = self.procedure.fn
+        return spec(self.config, *((f"{fn.__module__}.{fn.__qualname__}", self.settings) if fn else ())).key
+
+    def get(self, store: RunStore | None = None) -> Run | None:
+        """The finished, intact run in the store (None when it must be trained)."""
+        return (store or RunStore()).get(self.config, self.procedure.fn, self.settings)
+
+    def train(self, store: RunStore | None = None, *, force: bool = False, progress: bool | None = None,
+              callbacks=()) -> Run:
+        """The finished run: reused from the store, or trained (the runs it reads first, each reused if finished)."""
+        store = store or RunStore()
+        for need in self.needs:
+            if need.get(store) is None:
+                need.train(store, progress=progress)
+        return store.run(self.config, procedure=self.procedure.fn, settings=self.settings, force=force,
+                         progress=progress, callbacks=callbacks)
+
+    def minutes(self) -> float:
+        """Estimated minutes on one H100 (:mod:`lmcompanion.estimate`; the procedure's own estimate where it has
+        one), this run only."""
+        if self.procedure.minutes is not None:
+            return self.procedure.minutes(self.config, self.settings)
+        return estimate.seconds(self.config) / 60
+
+
+def chapter_names(chapter: str) -> list[str]:
+    """The experiments a chapter's notebooks read: its own, and those of other chapters it declares it reads."""
+    names = [n for n, e in REGISTRY.items() if e.chapter == chapter or chapter in e.also_in]
+    if not names:
+        known = sorted({e.chapter for e in REGISTRY.values()} | {c for e in REGISTRY.values() for c in e.also_in})
+        raise ConfigError(f"unknown chapter {chapter!r}{suggest(chapter, known)}; chapters with experiments: "
+                          f"{', '.join(known)}")
+    return names
+
+
+def _experiment(name: str) -> Experiment:
+    if name not in REGISTRY:
+        raise ConfigError(f"unknown experiment {name!r}{suggest(name, REGISTRY)}; see `python -m lmcompanion list`")
+    return REGISTRY[name]
+
+
+def runs_at(name: str, profile: str) -> bool:
+    """Whether experiment ``name`` runs at ``profile`` (as registered)."""
+    return _experiment(name).runs_at(check_profile(profile))
+
+
+def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
+    profile's default count from 0, or only seed 0 where the experiment runs the first seed only. None where it
+    does not run at the profile."""
+    exp = _experiment(name)
+    if not exp.runs_at(check_profile(profile)):
+        return ()
+    if seeds is not None:
+        return tuple(seeds)
+    n = 1 if profile in exp.first_seed_only else DEFAULT_SEEDS[profile]
+    return tuple(range(n))
+
+
+def resolve_device(device: str, profile: str) -> str:
+    """'auto' -> 'cuda' when a GPU is visible, else 'cpu'; the smoke profile always runs on the CPU."""
+    import torch
+
+    if device not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"unknown device {device!r}; valid: auto, cpu, cuda")
+    if device == "auto":
+        return "cuda" if profile != "smoke" and torch.cuda.is_available() else "cpu"
+    check_device(device)
+    return device
+
+
+def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "auto",
+           overrides: Mapping[str, object] | None = None) -> RunConfig:
+    """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides
+    (applied together, then validated; a ``device`` override is checked like the ``device`` argument)."""
+    check_profile(profile)
+    overrides = dict(overrides or {})
+    if "device" in overrides:
+        device = str(overrides.pop("device"))
+    cfg = _experiment(name).build(profile)
+    cfg = dataclasses.replace(cfg, seed=seed, device=resolve_device(device, profile))
+    return apply_overrides(cfg, overrides)
+
+
+def planned(name: str, profile: str, seed: int, *, device: str = "auto", overrides: Mapping[str, object] | None = None,
+            settings: Any = None) -> PlannedRun:
+    """One run of experiment ``name``: its config at ``profile`` with ``seed``, its procedure and settings (the
+    procedure's own for the profile unless ``settings`` is given), and the runs it reads."""
+    exp = _experiment(name)
+    cfg = config(name, profile, seed=seed, device=device, overrides=overrides)
+    proc = procedure(exp.procedure)
+    needs = tuple(_needed(c, proc, profile) for c in (proc.needs(cfg) if proc.needs else []))
+    return PlannedRun(cfg, proc, profile, settings, needs)
+
+
+def _needed(cfg: RunConfig, proc: Procedure, profile: str) -> PlannedRun:
+    """A run another run reads: trained by the procedure of its own experiment when that is registered (it always is:
+    embedders are the mixer chapter's runs), with its config as the reader's procedure built it."""
+    exp = REGISTRY.get(cfg.name)
+    own = procedure(exp.procedure) if exp is not None else procedure("trainer")
+    if own.fn is not None:
+        raise ConfigError(f"{proc.name} reads runs of {cfg.name}, which is trained by {own.name}: only runs of the "
+                          "shared trainer can be read by another run")
+    return PlannedRun(cfg, own, profile)
+
+
+def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequence[int] | None = None,
+         device: str = "auto", overrides: Mapping[str, object] | None = None, first_seed: int = 0,
+         needs: bool = True) -> list[PlannedRun]:
+    """The runs of a chapter (``what`` a chapter name) or of experiments (a list of names) at ``profile``.
+
+    ``seeds``: None for each experiment's seeds as registered (the profile's default count, or the first seed only);
+    a count ``n`` (seeds ``first_seed`` .. ``first_seed + n - 1``) or a list of seeds for every experiment. Experiments
+    that do not run at the profile are left out. Runs come seed by seed (every experiment's first seed, then every
+    second seed, ...), so a cut-off session covers every arm first; with ``needs`` the runs a run reads come before
+    it, once.
+    """
+    check_profile(profile)
+    names = chapter_names(what) if isinstance(what, str) else list(dict.fromkeys(what))
+    for name in names:
+        _experiment(name)
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise ConfigError(f"seeds must be a positive number of seeds, got {seeds}")
+        seeds = range(first_seed, first_seed + seeds)
+    per_name = {n: seeds_of(n, profile, seeds) for n in names}
+    if seeds is None:  # as registered, counted from first_seed
+        per_name = {n: tuple(s + first_seed for s in ss) for n, ss in per_name.items()}
+    runs: dict[str, PlannedRun] = {}
+    for i in range(max((len(s) for s in per_name.values()), default=0)):
+        for name in names:
+            if i >= len(per_name[name]):
+                continue
+            run = planned(name, profile, per_name[name][i], device=device, overrides=overrides)
+            for need in run.needs if needs else ():
+                runs.setdefault(need.id, need)
+            runs.setdefault(run.id, run)
+    return list(runs.values())
+
+
+def minutes_total(runs: Sequence[PlannedRun]) -> float:
+    return sum(r.minutes() for r in runs)
+
+
+__all__ = ["DEFAULT_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "minutes_total", "plan", "planned",
+           "resolve_device", "runs_at", "seeds_of"]

@@ -1,0 +1,141 @@
+"""One road from an experiment to its runs: the plan is what the notebooks read, what train-chapter trains and what
+every cost and lookup counts; experiments declare where and how they run, and no chapter plans its own runs."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+
+from lmcompanion import experiments
+from lmcompanion.cli import main
+from lmcompanion.errors import ConfigError
+from lmcompanion.experiments import registry
+
+from conftest import REPO
+
+SRC = REPO / "src" / "lmcompanion"
+NBVAL = REPO / "tests" / "nbval"
+CHAPTERS = sorted(p.name for p in NBVAL.iterdir() if p.is_dir())
+
+
+def _glued_runs(notebook) -> set[str]:
+    """The ids of the runs an executed notebook read (glued by nb.provenance as "runs")."""
+    nb = json.loads(notebook.read_text())
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("metadata", {}).get("scrapbook", {}).get("name") == "runs":
+                prefix = out["metadata"]["scrapbook"].get("mime_prefix", "")
+                return set(json.loads(ast.literal_eval(out["data"][prefix + "text/plain"])))
+    raise AssertionError(f"{notebook} glues no 'runs' (does it end with nb.provenance?)")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_smoke_plan_of_every_chapter_is_exactly_the_runs_its_notebooks_read(chapter):
+    read = set().union(*(_glued_runs(p) for p in sorted((NBVAL / chapter).glob("*.ipynb"))))
+    planned = {r.id for r in experiments.plan(chapter, "smoke", device="cpu")}
+    assert read, "the references read no run: the test cannot fail"
+    assert planned == read, (f"planned, not read: {sorted(planned - read)}; read, not planned: {sorted(read - planned)}"
+                             " (run `make references` after changing a notebook or the plan)")
+
+
+def test_every_chapter_with_notebooks_has_a_plan_and_the_plans_cover_the_smoke_references():
+    ids = set().union(*({r.id for r in experiments.plan(c, "smoke", device="cpu")} for c in CHAPTERS))
+    references = set(json.loads((NBVAL / "runs.json").read_text()))
+    assert ids == references
+
+
+def test_train_chapter_plan_prints_every_run_id_its_estimate_and_a_total(capsys):
+    assert main(["train-chapter", "retrieval", "--profile", "smoke", "--device", "cpu", "--plan"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    plan = experiments.plan("retrieval", "smoke", device="cpu")
+    assert [line.split()[0] for line in lines[:-1]] == [r.id for r in plan]
+    minutes = [float(line.split()[1]) for line in lines[:-1]]
+    assert all(m > 0 for m in minutes)
+    assert lines[-1].startswith("total ") and f"{len(plan)} runs" in lines[-1]
+    assert float(lines[-1].split()[1]) == pytest.approx(sum(minutes), abs=0.1)
+    # the embedders a retrieval run reads come before it, once
+    ids = [r.id for r in plan]
+    for run in plan:
+        for need in run.needs:
+            assert ids.index(need.id) < ids.index(run.id)
+    assert len(ids) == len(set(ids))
+
+
+def test_the_plan_follows_what_each_experiment_declares():
+    # the hourglass arms registered for the gpu and paper profiles only
+    for name in ("hourglass/attn_448_96_e6_every1", "hourglass/repeat_448_96_e6_dense"):
+        assert not experiments.runs_at(name, "cpu") and experiments.runs_at(name, "gpu")
+        assert name not in {r.name for r in experiments.plan("hourglass", "cpu", device="cpu")}
+        assert name in {r.name for r in experiments.plan("hourglass", "gpu", device="cpu")}
+    # the retrieval arms the cpu profile leaves out run at smoke
+    assert not experiments.runs_at("retrieval/flat_d512_c128", "cpu")
+    assert experiments.runs_at("retrieval/flat_d512_c128", "smoke")
+    # seeds: every arm's first seed first, so a cut-off session covers every arm
+    plan = experiments.plan(["ar_ed/baseline", "ar_ed/mse"], "cpu", device="cpu")
+    assert [(r.name, r.seed) for r in plan][:2] == [("ar_ed/baseline", 0), ("ar_ed/mse", 0)]
+    assert len(plan) == 6
+    assert [r.seed for r in experiments.plan(["ar_ed/baseline"], "cpu", seeds=2, first_seed=4, device="cpu")] == [4, 5]
+    # procedures come from the registry
+    assert experiments.planned("formal_ed/ed_training", "smoke", 0).procedure.name == "ed_training"
+    assert experiments.planned("retrieval/flat_d512_c32", "smoke", 0).procedure.name == "match"
+    assert experiments.planned("ar_ed/baseline", "smoke", 0).procedure.fn is None
+    with pytest.raises(ConfigError, match="unknown chapter"):
+        experiments.plan("mixers", "smoke")
+    with pytest.raises(ConfigError, match="did you mean"):
+        experiments.plan(["ar_ed/baselin"], "smoke")
+
+
+def test_a_plan_needs_neither_data_nor_network(monkeypatch):
+    """Planning builds configs and counts FLOPs; the data (a procedure's settings, e.g. the key of the run it reads)
+    is touched only when a run is trained."""
+    from lmcompanion.data import corpora
+
+    def offline(*args, **kwargs):
+        raise AssertionError("the plan read a corpus")
+
+    monkeypatch.setattr(corpora, "fingerprint", offline)
+    for chapter in ("retrieval", "mixer", "formal_ed"):
+        for profile in ("smoke", "gpu", "paper"):
+            runs = experiments.plan(chapter, profile, device="cpu")
+            assert runs and all(r.id for r in runs) and experiments.minutes_total(runs) > 0
+
+
+def test_no_chapter_module_plans_runs_and_only_the_retrieval_experiment_branches_on_its_kind():
+    planners = {"arms", "seeds_for", "at_profile", "CPU_SKIP", "SKIPPED_SMALL", "ONE_SEED_PROFILES", "literal_run"}
+    for path in sorted((SRC / "chapters").rglob("*.py")):
+        defined = {n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Assign)
+                    for t in n.targets if isinstance(t, ast.Name)}
+        assert not defined & planners, f"{path.relative_to(SRC)} defines {sorted(defined & planners)}"
+    allowed = {SRC / "experiments" / "retrieval.py", SRC / "data" / "retrieval.py"}
+    for path in sorted(SRC.rglob("*.py")):
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                parts = [node.left, *node.comparators]
+                kind = any(isinstance(p, ast.Attribute) and p.attr == "kind" for p in parts)
+                retrieval = any(isinstance(p, ast.Constant) and p.value == "retrieval" for p in parts)
+                assert not (kind and retrieval), f"{path.relative_to(SRC)}:{node.lineno} branches on the retrieval kind"
+
+
+def test_registering_an_unknown_profile_or_procedure_is_refused():
+    with pytest.raises(ValueError, match="unknown profiles"):
+        registry.register("x/y", title="t", profiles=("cpu", "laptop"))
+    with pytest.raises(ConfigError, match="unknown procedure"):
+        registry.procedure("matcher")
+
+
+def test_a_run_id_is_its_folder_name_up_to_the_key_and_its_config_digest(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests"))
+    import regression
+
+    from conftest import tiny_run
+    from lmcompanion.train import RunStore
+
+    run = RunStore(tmp_path).run(tiny_run(steps=2))
+    assert run.id == regression.run_id(run.path)
