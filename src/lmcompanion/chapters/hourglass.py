@@ -19,7 +19,7 @@ from ..verdicts import INCONCLUSIVE, Verdict, between, claim, exact, have, if_le
 CHAPTER = "hourglass"
 H = "hourglass/"
 ANCHOR = H + "attn_448_96_e6"  # the write-up's experts sweep: 448-96, attention upsampling, 6 soft experts
-PROTOCOL = (ANCHOR, H + "attn_448_96_e6_constant_lr", H + "attn_448_96_e6_no_final_norm")
+PROTOCOL = (ANCHOR, H + "attn_448_96_e6_constant_lr", H + "attn_448_96_e6_final_norm")
 EXPERTS = (H + "attn_448_96_base", ANCHOR, H + "attn_448_96_e12")  # 0, 6, 12 soft experts
 EXPERT_COUNTS = (0, 6, 12)
 EXPERT_KNOBS = (H + "attn_448_96_e6_mlp6", H + "attn_448_96_e6_every1", H + "attn_448_96_e6_s0")
