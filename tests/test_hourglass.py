@@ -47,7 +47,8 @@ VARIANTS = {
     "learnable_skip": dict(learnable_skip=True),
     "learnable_skip_attn": dict(learnable_skip=True, up_sampling="attn", attn_skip_twice=True),
     "swiglu": dict(activation="swiglu"),
-    "original_quirks": dict(global_ln1=False, qk_norm=False, normalization="layernorm", bias=True, final_norm=False),
+    "original_quirks": dict(global_ln1=False, qk_norm=False, normalization="layernorm", bias=True),
+    "final_norm": dict(final_norm=True, up_sampling="attn"),
     "three_levels": THREE_LEVELS,
     "three_levels_attn": dict(THREE_LEVELS, up_sampling="attn"),
     "pad_to_groups": dict(pad_inputs_to="n_groups"),
@@ -172,10 +173,14 @@ def meta(cfg: HourglassConfig) -> Hourglass:
 def test_base_model_counts_19_55m_as_the_original_counts():
     model = meta(base_config())
     assert model.num_params() == 19_552_768
-    # the global blocks' first norms and the final norm are used here
-    assert model.num_params(as_original=False) == 19_455_296 + 5_248 + 64
-    assert model.original_unused_params() == {"first_group_tokens": 92_160}
-    quirks = meta(base_config(global_ln1=False, final_norm=False))
+    # the global blocks' first norms are used here; the final norm is built only with final_norm=True
+    assert model.num_params(as_original=False) == 19_455_296 + 5_248
+    assert model.original_unused_params() == {"first_group_tokens": 92_160, "head_ln": 64}
+    normed = meta(base_config(final_norm=True))
+    assert normed.num_params() == 19_552_768  # the original counts head_ln whether or not it is applied
+    assert normed.num_params(as_original=False) == 19_455_296 + 5_248 + 64
+    assert normed.original_unused_params() == {"first_group_tokens": 92_160}
+    quirks = meta(base_config(global_ln1=False))
     assert quirks.num_params() == 19_552_768
     assert quirks.num_params(as_original=False) == 19_455_296  # only what the original's forward reads
     assert quirks.original_unused_params() == {"first_group_tokens": 92_160, "global_ln_1": 5_248, "head_ln": 64}
@@ -490,8 +495,8 @@ def test_init_follows_nanogpt_with_32_residual_layers():
     assert params["latent.0.attn.c_attn.weight"].std().item() == pytest.approx(0.02, rel=0.02)
     assert params["decoders.1.first_group_tokens"].shape == (32, 128)  # only the rows the forward reads
     assert params["decoders.1.first_group_tokens"].std().item() == pytest.approx(1.0, rel=0.05)
-    assert model.lm_head.weight is not model.wte.weight and model.ln_f is not None  # untied, a final norm
-    assert Hourglass(run_config(final_norm=False)).ln_f is None  # the original's quirk, as an option
+    assert model.lm_head.weight is not model.wte.weight and model.ln_f is None  # untied, no final norm (the original)
+    assert Hourglass(run_config(final_norm=True)).ln_f is not None  # head_ln applied, as an option
 
 
 def test_embedding_noise_is_on_in_training_only():

@@ -99,3 +99,28 @@ def test_window_losses_score_the_last_32_and_the_last_token_of_the_same_windows(
     # the trainer's own validation loss is the last-32 score of the same windows
     scored = [model(**b).loss for b in build_source(cfg).eval_batches("val", 0)]
     assert got["last 32"] == pytest.approx(torch.stack(scored).mean().item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("final_norm", [False, True])
+def test_head_input_parts_measure_the_embeddings_the_up_projection_and_the_stream_before_any_final_norm(final_norm):
+    from lmcompanion.data.lm import build_source
+    from lmcompanion.models import build
+
+    cfg = experiments.config(chapter.ANCHOR, "smoke", overrides={"model.final_norm": final_norm})
+    torch.manual_seed(0)
+    model = build(cfg.model).eval()
+    got = chapter.head_input_parts(_FakeRun(cfg, model), "val")
+    emb, stream = [], []
+    with torch.no_grad():
+        for b in build_source(cfg).eval_batches("val", 0):
+            s0 = model.embed(b["idx"])  # eval mode: no dropout
+            emb.append(s0.flatten())
+            stream.append(model.hourglass(s0)[0].flatten())  # what the head (or its final norm) receives
+
+    def rms(ts):
+        return torch.cat(ts).square().mean().sqrt().item()
+
+    assert set(got) == {"embeddings", "up-projection", "into the head"} and got["up-projection"] > 0
+    assert got["embeddings"] == pytest.approx(rms(emb), rel=1e-5)
+    assert got["into the head"] == pytest.approx(rms(stream), rel=1e-5)
+    assert (model.ln_f is not None) == final_norm

@@ -10,8 +10,9 @@ Only the parameter names and the config fields were then taken from ``lmcompanio
 parameter is randomised, copied into the reference by an explicit name map that must cover both sides, and the
 two models' logits are compared in eval mode (dropout off) in float64 on random tokens, for one tiny
 configuration per knob. Quirks of the original run as the package's config selects them: global blocks without
-ln_1 (``global_ln1=False``), the skip added twice in attention upsampling (``attn_skip_twice``), no final norm
-(``final_norm=False``), the Perceiver's top-left mask (``perceiver_original_mask``). The shared experts are
+ln_1 (``global_ln1=False``), the skip added twice in attention upsampling (``attn_skip_twice``), the Perceiver's
+top-left mask (``perceiver_original_mask``); the package's default head is the original's (no final norm), and
+``final_norm=True`` applies the norm the original builds. The shared experts are
 applied per sample (notes §9.2), not with the original's batch mixing. CPU only, a few seconds.
 """
 
@@ -387,7 +388,8 @@ CASES = {
     "no_positions": dict(pos_embd="no", use_pos_embd_in_enc_dec=False),
     "no_stem_positions": {**ATTN, "pos_embd": "no"},
     "latent_loss": {**EXPERTS, "latent_loss": "cos_similarity"},
-    "no_final_norm": {**ATTN, "final_norm": False},  # the original's head (the default applies a final norm)
+    "final_norm": {**ATTN, "final_norm": True},  # head_ln applied (the default, as the original, does not)
+    "final_norm_layernorm_bias": {**EXPERTS, "final_norm": True, "normalization": "layernorm", "bias": True},
     # the original's quirks, as the package's switches select them
     "quirk_global_no_ln1": {**EXPERTS, "global_ln1": False},
     "quirk_attn_skip_twice": {**ATTN, "attn_skip_twice": True},

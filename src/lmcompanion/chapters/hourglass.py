@@ -19,7 +19,7 @@ from ..verdicts import INCONCLUSIVE, Verdict, between, claim, exact, have, if_le
 CHAPTER = "hourglass"
 H = "hourglass/"
 ANCHOR = H + "attn_448_96_e6"  # the write-up's experts sweep: 448-96, attention upsampling, 6 soft experts
-PROTOCOL = (ANCHOR, H + "attn_448_96_e6_constant_lr", H + "attn_448_96_e6_no_final_norm")
+PROTOCOL = (ANCHOR, H + "attn_448_96_e6_constant_lr", H + "attn_448_96_e6_final_norm")
 EXPERTS = (H + "attn_448_96_base", ANCHOR, H + "attn_448_96_e12")  # 0, 6, 12 soft experts
 EXPERT_COUNTS = (0, 6, 12)
 EXPERT_KNOBS = (H + "attn_448_96_e6_mlp6", H + "attn_448_96_e6_every1", H + "attn_448_96_e6_s0")
@@ -93,6 +93,47 @@ def protocol_table(runs: Mapping[str, Sequence], splits: Sequence[str] = ("val",
             row.update({k: stats.span([p[k] for p in per_seed], ".3f") for k in per_seed[0]})
             rows.append(row)
     return pd.DataFrame(rows).set_index(["arm", "split"])
+
+
+@torch.no_grad()
+def head_input_parts(run, split: str = "val") -> dict[str, float]:
+    """The run's model on the evaluation windows of ``split``: the root-mean-square of the token and position
+    embeddings (S_0, the skip of the last level: how the current character enters the token-level stream), of the
+    last decoder's up-projection of the latents (before its position table), and of the stream that enters the head
+    (before the final norm, where there is one), over every position."""
+    model = run.load_model()
+    seen: dict[str, list[torch.Tensor]] = {"embeddings": [], "up-projection": [], "into the head": []}
+
+    def keep(name):
+        return lambda module, args, out=None: seen[name].append((args[0] if out is None else out).float().square())
+
+    hooks = [model.drop.register_forward_hook(keep("embeddings")),
+             (model.lm_head if model.ln_f is None else model.ln_f).register_forward_pre_hook(keep("into the head"))]
+    if model.decoders:
+        hooks.append(model.decoders[-1].proj.register_forward_hook(keep("up-projection")))
+    try:
+        for batch in build_source(run.config).eval_batches(split, 0):
+            model(batch["idx"])
+    finally:
+        for h in hooks:
+            h.remove()
+    return {k: torch.cat([t.flatten() for t in v]).mean().sqrt().item() for k, v in seen.items() if v}
+
+
+def head_input_table(runs: Mapping[str, Sequence], split: str = "val"):
+    """Per arm: :func:`head_input_parts` and the up-projection's RMS over the embeddings' (with attention upsampling
+    the last decoder's blocks read the normalised sum of the two), 'mean [min, max]' over seeds."""
+    import pandas as pd
+
+    rows = []
+    for label, rs in runs.items():
+        parts = [head_input_parts(r, split) for r in rs]
+        row = {"arm": label, "final norm": "yes" if rs[0].config.model.final_norm else "no"}
+        row.update({f"RMS: {k}": stats.span([p[k] for p in parts], ".3g") for k in parts[0]})
+        if "up-projection" in parts[0]:
+            row["up-projection / embeddings"] = stats.span([p["up-projection"] / p["embeddings"] for p in parts], ".3g")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("arm")
 
 
 def last_token_values(runs: Sequence, split: str = "val") -> list[float]:
@@ -361,6 +402,6 @@ def test_table(runs: Mapping[str, Sequence]):
 
 __all__ = ["ALL", "ANCHOR", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "EXPERTS", "EXPERT_COUNTS", "EXPERT_KNOBS",
            "HEADLINE", "LENGTHS", "MODES", "PROTOCOL", "blind_offsets", "blind_spot_frames",
-           "blind_spot_table", "cost_curves", "cost_table", "inference_flops", "inference_table", "last_token_values",
-           "lr_schedules", "position_losses", "protocol_table", "skipped_note", "test_table", "verdict_rows",
-           "window_losses"]
+           "blind_spot_table", "cost_curves", "cost_table", "head_input_parts", "head_input_table", "inference_flops",
+           "inference_table", "last_token_values", "lr_schedules", "position_losses", "protocol_table", "skipped_note",
+           "test_table", "verdict_rows", "window_losses"]

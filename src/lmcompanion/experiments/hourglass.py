@@ -5,8 +5,9 @@ keys: its "Seq Length A-B" (A = n_groups x latent_size[0], B = n_groups x latent
 which S shared: "6 soft experts" keeps the run config's one shared expert, as the write-up's legends never say
 otherwise), the upsampling, DenseFormer, the latent loss. The vanilla transformer is the write-up's nanoGPT baseline
 (:func:`~lmcompanion.models.hourglass.vanilla_config`). The models are the README's intent (global blocks with their
-first norm, the skip added once in attention upsampling, a final norm, shared experts per sample); the original's
-quirks are options of the model config, and one of them, the missing final norm, is also an arm.
+first norm, the skip added once in attention upsampling, shared experts per sample) with the original's head (no
+final norm: the original builds one and never applies it); the original's quirks are options of the model config,
+and the final norm is an arm of its own.
 
 The protocol is the README's: shakespeare_char split 80/10/10 by characters, character tokens, AdamW (0.9, 0.95),
 weight decay 0.25, gradient clipping 1.0, peak lr 4.8e-4 with a linear warmup over 50% of the run and a linear decay
@@ -14,7 +15,8 @@ to 10% of the peak by 85% (``schedule="linear_floor"``), validation on windows e
 32 tokens. The efficient models train "two epochs" and the vanilla transformer one: it takes half their steps
 under the same schedule ("all models lr were fully decayed ... only the amount of data seen differs").
 ``hourglass/attn_448_96_e6_constant_lr`` is the code's schedule instead (constant 4.8e-4), and
-``hourglass/attn_448_96_e6_no_final_norm`` the code's head (no final norm); the code's last-token validation is
+``hourglass/attn_448_96_e6_final_norm`` the anchor with the final norm the code builds and never applies (our default
+until it kept the models at the unigram loss at ``cpu``, issue #23); the code's last-token validation is
 computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``.
 
 Profiles (:data:`SCALES`): ``paper`` is the write-up's own settings (the notes §6: 768 tokens, batch 64 x 136
@@ -219,9 +221,9 @@ ARMS: dict[str, tuple[str, dict, dict]] = {
     # the original code's schedule (constant 4.8e-4) on the anchor
     "hourglass/attn_448_96_e6_constant_lr": ("448-96, 6 soft experts, attn, constant lr (the code)",
                                              dict(ATTN, label=ANCHOR, experts=6, schedule="constant"), {}),
-    # the original code's head: no final norm (it builds head_ln and never applies it), on the anchor
-    "hourglass/attn_448_96_e6_no_final_norm": ("448-96, 6 soft experts, attn, no final norm (the code)",
-                                               dict(ATTN, label=ANCHOR, experts=6, final_norm=False), {}),
+    # the final norm the original code builds (head_ln) and never applies, applied, on the anchor
+    "hourglass/attn_448_96_e6_final_norm": ("448-96, 6 soft experts, attn, final norm (not in the code)",
+                                            dict(ATTN, label=ANCHOR, experts=6, final_norm=True), {}),
 }
 
 
