@@ -333,6 +333,9 @@ def test_a_syntax_error_in_the_parameters_cell_names_the_line(tmp_path):
     (["list", "--chapter", "ar_edd"], "did you mean 'ar_ed'"),
     (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "0"], "--steps >= 1"),
     (["train", "ar_ed/basline", "--profile", "smoke"], "did you mean 'ar_ed/baseline'"),
+    (["train-chapter", "ar_ed", "--profile", "smoke", "--seeds", "0", "--plan"], "positive number of seeds"),
+    (["train-chapter", "mixers", "--profile", "smoke", "--plan"], "did you mean 'mixer'"),
+    (["train", "ar_ed/baseline", "--profile", "smoke", "--seed", "-1"], "seed must be >= 0"),
 ])
 def test_bad_command_lines_get_a_message(argv, message, capsys):
     assert cli.main(argv) == 2
@@ -344,3 +347,256 @@ def test_lmc_progress_0_silences_the_command_line(monkeypatch, capsys):
     monkeypatch.setenv("LMC_PROGRESS", "0")
     assert cli.main(["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.max_steps=3"]) == 0
     assert "step/s" not in capsys.readouterr().err
+
+
+# --- the last cases (issue 28) -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["config.json", "env.json", "summary.json", "procedure.json"])
+def test_every_file_a_finished_run_is_read_from_is_covered_by_its_integrity_record(tmp_path, name, capsys):
+    """A reuse reads the config, the provenance, the summary (and a procedure's settings): damaging any of them, even
+    into valid JSON, leaves the run unfinished, so it is retrained (and load_model names the repair)."""
+    from lmcompanion.experiments import ed_training
+
+    store = RunStore(tmp_path)
+    cfg = experiments.config("formal_ed/adamw", "smoke")
+    lit = ed_training.LiteralConfig(T=1, eta=0.01, n=4, evals=1)
+    done = store.run(cfg, procedure=ed_training.literal_training, settings=lit)
+    assert done.finished
+    path = done.path / name
+    record = json.loads(path.read_text())
+    if name == "summary.json":
+        record["final"]["val"] = 0.0  # a better number than the run made
+    elif name == "procedure.json":
+        record["settings"]["eta"] = 1.0
+    elif name == "config.json":
+        record["train"]["lr"] = 1.0
+    else:
+        record["torch"] = "9.9.9"
+    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    assert not done.finished and name in done.problem()
+    with pytest.raises(CheckpointError, match="lmcompanion retrain"):
+        done.load_model()
+    again = store.run(cfg, procedure=ed_training.literal_training, settings=lit)
+    assert again.finished and "retraining" in capsys.readouterr().err
+    assert json.loads((again.path / name).read_text()) != record
+
+
+def test_a_recorded_runs_marker_is_covered_too(tmp_path):
+    from lmcompanion import recorded
+
+    store = RunStore(tmp_path / "runs")
+    made = store.run(experiments.config("ar_ed/baseline", "smoke"))
+    out = tmp_path / "rec"
+    recorded.write([made], out)
+    run = recorded.import_dir(out, RunStore(tmp_path / "imported"))[0]
+    marker = run.path / "recorded.json"
+    marker.write_text(marker.read_text().replace('"smoke"', '"paper"'))
+    assert not run.finished and "recorded.json" in run.problem()
+
+
+def _sigterm_run(tmp_path, extra=()):
+    env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke",
+           "--set", "train.max_steps=400", "--set", "train.ckpt_interval=5", *extra]
+    return env, cmd
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_identical(tmp_path, sig):
+    """What a scheduler, `timeout` or a closing terminal sends: handled as Ctrl-C is (the step, its checkpoint, a
+    message, exit 128 + the signal), with no temporary file left; the same command then resumes."""
+    env, cmd = _sigterm_run(tmp_path)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((tmp_path / "runs").glob("*/ckpt.pt")):
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and "resume" in err and signal.Signals(sig).name in err
+    assert list((tmp_path / "runs").glob("*/ckpt.pt")) and not list((tmp_path / "runs").glob("*/*.tmp*"))
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    clean = subprocess.run(cmd, env={**env, "LMC_RUNS_DIR": str(tmp_path / "clean")}, capture_output=True, text=True,
+                           timeout=300)
+    assert clean.returncode == 0
+    a = next((tmp_path / "runs").glob("*/metrics.jsonl")).read_bytes()
+    b = next((tmp_path / "clean").glob("*/metrics.jsonl")).read_bytes()
+    assert a == b
+
+
+def test_a_stray_temporary_file_is_removed_when_the_run_resumes_or_finishes(tmp_path):
+    store = RunStore(tmp_path)
+    cfg = tiny_run(steps=8, ckpt_interval=2)
+    with pytest.raises(KeyboardInterrupt):
+        store.run(cfg, callbacks=[lambda step: (_ for _ in ()).throw(KeyboardInterrupt) if step == 4 else None])
+    folder = store.path(cfg)
+    (folder / "ckpt.pt.tmp4242").write_bytes(b"half a checkpoint")  # what a killed writer leaves
+    (folder / "summary.json.tmp99").write_text("{")
+    done = store.run(cfg)
+    assert done.finished and not list(folder.glob("*.tmp*"))
+
+
+_FULL_DISK = r"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as a full disk fails
+from lmcompanion import cli
+from lmcompanion.experiments import config
+from lmcompanion.train import RunStore, trainer
+cfg = config("ar_ed/baseline", "smoke", overrides={"train.max_steps": 40, "train.ckpt_interval": 10})
+store = RunStore()
+calls = []
+def limit(step):
+    if step == 10 and not calls:  # the first checkpoint is written; the disk is full from here on
+        calls.append(step)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+sys.exit(cli.report(lambda: store.run(cfg, callbacks=[limit])))
+"""
+
+
+def test_a_full_disk_during_training_ends_with_the_message_and_keeps_the_previous_checkpoint(tmp_path):
+    """A real write failure from outside (RLIMIT_FSIZE: torch's writer fails with 'unexpected pos', not OSError):
+    the promised message, no traceback, the previous checkpoint intact, and the run resumes once there is room."""
+    env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    got = subprocess.run([sys.executable, "-c", _FULL_DISK], env=env, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2, got.stderr
+    assert "free disk space" in got.stderr and "Traceback" not in got.stderr and "unexpected pos" not in got.stderr
+    folder = next((tmp_path / "runs").iterdir())
+    state = checkpoint.load(folder / "ckpt.pt")
+    assert state["step"] == 10 and not list(folder.glob("*.tmp*"))
+    cfg = experiments.config("ar_ed/baseline", "smoke", overrides={"train.max_steps": 40, "train.ckpt_interval": 10})
+    done = RunStore(tmp_path / "runs").run(cfg)
+    assert done.summary["resumed_from"] == 10
+
+
+@pytest.mark.parametrize("argv", [
+    ["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "1", "--warmup", "0",
+     "--set", "train.batch_size=200000"],
+    ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.batch_size=200000", "--set",
+     "train.max_steps=1"],
+])
+def test_a_batch_too_large_for_memory_names_what_ran_out_and_the_setting_to_lower(tmp_path, argv):
+    """A real allocation failure (the address space capped from outside): what ran out and which setting to lower,
+    no allocator traceback."""
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+            "from lmcompanion.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    got = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2, got.stderr[-2000:]
+    assert "out of memory" in got.stderr and "train.batch_size" in got.stderr
+    assert "Traceback" not in got.stderr and "DefaultCPUAllocator" not in got.stderr
+
+
+def test_counting_and_planning_need_neither_network_nor_data(tmp_path):
+    """Offline and without LMC_DATA_DIR: list, params and plans of every chapter at every profile."""
+    env = {k: v for k, v in os.environ.items() if k != "LMC_DATA_DIR"}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", LMC_CACHE_DIR=str(tmp_path / "cache"),
+               LMC_RUNS_DIR=str(tmp_path / "runs"), HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9")
+    for argv in (["list"], ["params", "--all", "--profile", "paper"], ["params", "--all", "--profile", "cpu"],
+                 ["train-chapter", "hourglass", "--profile", "paper", "--plan"],
+                 ["train-chapter", "retrieval", "--profile", "gpu", "--plan"],
+                 ["train-chapter", "mixer", "--profile", "cpu", "--plan"]):
+        got = subprocess.run([sys.executable, "-m", "lmcompanion", *argv], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert got.returncode == 0, f"{argv}: {got.stderr[-1500:]}"
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.bin"))
+
+
+@pytest.fixture(scope="module")
+def recorded_file(tmp_path_factory):
+    from lmcompanion import recorded
+
+    made = RunStore(tmp_path_factory.mktemp("gpu-machine")).run(experiments.config("ar_ed/baseline", "smoke"))
+    return recorded.write([made], tmp_path_factory.mktemp("recorded"))[0]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("format", "lmcompanion-recorded-run/2", "this version of the book reads"),
+    ("experiment", "../../../etc/passwd", "is not one of this book's"),
+    ("seed", "0/../../x", "is not a non-negative integer"),
+    ("seed", True, "is not a non-negative integer"),
+    ("profile", "laptop", "is not one of"),
+    ("config", {"name": "ar_ed/baseline"}, "its config does not build"),
+    ("metrics", [{"step": 1, "loss": "0.1; rm -rf /"}], "not numbers"),
+    ("metrics", "all good", "not a non-empty list"),
+    ("summary", {"final": {"val": 1.0}}, "summary's 'steps'"),
+    ("provenance", {"key": "../../../../tmp/x"}, "is not a run key"),
+])
+def test_a_recorded_file_is_validated_completely_before_anything_is_written(recorded_file, tmp_path, field, value,
+                                                                              message):
+    """Recorded files are made by others: a wrong type, an unknown version or a value that would name a path stops
+    the import with a message naming the file and the field, and nothing is written, not even the valid files'
+    runs."""
+    from lmcompanion import recorded
+
+    folder = tmp_path / "rec" / "smoke"
+    folder.mkdir(parents=True)
+    shutil.copy(recorded_file, folder / "good.json")
+    record = json.loads(recorded_file.read_text())
+    record[field] = value
+    (folder / "zz-bad.json").write_text(json.dumps(record))
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(Exception) as exc:
+        recorded.import_dir(tmp_path / "rec", store)
+    assert message in str(exc.value) and "zz-bad.json" in str(exc.value)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_recorded_file_that_is_not_json_or_too_large_is_refused(recorded_file, tmp_path, monkeypatch):
+    from lmcompanion import recorded
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(b"\xff\xfe not json")
+    with pytest.raises(Exception, match="not UTF-8 JSON"):
+        recorded.import_dir(folder, RunStore(tmp_path / "runs"))
+    (folder / "a.json").write_text("[1, 2]")
+    with pytest.raises(Exception, match="not an object"):
+        recorded.import_dir(folder, RunStore(tmp_path / "runs"))
+    shutil.copy(recorded_file, folder / "a.json")
+    monkeypatch.setattr(recorded, "MAX_BYTES", 100)
+    with pytest.raises(Exception, match="more than a recorded run can be"):
+        recorded.import_dir(folder, RunStore(tmp_path / "runs"))
+
+
+def test_an_import_that_fails_halfway_leaves_no_half_imported_run(recorded_file, tmp_path, monkeypatch):
+    from lmcompanion import recorded
+
+    def full_disk(folder, summary):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(recorded, "write_summary", full_disk)
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(Exception, match="nothing was left half-imported"):
+        recorded.import_dir(recorded_file.parent, store)
+    assert list((tmp_path / "runs").iterdir()) == []  # no run folder, no temporary folder
+    monkeypatch.undo()
+    run = recorded.import_dir(recorded_file.parent, store)[0]
+    assert run.finished and run.path.name.startswith("ar_ed_baseline-s0-recorded-")
+    assert "embeddings" not in run.summary
+
+
+def test_a_damaged_or_foreign_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
+    """Caches are read back with the same suspicion: an unreadable or foreign tokenizer file is built again."""
+    from lmcompanion.data import stories
+
+    monkeypatch.setenv("LMC_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = experiments.config("mixer/flat_d256", "smoke").data
+    tok = stories.tokenizer(cfg)
+    path = next((tmp_path / "cache").rglob(f"{cfg.tokenizer_name}.json"))
+    path.write_text("{not a tokenizer")
+    assert stories.tokenizer(cfg).encode("Once upon a time") == tok.encode("Once upon a time")
+    foreign = stories.StoryTokenizer.train(["a b c"] * 50, 12, "x")
+    path.write_text(foreign.tok.to_str())
+    assert stories.tokenizer(cfg).vocab_size == cfg.vocab_size
+
+
+def test_a_foreign_embeddings_cache_is_made_again(tmp_path, monkeypatch):
+    from lmcompanion.experiments import retrieval as rexp
+
+    planned = experiments.planned("retrieval/untrained_d1024_c32", "smoke", 0, device="cpu")
+    emb, path = rexp.embeddings(planned.config)
+    torch.save({"query_train": torch.zeros(3, 7)}, path)  # another file under its name
+    again, _ = rexp.embeddings(planned.config)
+    assert set(again) == set(emb) and all(torch.equal(again[k], emb[k]) for k in emb)

@@ -38,7 +38,8 @@ def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False,
                           "bench times the trainer's step only")
     for need in run.needs:  # the runs its batches are made from
         need.train()
-    s = trainer.setup(cfg, source=proc.source(cfg) if proc.source is not None else None)
+    with trainer.memory_guard(cfg, "building the model"):
+        s = trainer.setup(cfg, source=proc.source(cfg) if proc.source is not None else None)
     if cfg.device == "cuda":
         torch.cuda.reset_peak_memory_stats(s.device)
     batches = [{k: v.to(s.device) for k, v in b.items()} for b in s.source.train_batches(0)]
@@ -66,16 +67,17 @@ def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False,
         _sync(s.device)
         return time.perf_counter() - t0
 
-    for _ in range(warmup):
+    with trainer.memory_guard(cfg, "a benchmarked training step"):
+        for _ in range(warmup):
+            tokens = trainer_step()
+            if bare:
+                bare_step()
         tokens = trainer_step()
-        if bare:
-            bare_step()
-    tokens = trainer_step()
-    t_trainer = t_bare = 0.0
-    for _ in range(rounds if bare else 1):  # interleaved rounds: both loops see the same machine state
-        t_trainer += timed(trainer_step, steps)
-        if bare:
-            t_bare += timed(bare_step, steps)
+        t_trainer = t_bare = 0.0
+        for _ in range(rounds if bare else 1):  # interleaved rounds: both loops see the same machine state
+            t_trainer += timed(trainer_step, steps)
+            if bare:
+                t_bare += timed(bare_step, steps)
     n_steps = steps * (rounds if bare else 1)
     seconds = t_trainer / n_steps
     model = s.model

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -34,7 +35,7 @@ from . import experiments, models, pages, recorded, train
 from .bench import bench
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
-from .errors import LMCError
+from .errors import LMCError, Terminated
 from .runner import run_notebook
 
 
@@ -253,16 +254,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
+def report(fn) -> int:
+    """Run ``fn()`` as a command: the package's errors become a message and exit 2; an interrupt (Ctrl-C, or
+    SIGTERM/SIGHUP during training) a message saying how to resume, and exit 128 + the signal."""
     try:
-        args.fn(args)
+        fn()
     except LMCError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Terminated as exc:
+        print(f"stopped by {signal.Signals(exc.signum).name}: a checkpoint of the last finished step was kept; run "
+              "the same command to resume", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("interrupted: a checkpoint of the last finished step was kept; run the same command to resume",
               file=sys.stderr)
         return 130
     return 0
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
+    return report(lambda: args.fn(args))

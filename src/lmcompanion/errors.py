@@ -23,3 +23,16 @@ class CheckpointError(LMCError):
 
 class TrainingDiverged(LMCError):
     """The loss became NaN or infinite; the last good checkpoint and the metrics are kept."""
+
+
+class OutOfMemory(LMCError):
+    """A step, an evaluation or a model did not fit in memory; the message names what ran out and what to lower."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a scheduler, ``timeout``, a closing terminal), handled as Ctrl-C is: the current step and
+    its checkpoint finish, then the run stops."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

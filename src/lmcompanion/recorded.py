@@ -8,7 +8,9 @@ made it, its wall time). Never its weights.
 - ``python -m lmcompanion record RUN_FOLDER... [-o book/recorded]`` writes such files from finished runs (on the
   machine that made them);
 - ``python -m lmcompanion import-recorded [book/recorded]`` imports them into the run store (``make book`` does
-  this first), as run folders marked ``recorded.json`` that are finished and intact but have no ``model.pt``;
+  this first), as run folders marked ``recorded.json`` that are finished and intact but have no ``model.pt``. The
+  files are untrusted input (made by someone else): each is validated completely before anything is written, no
+  value in it names a path, and each run is imported atomically;
 - :func:`arms` finds, for a chapter's experiments, the recorded runs at each profile other than the build's, so the
   notebooks show them beside the build's own runs and judge the claims at that scale too.
 
@@ -19,17 +21,20 @@ and device aside); one recorded under an older config is listed as stale and lef
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from . import experiments, paths
-from .config import PROFILES, digest
+from .config import PROFILES
 from .errors import LMCError
 from .run import RunConfig
 from .train import Run, RunStore
-from .train.store import DIGESTS, RECORDED as MARKER, SUMMARY
-from .train.checkpoint import file_sha256
+from .train.store import DIGESTS, RECORDED as MARKER, SUMMARY, SUMMARY_DIGEST, _slug, write_summary
 
 FORMAT = "lmcompanion-recorded-run/1"
 
@@ -68,7 +73,7 @@ def export(run: Run) -> dict:
     if profile is None:
         raise LMCError(f"{run.path} is not the config of experiment {cfg.name!r} at any profile (overrides?): only "
                        "runs of an experiment as registered can be recorded")
-    summary = {k: v for k, v in run.summary.items() if k != DIGESTS}
+    summary = {k: v for k, v in run.summary.items() if k not in (DIGESTS, SUMMARY_DIGEST)}
     return {"format": FORMAT, "experiment": cfg.name, "profile": profile, "seed": cfg.seed,
             "config": cfg.to_dict(), "metrics": _raw_metrics(run), "summary": summary,
             "provenance": run.env}
@@ -83,8 +88,10 @@ def write(runs: list[Run], out: Path) -> list[Path]:
     for run in runs:
         record = export(run)
         path = Path(out) / record["profile"] / file_name(record)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        try:
+            paths.atomic_write(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        except OSError as exc:
+            raise LMCError(f"cannot write {path} ({exc.strerror}): free disk space or choose another folder (-o)") from None
         written.append(path)
     return written
 
@@ -93,38 +100,134 @@ def _raw_metrics(run: Run) -> list[dict]:
     return [json.loads(line) for line in (run.path / "metrics.jsonl").read_text().splitlines() if line]
 
 
+MAX_BYTES = 64 << 20  # a recorded run is metrics and provenance: far smaller than this
+_HEX12 = re.compile(r"^[0-9a-f]{12}$")
+_COVERED_SUMMARY = {"final": dict, "steps": int, "train_time_s": (int, float)}  # what every reader of a summary reads
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bad(path: Path, what: str) -> LMCError:
+    return LMCError(f"{path} is not a valid recorded run: {what}. Nothing was imported; restore the file from git, or "
+                    "write it again with `python -m lmcompanion record RUN_FOLDER` on the machine that made the run")
+
+
+def validate(record, path: Path) -> RunConfig:
+    """Check a recorded-run file completely (it was made by someone else: untrusted input) and return its config.
+
+    Its format and version, every field's type, the experiment (registered), profile and seed, a config that builds
+    and is that experiment's, metrics records of numbers by step, a summary with the fields the book reads, and a
+    provenance of plain values. Nothing of it ever names a path: the run's folder is named by the file's digest."""
+    if not isinstance(record, dict):
+        raise _bad(path, f"it holds a JSON {type(record).__name__}, not an object")
+    if record.get("format") != FORMAT:
+        raise _bad(path, f"its format is {record.get('format')!r}; this version of the book reads {FORMAT!r}")
+    missing = [k for k in ("experiment", "profile", "seed", "config", "metrics", "summary", "provenance")
+               if k not in record]
+    if missing:
+        raise _bad(path, f"it has no {', '.join(missing)}")
+    name, profile, seed = record["experiment"], record["profile"], record["seed"]
+    if not isinstance(name, str) or name not in experiments.all_experiments():
+        raise _bad(path, f"experiment {name!r} is not one of this book's (python -m lmcompanion list)")
+    if profile not in PROFILES:
+        raise _bad(path, f"profile {profile!r} is not one of {', '.join(PROFILES)}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise _bad(path, f"seed {seed!r} is not a non-negative integer")
+    if not isinstance(record["config"], dict):
+        raise _bad(path, "its config is not an object")
+    try:
+        cfg = RunConfig.from_dict(record["config"])
+    except (LMCError, KeyError, TypeError, ValueError) as exc:
+        raise _bad(path, f"its config does not build ({type(exc).__name__}: {exc})") from None
+    if cfg.name != name or cfg.seed != seed:
+        raise _bad(path, f"its config is of {cfg.name!r} seed {cfg.seed}, not of {name!r} seed {seed}")
+    metrics = record["metrics"]
+    if not isinstance(metrics, list) or not metrics:
+        raise _bad(path, "its metrics are not a non-empty list of records")
+    for i, r in enumerate(metrics):
+        if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r.get("step"), bool):
+            raise _bad(path, f"metrics record {i} is not an object with an integer step")
+        wrong = [k for k, v in r.items() if not isinstance(k, str) or not _number(v)]
+        if wrong:
+            raise _bad(path, f"metrics record {i} has values that are not numbers: {wrong[:3]}")
+    summary = record["summary"]
+    if not isinstance(summary, dict):
+        raise _bad(path, "its summary is not an object")
+    for key, kind in _COVERED_SUMMARY.items():
+        if not isinstance(summary.get(key), kind) or isinstance(summary.get(key), bool):
+            raise _bad(path, f"its summary's {key!r} is missing or not a {getattr(kind, '__name__', 'number')}")
+    if not all(isinstance(k, str) and _number(v) for k, v in summary["final"].items()):
+        raise _bad(path, "its summary's final evaluation has values that are not numbers")
+    prov = record["provenance"]
+    if not isinstance(prov, dict) or not all(isinstance(k, str) for k in prov):
+        raise _bad(path, "its provenance is not an object")
+    if not all(v is None or isinstance(v, (str, int, float, bool, list, dict)) for v in prov.values()):
+        raise _bad(path, "its provenance holds values that are not JSON")
+    if prov.get("key") is not None and not (isinstance(prov["key"], str) and _HEX12.match(prov["key"])):
+        raise _bad(path, f"its provenance key {prov.get('key')!r} is not a run key (12 hexadecimal digits)")
+    return cfg
+
+
+def _read(path: Path) -> tuple[dict, RunConfig, bytes]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LMCError(f"{path} cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise _bad(path, f"it is {len(data):,} bytes, more than a recorded run can be ({MAX_BYTES:,})")
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(path, f"it is not UTF-8 JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
+    return record, validate(record, path), data
+
+
 def import_dir(folder: Path | None = None, store: RunStore | None = None) -> list[Run]:
-    """Import every recorded run under ``folder`` into the store (idempotent)."""
+    """Import every recorded run under ``folder`` into the store (idempotent). Every file is validated first
+    (:func:`validate`): one invalid file imports nothing. Each run is then written into a temporary folder of the
+    store and renamed into place, so an import that fails halfway leaves no half-imported run."""
     folder = Path(folder) if folder is not None else default_dir()
     store = store or RunStore()
+    paths_found = sorted(p for p in folder.rglob("*.json") if p.is_file()) if folder.is_dir() else []
+    records = [(path, *_read(path)) for path in paths_found]
     imported = []
-    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
-        try:
-            record = json.loads(path.read_text())
-        except ValueError as exc:
-            raise LMCError(f"{path} is not valid JSON ({exc}); restore it from git") from None
-        if record.get("format") != FORMAT:
-            raise LMCError(f"{path} is not a recorded run (format {record.get('format')!r}, expected {FORMAT!r})")
-        key = record["provenance"].get("key") or digest(record["config"])
-        slug = record["experiment"].replace("/", "_")
-        run_dir = store.root / f"{slug}-s{record['seed']}-recorded-{key}"
+    for path, record, cfg, data in records:
+        sha = hashlib.sha256(data).hexdigest()
+        run_dir = store.root / f"{_slug(cfg.name)}-s{cfg.seed}-recorded-{sha[:12]}"
+        if run_dir.resolve().parent != store.root.resolve():  # never outside the store, whatever the file says
+            raise _bad(path, "its name would place the run outside the run store")
         run = Run(run_dir)
-        if run.finished and json.loads((run_dir / MARKER).read_text()).get("sha256") == file_sha256(path):
+        if run.finished:
             imported.append(run)
             continue
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.json").write_text(json.dumps(record["config"], indent=1, sort_keys=True))
-        (run_dir / "env.json").write_text(json.dumps(record["provenance"], indent=1, sort_keys=True))
-        (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in record["metrics"]))
-        (run_dir / MARKER).write_text(json.dumps({"file": str(path), "sha256": file_sha256(path),
-                                                  "profile": record["profile"]}, indent=1))
-        summary = dict(record["summary"])
-        summary[DIGESTS] = {"metrics.jsonl": file_sha256(run_dir / "metrics.jsonl")}
-        tmp = run_dir / f"{SUMMARY}.tmp{os.getpid()}"
-        tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
-        os.replace(tmp, run_dir / SUMMARY)
-        imported.append(Run(run_dir))
+        imported.append(_import_one(store, run_dir, path, record, sha))
     return imported
+
+
+def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: str) -> Run:
+    store.root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".import-{run_dir.name}-", dir=store.root))
+    try:
+        (tmp / "config.json").write_text(json.dumps(record["config"], indent=1, sort_keys=True))
+        (tmp / "env.json").write_text(json.dumps(record["provenance"], indent=1, sort_keys=True))
+        (tmp / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in record["metrics"]))
+        (tmp / MARKER).write_text(json.dumps({"file": str(path), "sha256": sha, "profile": record["profile"]},
+                                             indent=1))
+        # what came with the run and no longer names anything here (weights and embeddings do not travel)
+        summary = {k: v for k, v in record["summary"].items() if k not in (DIGESTS, "embeddings", SUMMARY_DIGEST)}
+        write_summary(tmp, summary)
+        if run_dir.exists():  # an older import of the same file, damaged: replaced whole
+            shutil.rmtree(run_dir)
+        os.rename(tmp, run_dir)
+    except OSError as exc:
+        raise LMCError(f"cannot import {path} into {store.root} ({exc.strerror}): free disk space or point "
+                       "LMC_RUNS_DIR at a writable folder; nothing was left half-imported") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return Run(run_dir)
 
 
 def is_recorded(run: Run) -> bool:

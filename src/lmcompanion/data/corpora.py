@@ -51,6 +51,9 @@ class Corpus:
     license: str
     clean: Callable[[str], str] | None = None
     generated: bool = False  # a generated corpus, not real text
+    # Its character vocabulary, fixed as nanoGPT's meta.pkl fixes it (the sorted set of the text's characters), so
+    # that configs, counts and plans need no text; a text with a character outside it stops with a message.
+    chars: str | None = None
 
     @property
     def given_splits(self) -> tuple[str, ...]:
@@ -82,6 +85,7 @@ CORPORA: dict[str, Corpus] = {
             split="chars_90_10",
             tokenizer="char",
             license="public domain",
+            chars="\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",  # 65, as the notes §7 count
         ),
         Corpus(
             name="tinystories",

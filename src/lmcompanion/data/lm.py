@@ -148,6 +148,9 @@ def _text_dir(cfg: LMDataConfig) -> Path:
 
 def tokenizer(cfg: LMDataConfig, texts: dict[str, str] | None = None) -> tokenizers.Tokenizer:
     """The config's tokenizer (char and BPE vocabularies are built from this text and cached beside its tokens)."""
+    fixed = corpora.get(cfg.corpus).chars
+    if cfg.tokenizer == "char" and fixed is not None:  # the corpus's own character vocabulary: no text needed
+        return tokenizers.CharTokenizer(fixed)
     return tokenizers.build(cfg.tokenizer, vocab_size=cfg.vocab_size, folder=_text_dir(cfg) / "vocab",
                             texts=(lambda: texts) if texts is not None else (lambda: load_texts(cfg)))
 
@@ -167,7 +170,8 @@ class TokenData:
 
 
 def vocab_size(cfg: LMDataConfig) -> int:
-    """The vocabulary size of the config's tokenizer (loads the text only for a char vocabulary)."""
+    """The vocabulary size of the config's tokenizer (reads the text only for a char vocabulary built from it, e.g.
+    the generated corpus's: tiny Shakespeare's is fixed by its corpus)."""
     if cfg.tokenizer == "gpt2":
         return tokenizers.GPT2_VOCAB
     if cfg.tokenizer == "bpe":

@@ -271,7 +271,12 @@ def tokenizer(cfg: StoriesDataConfig) -> StoryTokenizer:
     """The config's tokenizer, trained on its training stories once and cached beside their tokens."""
     path = _text_dir(cfg) / "vocab" / f"{cfg.tokenizer_name}.json"
     if path.is_file():
-        return StoryTokenizer.load(path, cfg.tokenizer_name)
+        try:
+            tok = StoryTokenizer.load(path, cfg.tokenizer_name)
+            if tok.vocab_size == cfg.vocab_size:
+                return tok
+        except Exception:  # noqa: BLE001  (tokenizers raises its own types for a damaged file)
+            pass  # a damaged or foreign cache: trained again from the stories
     tok = StoryTokenizer.train(load_stories(cfg)["train"], cfg.vocab_size, cfg.tokenizer_name)
     corpora.write_cache(path, tok.tok.to_str())
     return tok

@@ -177,7 +177,12 @@ def build(kind: str, *, vocab_size: int | None, folder: Path, texts: Callable[[]
     if kind == "char":
         path = folder / "char.json"
         if path.is_file():
-            return CharTokenizer(json.loads(path.read_text())["chars"])
+            try:
+                chars = json.loads(path.read_text())["chars"]
+                if isinstance(chars, str) and chars and list(chars) == sorted(set(chars)):
+                    return CharTokenizer(chars)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # a damaged cache: built again from the text
         tok = CharTokenizer.from_texts(texts().values())
         _write_atomic(path, json.dumps({"chars": tok.chars}))
         return tok
@@ -185,7 +190,12 @@ def build(kind: str, *, vocab_size: int | None, folder: Path, texts: Callable[[]
         path = folder / f"bpe{vocab_size}.json"
         name = tokenizer_key(kind, vocab_size)
         if path.is_file():
-            return BPETokenizer.load(path, name)
+            try:
+                tok = BPETokenizer.load(path, name)
+                if tok.vocab_size == vocab_size:
+                    return tok
+            except Exception:  # noqa: BLE001  (tokenizers raises its own types for a damaged file)
+                pass  # a damaged or foreign cache: trained again from the text
         splits = texts()
         if "train" not in splits:
             raise DataError(f"BPE is trained on the train split, and this text has only {sorted(splits)}")

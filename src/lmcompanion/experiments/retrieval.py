@@ -196,6 +196,17 @@ def embeddings_path(cfg: RunConfig) -> Path:
     return paths.cache_dir() / "retrieval" / f"{slug}-{cfg.data.embedding}-s{cfg.seed}-{key}.pt"
 
 
+def _well_formed(emb, width: int) -> bool:
+    """Whether a cached embeddings file holds what :func:`embeddings` writes: the four (N, width) finite float
+    matrices, queries and stories of a split in equal numbers."""
+    keys = {f"{kind}_{split}" for kind in ("query", "target") for split in ("train", "test")}
+    if not isinstance(emb, dict) or set(emb) != keys:
+        return False
+    ok = all(isinstance(t, torch.Tensor) and t.dim() == 2 and t.is_floating_point() and t.size(1) == width
+             and bool(torch.isfinite(t).all()) for t in emb.values())
+    return ok and all(emb[f"query_{s}"].size(0) == emb[f"target_{s}"].size(0) > 0 for s in ("train", "test"))
+
+
 def _embed_texts(model, tok, texts, length: int, device, batch: int = 256) -> torch.Tensor:
     out = []
     for i in range(0, len(texts), batch):
@@ -210,9 +221,12 @@ def embeddings(cfg: RunConfig, store: RunStore | None = None) -> tuple[dict[str,
     path = embeddings_path(cfg)
     if path.is_file():
         try:
-            return torch.load(path, map_location="cpu", weights_only=True), path
-        except Exception:  # a damaged cache: make it again
-            path.unlink(missing_ok=True)
+            cached = torch.load(path, map_location="cpu", weights_only=True)
+            if _well_formed(cached, embedder_width(cfg.data.embedder, cfg.data.embedder_profile)):
+                return cached, path
+        except Exception:  # noqa: BLE001  (a truncated or foreign file: torch raises several types)
+            pass
+        path.unlink(missing_ok=True)  # a damaged or foreign cache: made again
     store = store or RunStore()
     ecfg = embedder_run_config(cfg)
     device = torch.device(cfg.device)

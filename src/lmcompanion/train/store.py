@@ -8,10 +8,12 @@ A folder ``<runs>/<name>[-<procedure>]-s<seed>-<key>/`` holds
 - ``metrics.jsonl``: train-loss records and evaluations,
 - ``model.pt``: the final weights (``ckpt.pt`` while the run is unfinished),
 - ``procedure.json``: for runs made by another procedure than the shared trainer, its name and settings,
-- ``summary.json``: written last, with the SHA-256 of ``model.pt`` and ``metrics.jsonl``.
+- ``summary.json``: written last, with the SHA-256 of every other file a reuse reads (:data:`COVERED`: the weights,
+  the metrics, the config, the provenance, the procedure's settings, a recorded run's marker) and of its own other
+  fields.
 
-A run is *finished and intact* when its summary is readable and both files match their recorded digests. Anything
-else is not finished: ``store.run(cfg)`` resumes it from its checkpoint, or retrains it (a damaged, missing or
+A run is *finished and intact* when its summary is readable, matches its own digest, and every file it covers
+matches its recorded digest (and no covered file has appeared since). Anything else is not finished: ``store.run(cfg)`` resumes it from its checkpoint, or retrains it (a damaged, missing or
 foreign ``model.pt`` included), so a cached run is always exactly the run its key names. ``Run.load_model`` on a
 damaged run raises an error that names the one command that repairs it.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -37,6 +40,32 @@ from .trainer import CKPT, METRICS, WEIGHTS, train
 SUMMARY = "summary.json"
 RECORDED = "recorded.json"  # marks a run imported from a recorded file (lmcompanion.recorded): no weights
 DIGESTS = "files_sha256"  # summary key: file name -> SHA-256
+SUMMARY_DIGEST = "summary_sha256"  # summary key: the SHA-256 of the summary's other fields
+# Every file a finished run is read from besides its summary: each present one is in the summary's digests.
+COVERED = (WEIGHTS, METRICS, "config.json", "env.json", "procedure.json", RECORDED)
+_STRAY = re.compile(r"\.tmp\d+$")  # a temporary file of an atomic write (paths.atomic_write), left by a killed writer
+
+
+def _summary_digest(summary: dict) -> str:
+    rest = {k: v for k, v in summary.items() if k != SUMMARY_DIGEST}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+
+def write_summary(folder: Path, summary: dict) -> None:
+    """Seal a finished run: its summary, written last, with the digests of every covered file present in ``folder``
+    and of its own other fields."""
+    summary = dict(summary)
+    summary[DIGESTS] = {name: checkpoint.file_sha256(folder / name) for name in COVERED if (folder / name).is_file()}
+    summary[SUMMARY_DIGEST] = _summary_digest(summary)
+    _write_json(folder / SUMMARY, summary)
+
+
+def remove_stray(folder: Path) -> None:
+    """Remove the temporary files a killed writer left in a run folder (only the run's own process, holding its
+    lock, writes there)."""
+    for f in folder.glob("*.tmp*"):
+        if _STRAY.search(f.name) and f.is_file():
+            f.unlink(missing_ok=True)
 
 
 def _write_json(path: Path, obj) -> None:
@@ -87,15 +116,27 @@ class Run:
         if not path.is_file():
             return "it has not finished (no summary.json)"
         try:
-            digests = json.loads(path.read_text())[DIGESTS]
+            summary = json.loads(path.read_text())
+            digests = summary[DIGESTS]
+            sealed = summary[SUMMARY_DIGEST]
+            if not isinstance(digests, dict):
+                raise TypeError
         except (OSError, ValueError, KeyError, TypeError):
-            return "its summary.json is unreadable"
-        for name, expected in digests.items():
+            return "its summary.json is unreadable (or made before every file was covered)"
+        if sealed != _summary_digest(summary):
+            return "its summary.json does not match its own digest (edited or damaged)"
+        for name in COVERED:
             f = self.path / name
+            if name not in digests:
+                if f.is_file():
+                    return f"its {name} appeared after the run finished (not in its integrity record)"
+                continue
             if not f.is_file():
                 return f"its {name} is missing"
-            if checkpoint.file_sha256(f) != expected:
+            if checkpoint.file_sha256(f) != digests[name]:
                 return f"its {name} does not match the digest recorded when the run finished (damaged or replaced)"
+        if not {METRICS, "config.json"} <= set(digests):
+            return "its summary.json covers neither its metrics nor its config"
         return None
 
     @property
@@ -240,6 +281,7 @@ class RunStore:
             if problem is None and not force:
                 return run  # finished by another process while we waited
             if is_main:
+                remove_stray(folder)  # what a killed writer left (we hold the run's lock: nothing else writes here)
                 if (folder / SUMMARY).exists():  # finished once, but damaged (or --force): train it again
                     if not force:
                         print(f"retraining {folder.name}: {problem}", file=sys.stderr, flush=True)
@@ -259,8 +301,8 @@ class RunStore:
                 summary = procedure(cfg, folder, settings, progress=progress, callbacks=callbacks)
             if is_main:
                 summary["wall_time_s"] = round(time.perf_counter() - started, 3)  # this process, set-up included
-                summary[DIGESTS] = {name: checkpoint.file_sha256(folder / name) for name in (WEIGHTS, METRICS)}
-                _write_json(folder / SUMMARY, summary)
+                remove_stray(folder)
+                write_summary(folder, summary)
         return Run(folder)
 
     def runs(self) -> list[Run]:

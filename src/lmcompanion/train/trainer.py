@@ -18,8 +18,9 @@ Metrics go to ``metrics.jsonl``. Checkpoints (model, optimizer, scaler, the RNG 
 step, and every metrics record so far) are written atomically, and a run that finds a checkpoint in its folder
 resumes from it, byte-identical to a run that was never interrupted.
 
-Interrupts: the first Ctrl-C (SIGINT) lets the current step, its evaluation and its checkpoint finish, then stops;
-a second one stops at once, but never inside the critical section (the optimizer update and its bookkeeping, and
+Interrupts: the first Ctrl-C (SIGINT), SIGTERM (a scheduler, ``timeout``) or SIGHUP (a closing terminal) lets the
+current step, its evaluation and its checkpoint finish, then stops; a second one stops at once, but never inside the
+critical section (the optimizer update and its bookkeeping, and
 writing a checkpoint): there it takes effect when the section ends. So a checkpoint always holds the state after a
 whole number of steps. A NaN/inf loss stops the run before the bad update, keeping the metrics and, when its
 weights are finite, a checkpoint.
@@ -43,7 +44,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from .. import data as data_mod
 from .. import models
-from ..errors import CheckpointError, ConfigError, TrainingDiverged
+from ..errors import CheckpointError, ConfigError, OutOfMemory, Terminated, TrainingDiverged
 from . import checkpoint, distributed
 from .schedules import lr_at
 from .seeding import seed_everything
@@ -212,21 +213,29 @@ def evaluate(model, source, step: int, device: torch.device, amp, d: distributed
 # Interrupts and metrics
 
 
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 class Interrupts:
-    """SIGINT handling: the first Ctrl-C asks the loop to stop after the current step; a second one raises
-    KeyboardInterrupt at once, except inside :meth:`critical`, where it is deferred to the section's end. Outside
-    the main thread (where signals cannot be caught) it does nothing."""
+    """SIGINT, SIGTERM and SIGHUP handling: the first signal asks the loop to stop after the current step; a second
+    one stops at once, except inside :meth:`critical`, where it is deferred to the section's end. SIGINT raises
+    KeyboardInterrupt, the others :class:`~lmcompanion.errors.Terminated` (a KeyboardInterrupt naming the signal).
+    Outside the main thread (where signals cannot be caught) it does nothing."""
 
     def __enter__(self):
-        self.count, self.depth, self._old = 0, 0, None
+        self.count, self.depth, self.signum, self._old = 0, 0, signal.SIGINT, {}
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
+            self._old = {s: signal.signal(s, self._handler) for s in SIGNALS}
         return self
 
     def _handler(self, signum, frame):
         self.count += 1
+        self.signum = signum
         if self.count >= 2 and self.depth == 0:
-            raise KeyboardInterrupt
+            raise self.exception()
+
+    def exception(self) -> KeyboardInterrupt:
+        return KeyboardInterrupt() if self.signum == signal.SIGINT else Terminated(self.signum)
 
     @property
     def stop_requested(self) -> bool:
@@ -240,12 +249,43 @@ class Interrupts:
         finally:
             self.depth -= 1
             if self.depth == 0 and self.count >= 2:
-                raise KeyboardInterrupt
+                raise self.exception()
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for s, old in self._old.items():
+            signal.signal(s, old)
         return False
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception is an allocation failure (CUDA, the CPU allocator, or Python's MemoryError)."""
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "not enough memory" in text
+                                               or "out of memory" in text.lower())
+
+
+@contextlib.contextmanager
+def memory_guard(cfg, what: str):
+    """Turn an allocation failure during ``what`` into :class:`~lmcompanion.errors.OutOfMemory`: what ran out, the
+    batch that did not fit, and the settings to lower."""
+    try:
+        yield
+    except (RuntimeError, MemoryError) as exc:
+        if not _out_of_memory(exc):
+            raise
+        tc = cfg.train
+        where = "GPU memory" if cfg.device == "cuda" else "memory (RAM)"
+        eval_b = tc.eval_batch_size or tc.batch_size
+        half = max(1, tc.batch_size // 2)
+        raise OutOfMemory(
+            f"{what} of {cfg.name} ran out of {where}: micro-batch {tc.batch_size} x {cfg.data.tokens_per_sequence(cfg.model):,} "
+            f"tokens (global batch {tc.global_batch}; evaluation batch {eval_b}). Lower train.batch_size (raise "
+            f"train.grad_accum to keep the global batch: e.g. --set train.batch_size={half} --set "
+            f"train.grad_accum={tc.grad_accum * max(1, tc.batch_size // half)}), or train.eval_batch_size for the "
+            "evaluations; a changed batch is a new run. Checkpoints already written are kept."
+        ) from None
 
 
 class _Metrics:
@@ -301,7 +341,8 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
     """
     run_dir = Path(run_dir)
     tc = cfg.train
-    s = setup(cfg, source=source)
+    with memory_guard(cfg, "building the model"):
+        s = setup(cfg, source=source)
     d, device, model = s.dist, s.device, s.model
 
     start, train_time, tokens, records = 0, 0.0, 0, []
@@ -336,7 +377,8 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
         distributed.barrier(d)
 
     def run_eval(step: int) -> None:
-        ev = evaluate(s.run_model, s.source, step, device, s.autocast, d)
+        with memory_guard(cfg, f"the evaluation at step {step}"):
+            ev = evaluate(s.run_model, s.source, step, device, s.autocast, d)
         metrics.write({"step": step, **{f"eval/{k}": v for k, v in ev.items()}})
 
     bar = None
@@ -356,7 +398,8 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
             for step in range(start, tc.max_steps):
                 t0 = time.perf_counter()
                 lr = lr_at(step, tc)
-                logged, aux_names, step_tokens = forward_backward(s, s.source.train_batches(step))
+                with memory_guard(cfg, f"training step {step}"):
+                    logged, aux_names, step_tokens = forward_backward(s, s.source.train_batches(step))
                 if not all(math.isfinite(v) for v in logged):
                     s.optimizer.zero_grad(set_to_none=True)
                     with interrupts.critical():
@@ -372,7 +415,8 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
                         "or use train.dtype=fp32, and run again (a changed config is a new run)."
                     )
                 with interrupts.critical():  # an update and its bookkeeping are never split by an interrupt
-                    update(s, lr)
+                    with memory_guard(cfg, f"the optimizer update of step {step}"):
+                        update(s, lr)
                     if cfg.device == "cuda":
                         torch.cuda.synchronize(device)
                     completed = step + 1
@@ -397,7 +441,7 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
                 for cb in callbacks:
                     cb(completed)
                 if interrupts.stop_requested:
-                    raise KeyboardInterrupt
+                    raise interrupts.exception()
         except KeyboardInterrupt:
             if completed < tc.max_steps:  # keep what was computed; running the same config again resumes here
                 with interrupts.critical():
