@@ -3,6 +3,8 @@ smoke run end to end through the run store."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -312,3 +314,39 @@ def test_the_gpu_profile_reads_tinystories_own_summaries_where_the_stories_come_
     assert experiments.config(name, "gpu", device="cpu").data.queries == "instruct"
     assert experiments.config(name, "cpu", device="cpu").data.queries == "extractive"  # cpu: always the substitute
     assert experiments.config(name, "paper", device="cpu").data.queries == "instruct"
+
+
+def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
+    """kill -9 from outside during a retrieval run (its embedder already trained): the same command resumes from the
+    last checkpoint and ends with the bytes of a run never interrupted."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "lmcompanion", "train", "retrieval/flat_d512_c32", "--profile", "smoke",
+           "--device", "cpu", "--set", "train.max_steps=300", "--set", "train.ckpt_interval=5"]
+    # the embedder first (a run of its own), so that the kill lands in the matcher's run
+    subprocess.run([sys.executable, "-m", "lmcompanion", "train", "mixer/flat_d512", "--profile", "smoke",
+                    "--device", "cpu"], env=env, check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((tmp_path / "runs").glob("retrieval_*/ckpt.pt")):
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    folder = next((tmp_path / "runs").glob("retrieval_*"))
+    assert (folder / "ckpt.pt").is_file() and not (folder / "summary.json").exists(), "the run ended before the kill"
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    clean = subprocess.run(cmd, env={**env, "LMC_RUNS_DIR": str(tmp_path / "clean")}, capture_output=True, text=True,
+                           timeout=600)
+    assert clean.returncode == 0, clean.stderr
+    resumed = json.loads((folder / "summary.json").read_text())
+    assert resumed["resumed_from"] and resumed["resumed_from"] % 5 == 0
+    other = next((tmp_path / "clean").glob("retrieval_*"))
+    assert (folder / "metrics.jsonl").read_bytes() == (other / "metrics.jsonl").read_bytes()
+    assert (folder / "model.pt").read_bytes() == (other / "model.pt").read_bytes()
