@@ -319,6 +319,23 @@ def test_a_run_waiting_for_another_process_says_so(tmp_path, capsys, monkeypatch
     assert "waiting: another process is training this run" in capsys.readouterr().err
 
 
+def test_a_run_waits_for_a_second_process_holding_its_lock(tmp_path, capsys, monkeypatch):
+    """The same with a real second process taking the run's lock through filelock, as the store does on every
+    platform (the store used fcntl, which cannot be imported on Windows)."""
+    monkeypatch.setenv("LMC_PROGRESS", "1")
+    store = RunStore(tmp_path)
+    cfg = tiny_run(steps=2)
+    folder = store.path(cfg)
+    folder.mkdir(parents=True)
+    hold = "import filelock, sys, time\nwith filelock.FileLock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(1.5)\n"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(folder / ".lock")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    assert store.run(cfg).finished
+    assert holder.wait(timeout=60) == 0 and time.monotonic() - started > 0.5
+    assert "waiting: another process is training this run" in capsys.readouterr().err
+
+
 # --- notebooks and the command line --------------------------------------------------------------------------------
 
 
