@@ -136,9 +136,12 @@ nbval: $(INSTALLED)
 smoke-book: $(INSTALLED)
 	rm -rf $(SMOKE_SRC) && mkdir -p $(SMOKE_SRC)
 	cp _config.yml _toc.yml $(SMOKE_SRC)/ && cp -r book $(SMOKE_SRC)/book && cp -r tests/nbval $(SMOKE_SRC)/notebooks
+	cd notebooks && find . -name '*.py' -exec cp --parents {} $(abspath $(SMOKE_SRC))/notebooks/ \;  # the .py downloads
 	ln -s $(abspath src) $(SMOKE_SRC)/src   # pages include code from the package
 	$(BIN)python -m lmcompanion pages $(SMOKE_SRC)/notebooks $(SMOKE_SRC)/book/generated --sources notebooks
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
+	grep -q '_sources/notebooks/prologue/baseline.py' _build/smoke/_build/html/notebooks/prologue/baseline.html
+	test -s _build/smoke/_build/html/_sources/notebooks/prologue/baseline.py   # the page's .py source, downloadable
 
 # Every smoke notebook, re-executed in a fresh run store; then the numbers of every run it trained.
 references: $(INSTALLED)
