@@ -45,3 +45,10 @@ def test_the_check_names_a_disagreement(tmp_path, file, old, new, message):
     found = lock.problems(tmp_path / "requirements/lock.txt", tmp_path / "pyproject.toml", tmp_path / "Makefile")
     assert any(message in p for p in found), found
     assert all("make lock" in p or "pinned" in p or "hash" in p for p in found)
+
+
+def test_environment_yml_installs_the_lock_for_its_python():
+    text = (REPO / "environment.yml").read_text()
+    pip_lines = [line.strip()[2:] for line in text.split("  - pip:\n", 1)[1].splitlines() if line.strip()]
+    assert pip_lines == ["-r requirements/lock.txt"]  # torch and the package: `make ... VENV=$CONDA_PREFIX`
+    assert f"  - python={lock.makefile_var(REPO / 'Makefile', 'LOCK_PYTHON')}\n" in text
