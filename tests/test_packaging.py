@@ -93,8 +93,8 @@ def test_the_test_extra_runs_the_tests_without_the_book_extra():
     need_extra = {d: sorted(f)[:3] for d, f in needed.items() if d not in CORE | EXTRAS["test"]}
     assert not need_extra, f"imported by the tests or notebooks, not in the core or the test extra: {need_extra}"
     # running notebooks (test_runner, nbval): jupytext reads them, papermill runs them on ipykernel; the verdict
-    # notebooks glue their tables with myst_nb
-    assert {"jupytext", "papermill", "ipykernel", "myst-nb", "nbval", "pytest"} <= EXTRAS["test"]
+    # notebooks glue their tables with myst_nb; without ipywidgets tqdm.auto warns on stderr, which nbval compares
+    assert {"jupytext", "papermill", "ipykernel", "ipywidgets", "myst-nb", "nbval", "pytest"} <= EXTRAS["test"]
 
 
 def test_the_version_is_written_once():

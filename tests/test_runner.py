@@ -112,3 +112,13 @@ def test_the_kernel_s_own_noise_is_not_printed_and_the_rest_is(source, tmp_path,
     with open(log, "rb") as f:
         _replay_kernel_log(f)
     assert capfd.readouterr().err == "Fatal Python error: Segmentation fault\n"
+
+
+def test_without_the_book_extra_run_notebook_says_what_to_install(source, tmp_path, monkeypatch):
+    import sys
+
+    from lmcompanion.errors import LMCError
+
+    monkeypatch.setitem(sys.modules, "papermill", None)  # as if not installed
+    with pytest.raises(LMCError, match=r"needs papermill, which is in the book and test extras: pip install"):
+        run_notebook(source, tmp_path / "a.ipynb")

@@ -35,8 +35,16 @@ TIMEOUT_ENV = "LMC_CELL_TIMEOUT"
 KERNEL_NOISE = re.compile(r"Kernel is running over TCP without encryption|KeyboardInterrupt caught in kernel")
 
 
+def _missing_extra(exc: ModuleNotFoundError) -> LMCError:
+    return LMCError(f"executing notebooks needs {exc.name}, which is in the book and test extras: "
+                    "pip install -e '.[book]' (make install installs it)")
+
+
 def read_source(src: Path):
-    import jupytext
+    try:
+        import jupytext
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc) from None
 
     src = Path(src)
     if not src.is_file():
@@ -186,8 +194,12 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     stops the notebook with an error naming it.
     """
     import nbformat
-    import papermill
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        import papermill
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc) from None
 
     src = Path(src)
     params = dict(params or {})
