@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make book   create .venv, install, execute every notebook at PROFILE (default cpu), build the book
 #   make test   unit tests, nbval regression checks of the smoke references, a warning-free smoke build
+# Both install from requirements/lock.txt (every package pinned, with hashes); `make lock` regenerates it.
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DELETE_ON_ERROR:
@@ -8,10 +9,18 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# An existing environment (e.g. VENV=$$CONDA_PREFIX after `conda env create -f environment.yml`) is used as it is.
 VENV ?= .venv
 BIN := $(VENV)/bin/
+PIP ?= pip==26.3
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
+LOCK := requirements/lock.txt
+# `make lock`: the lock is made by uv for LOCK_PYTHON on Linux x86-64, with the torch of TORCH resolved from the
+# CPU wheels in TORCH_WHEELS (a folder or page of wheels; default: pip's find-links) so that no CUDA package enters it.
+UV ?= uv==0.13.9
+LOCK_PYTHON ?= 3.11
+TORCH_WHEELS ?= $(PIP_FIND_LINKS)
 PROFILE ?= cpu
 NBPARAMS ?=
 # Notebooks run JOBS at a time (default: one per core), each training with THREADS threads. Every run uses
@@ -36,22 +45,45 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install book notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
+.PHONY: help install lock book notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
 	@echo "make test                 unit tests + nbval + warning-free smoke build"
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
+	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
 	@echo "make clean | clean-runs   remove build products | the run store (runs/)"
 
-$(INSTALLED): pyproject.toml
+# The lock first (exact versions, hash-checked, nothing else: --no-deps), then the pinned torch (its dependencies are
+# in the lock, so on CPU only torch itself is installed), then this package without touching anything else;
+# `tests/lock.py installed` fails unless every locked package is installed at exactly its locked version.
+$(INSTALLED): $(LOCK) pyproject.toml
 	test -x $(BIN)python || $(PYTHON) -m venv $(VENV)
-	$(BIN)python -m pip install -q --upgrade pip
+	$(BIN)python -m pip install -q $(PIP)
+	$(BIN)python -m pip install -q --no-deps --require-hashes -r $(LOCK)
 	$(BIN)python -m pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)python -m pip install -q -e ".[book,test]"
+	$(BIN)python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)python -m pip check
+	$(BIN)python tests/lock.py installed
 	touch $@
 
 install: $(INSTALLED)
+
+# Regenerate the lock after changing pyproject.toml's dependencies (a unit test fails until then); existing pins are
+# kept where they still fit (add --upgrade via LOCK_ARGS=--upgrade to move everything to the newest versions).
+LOCK_TOOL := _build/lock-tool/bin/uv
+LOCK_ARGS ?=
+$(LOCK_TOOL):
+	$(PYTHON) -m venv _build/lock-tool
+	_build/lock-tool/bin/python -m pip install -q $(UV)
+
+lock: $(LOCK_TOOL)
+	@test -n "$(TORCH_WHEELS)" || { echo "set TORCH_WHEELS to a folder holding the CPU wheel of $(TORCH)" >&2; exit 2; }
+	mkdir -p _build/lock-tool && printf '%s\n' '$(TORCH)' > _build/lock-tool/torch.txt
+	$(LOCK_TOOL) pip compile pyproject.toml --all-extras --python-version $(LOCK_PYTHON) \
+	  --python-platform x86_64-manylinux_2_28 --generate-hashes --no-emit-package torch \
+	  -c _build/lock-tool/torch.txt --find-links $(TORCH_WHEELS) $(LOCK_ARGS) \
+	  --custom-compile-command 'make lock TORCH=$(TORCH) LOCK_PYTHON=$(LOCK_PYTHON)' -o $(LOCK)
 
 # Re-execute the notebooks when the profile or the parameters change.
 $(PROFILE_STAMP): FORCE
@@ -104,9 +136,12 @@ nbval: $(INSTALLED)
 smoke-book: $(INSTALLED)
 	rm -rf $(SMOKE_SRC) && mkdir -p $(SMOKE_SRC)
 	cp _config.yml _toc.yml $(SMOKE_SRC)/ && cp -r book $(SMOKE_SRC)/book && cp -r tests/nbval $(SMOKE_SRC)/notebooks
+	cd notebooks && find . -name '*.py' -exec cp --parents {} $(abspath $(SMOKE_SRC))/notebooks/ \;  # the .py downloads
 	ln -s $(abspath src) $(SMOKE_SRC)/src   # pages include code from the package
 	$(BIN)python -m lmcompanion pages $(SMOKE_SRC)/notebooks $(SMOKE_SRC)/book/generated --sources notebooks
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
+	grep -q '_sources/notebooks/prologue/baseline.py' _build/smoke/_build/html/notebooks/prologue/baseline.html
+	test -s _build/smoke/_build/html/_sources/notebooks/prologue/baseline.py   # the page's .py source, downloadable
 
 # Every smoke notebook, re-executed in a fresh run store; then the numbers of every run it trained.
 references: $(INSTALLED)

@@ -53,3 +53,32 @@ def test_bench_runs_for_every_kind_of_experiment(capsys):
         assert main(["bench", name, "--profile", "smoke", "--steps", "1", "--warmup", "0"]) == 0, name
         out = capsys.readouterr().out
         assert "tokens/s" in out and "params" in out, (name, out)
+
+
+def test_version_prints_the_package_version(capsys):
+    import pytest
+
+    import lmcompanion
+
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0 and capsys.readouterr().out.strip() == f"lmcompanion {lmcompanion.__version__}"
+
+
+def test_every_command_defaults_to_the_cpu_profile_and_says_so():
+    from pathlib import Path
+
+    from lmcompanion.cli import parser
+    from lmcompanion.runner import parameters_of, read_source
+
+    sub = next(a for a in parser()._actions if a.dest == "command")
+    commands = {name: {a.dest: a for a in s._actions} for name, s in sub.choices.items()}
+    with_profile = {name: acts["profile"] for name, acts in commands.items() if "profile" in acts}
+    assert len(with_profile) >= 6
+    for name, action in with_profile.items():
+        assert "default: " in action.help, name
+        assert action.default == ("cpu" if name != "run-notebook" else None), name
+    # run-notebook's default is the notebook's own: cpu in every notebook of the book
+    for src in sorted(Path(__file__).resolve().parents[1].glob("notebooks/*/*.py")):
+        assert parameters_of(read_source(src))["profile"] == "cpu", src
+

@@ -3,8 +3,10 @@
 The cases are the ones of the README's reliability table. Every test here failed on the code before the fix.
 """
 
+import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -319,6 +321,23 @@ def test_a_run_waiting_for_another_process_says_so(tmp_path, capsys, monkeypatch
     assert "waiting: another process is training this run" in capsys.readouterr().err
 
 
+def test_a_run_waits_for_a_second_process_holding_its_lock(tmp_path, capsys, monkeypatch):
+    """The same with a real second process taking the run's lock through filelock, as the store does on every
+    platform (the store used fcntl, which cannot be imported on Windows)."""
+    monkeypatch.setenv("LMC_PROGRESS", "1")
+    store = RunStore(tmp_path)
+    cfg = tiny_run(steps=2)
+    folder = store.path(cfg)
+    folder.mkdir(parents=True)
+    hold = "import filelock, sys, time\nwith filelock.FileLock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(1.5)\n"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(folder / ".lock")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    assert store.run(cfg).finished
+    assert holder.wait(timeout=60) == 0 and time.monotonic() - started > 0.5
+    assert "waiting: another process is training this run" in capsys.readouterr().err
+
+
 # --- notebooks and the command line --------------------------------------------------------------------------------
 
 
@@ -600,3 +619,43 @@ def test_a_foreign_embeddings_cache_is_made_again(tmp_path, monkeypatch):
     torch.save({"query_train": torch.zeros(3, 7)}, path)  # another file under its name
     again, _ = rexp.embeddings(planned.config)
     assert set(again) == set(emb) and all(torch.equal(again[k], emb[k]) for k in emb)
+
+
+@pytest.mark.parametrize("name, value, given, expected", [
+    ("overrides", "[1, 2]", "a list ([1, 2])", "a dict"),  # failed in the notebook's third cell: "dictionary update sequence"
+    ("seed", "0.5", "a float (0.5)", "an int"),
+    ("profile", "3", "an int (3)", "a str"),
+    ("n_seeds", "{'a': 1}", "a dict ({'a': 1})", "None or one value"),
+])
+def test_a_parameter_of_the_wrong_type_is_named_before_anything_runs(tmp_path, capsys, name, value, given, expected):
+    src = REPO / "notebooks" / "prologue" / "baseline.py"
+    out = tmp_path / "baseline.ipynb"
+    assert cli.main(["run-notebook", str(src), "-o", str(out), "-p", name, value]) == 2
+    err = capsys.readouterr().err
+    assert f"parameter {name!r} is given {given} but takes {expected}" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no kernel started, no partial notebook
+    with pytest.raises(ConfigError, match=f"parameter {name!r} is given {re.escape(given)}"):  # the Python API too
+        runner.run_notebook(src, out, params={name: ast.literal_eval(value)})
+    assert list(tmp_path.iterdir()) == []
+
+
+
+def test_a_cell_past_the_per_cell_timeout_is_stopped_and_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("LMC_CELL_TIMEOUT", raising=False)
+    src = tmp_path / "slow.py"
+    src.write_text('# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nimport time\ntime.sleep(60)\n')
+    started = time.monotonic()
+    assert cli.main(["run-notebook", str(src), "--timeout", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "cell 1 ran longer than the per-cell timeout of 2 s" in err and "Traceback" not in err
+    assert (tmp_path / "slow.failed.ipynb").exists() and not (tmp_path / "slow.ipynb").exists()
+    assert time.monotonic() - started < 50 and "LMC_CELL_TIMEOUT" not in os.environ  # this command's limit only
+
+
+def test_a_kernel_that_dies_names_the_cell_and_keeps_the_partial_notebook(tmp_path, capsys):
+    src = tmp_path / "die.py"
+    src.write_text('# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint("before")\n\n# %%\nimport os\nos._exit(3)\n')
+    assert cli.main(["run-notebook", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "the kernel died in cell 2" in err and "Traceback" not in err
+    assert (tmp_path / "die.failed.ipynb").exists() and not (tmp_path / "die.ipynb").exists()

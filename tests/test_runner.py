@@ -82,3 +82,43 @@ def test_a_gpu_profile_without_a_gpu_stops_unless_the_cpu_is_asked_for(monkeypat
             nb.setup(profile=profile)
         assert nb.setup(profile=profile, device="cpu").device == "cpu"  # asked for: allowed
     assert nb.setup(profile="cpu").device == "cpu"
+
+
+def test_parameters_of_the_declared_type_are_accepted(source):
+    nb = read_source(source)
+    # an int where the default is None, None where it is an int-or-None, an int where a float is expected
+    check_parameters(nb, {"steps": 5, "seed": 2, "profile": "smoke", "device": "cpu"}, source)
+    check_parameters(nb, {"steps": None}, source)
+    src = source.with_name("typed.py")
+    src.write_text('# %% tags=["parameters"]\nlr = 0.1\nflags = [1]\non = False\n\n# %%\nprint(lr)\n')
+    check_parameters(read_source(src), {"lr": 1, "flags": [], "on": True}, src)
+    for bad in ({"lr": "0.1"}, {"flags": {}}, {"on": 1}, {"lr": True}):
+        with pytest.raises(ConfigError, match=f"parameter '{next(iter(bad))}' is given"):
+            check_parameters(read_source(src), bad, src)
+
+
+def test_the_kernel_s_own_noise_is_not_printed_and_the_rest_is(source, tmp_path, capfd):
+    """ipykernel's TCP warning and the KeyboardInterrupt it logs when shut down are dropped; anything else the kernel
+    process prints reaches stderr."""
+    from lmcompanion.runner import _replay_kernel_log
+
+    run_notebook(source, tmp_path / "a.ipynb", profile="smoke")
+    err = capfd.readouterr().err
+    assert "TCP without encryption" not in err and "KeyboardInterrupt" not in err
+    log = tmp_path / "kernel.log"
+    log.write_bytes(b"[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication ...\n"
+                    b"KeyboardInterrupt caught in kernel\n[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.\n"
+                    b"Fatal Python error: Segmentation fault\n")
+    with open(log, "rb") as f:
+        _replay_kernel_log(f)
+    assert capfd.readouterr().err == "Fatal Python error: Segmentation fault\n"
+
+
+def test_without_the_book_extra_run_notebook_says_what_to_install(source, tmp_path, monkeypatch):
+    import sys
+
+    from lmcompanion.errors import LMCError
+
+    monkeypatch.setitem(sys.modules, "papermill", None)  # as if not installed
+    with pytest.raises(LMCError, match=r"needs papermill, which is in the book and test extras: pip install"):
+        run_notebook(source, tmp_path / "a.ipynb")

@@ -31,12 +31,12 @@ import signal
 import sys
 import time
 
-from . import experiments, models, pages, recorded, train
+from . import __version__, experiments, models, pages, recorded, train
 from .bench import bench
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError, Terminated
-from .runner import run_notebook
+from .runner import TIMEOUT_ENV, run_notebook
 
 
 def _progress(args) -> bool | None:
@@ -165,7 +165,10 @@ def _cmd_bench(args) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's "
+                                       "own default, cpu in every notebook of the book).")
+    p.add_argument("--version", action="version", version=f"lmcompanion {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     profiles = ", ".join(PROFILES)
 
@@ -176,7 +179,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("params", help="parameter counts as the write-ups count them")
     s.add_argument("name", nargs="?")
     s.add_argument("--all", action="store_true")
-    s.add_argument("--profile", default="paper", help=f"one of {profiles} (default: paper)")
+    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; at paper each count is also "
+                                                    "compared with the write-up's)")
     s.set_defaults(fn=_cmd_params)
 
     s = sub.add_parser("train", help="train (or reuse) one run")
@@ -192,8 +196,12 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run-notebook", help="execute a notebook source with papermill")
     s.add_argument("src")
     s.add_argument("-o", "--output")
-    s.add_argument("--profile", help=f"one of {profiles}")
-    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    s.add_argument("--profile", help=f"one of {profiles} (default: the notebook's own, cpu in every notebook)")
+    s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a parameter of the notebook's parameters cell, of the type of its default there")
+    s.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop the notebook when any one cell runs longer than this (default: $LMC_CELL_TIMEOUT, "
+                        "else no limit)")
     s.set_defaults(fn=_cmd_run_notebook)
 
     s = sub.add_parser("runs", help="list finished runs in the store")
@@ -206,7 +214,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("train-chapter", help="train a chapter's experiments run by run, recording each as it finishes")
     s.add_argument("chapter")
-    s.add_argument("--profile", default="gpu", help=f"one of {profiles} (default: gpu)")
+    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; on a GPU machine give gpu or "
+                                                  "paper)")
     s.add_argument("--device", default="auto", help="auto, cpu or cuda")
     s.add_argument("--seeds", type=int, help="seeds per experiment (default: each experiment's as registered)")
     s.add_argument("--budget-s", type=float, help="start no new run after this many seconds")
@@ -228,7 +237,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("export-retrieval", help="write retrieval runs' embeddings, test items and numbers as .npz")
     s.add_argument("runs", nargs="+", help="retrieval run folders, or retrieval/... experiment names")
-    s.add_argument("--profile", default="cpu", help=f"for experiment names: {profiles}")
+    s.add_argument("--profile", default="cpu", help=f"for experiment names: one of {profiles} (default: cpu)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--device", default="auto")
     s.add_argument("-o", "--output", default=".")
@@ -276,4 +285,13 @@ def report(fn) -> int:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
-    return report(lambda: args.fn(args))
+    timeout_before = os.environ.get(TIMEOUT_ENV)
+    if getattr(args, "timeout", None) is not None:  # run-notebook --timeout: the runner's per-cell limit
+        os.environ[TIMEOUT_ENV] = str(args.timeout)
+    try:
+        return report(lambda: args.fn(args))
+    finally:
+        if timeout_before is None:
+            os.environ.pop(TIMEOUT_ENV, None)
+        else:
+            os.environ[TIMEOUT_ENV] = timeout_before

@@ -1,10 +1,13 @@
 """Execute a notebook source (a jupytext percent ``.py`` file) with papermill under a profile.
 
 ``run_notebook(src, out, profile="cpu", params={...})`` reads the source with jupytext, checks every parameter
-name against the source's ``parameters`` cell and the profile against the known profiles (both errors list the
-valid choices), executes it with papermill on the ``python3`` kernel, and writes the executed ``.ipynb`` without
-the metadata that changes on every run (timestamps, random cell ids, jupytext and papermill bookkeeping), so that
-re-executing an unchanged notebook gives an identical file.
+name against the source's ``parameters`` cell, each value's type against the literal default there, and the profile
+against the known profiles (the errors list the valid choices), executes it with papermill on the ``python3``
+kernel, and writes the executed ``.ipynb`` without the metadata that changes on every run (timestamps, random cell
+ids, jupytext and papermill bookkeeping), so that re-executing an unchanged notebook gives an identical file.
+
+What the kernel process prints itself (not the notebook's outputs, which come back over its channels) is collected
+and shown after the run, less two messages that are none of ours (see ``KERNEL_NOISE``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import ast
 import datetime
 import hashlib
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -22,10 +27,24 @@ from .env import git_state
 from .errors import ConfigError, LMCError
 
 KERNEL = "python3"
+# Per-cell time limit of run_notebook when none is given (seconds; unset: none).
+TIMEOUT_ENV = "LMC_CELL_TIMEOUT"
+# Printed by every kernel, whatever the notebook does: ipykernel's warning that jupyter_client's default transport
+# (TCP on localhost) is unencrypted, and the KeyboardInterrupt it logs when jupyter_client interrupts it on shutdown
+# (jupyter_client interrupts a kernel before asking it to shut down, even after a notebook that succeeded).
+KERNEL_NOISE = re.compile(r"Kernel is running over TCP without encryption|KeyboardInterrupt caught in kernel")
+
+
+def _missing_extra(exc: ModuleNotFoundError) -> LMCError:
+    return LMCError(f"executing notebooks needs {exc.name}, which is in the book and test extras: "
+                    "pip install -e '.[book]' (make install installs it)")
 
 
 def read_source(src: Path):
-    import jupytext
+    try:
+        import jupytext
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc) from None
 
     src = Path(src)
     if not src.is_file():
@@ -61,7 +80,37 @@ def parameters_of(nb) -> dict[str, Any]:
     return out
 
 
+_SCALARS = (bool, int, float, str)
+
+
+def _accepts(default: Any, value: Any) -> bool:
+    """Whether ``value`` may replace the literal ``default`` of a parameters cell."""
+    if default is None:  # "None: the profile's ...": None or one value, never a list or a dict
+        return value is None or isinstance(value, _SCALARS)
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default))  # str, dict, ...
+
+
+def _kind(value: Any) -> str:
+    return "None" if value is None else f"{'an' if type(value).__name__[0] in 'aeiou' else 'a'} {type(value).__name__}"
+
+
+def _expected(default: Any) -> str:
+    if default is None:
+        return "None or one value (an int, float, str or bool)"
+    return {float: "a float (or an int)", tuple: "a list"}.get(type(default)) or _kind(default)
+
+
 def check_parameters(nb, params: Mapping[str, Any], src: Path | str = "notebook") -> None:
+    """Every name in ``params`` is a parameter of ``nb``, every value of the type its default there has, and the
+    profile is a known one; otherwise a ConfigError naming what is wrong, before anything runs."""
     valid = parameters_of(nb)
     unknown = [k for k in params if k not in valid]
     if unknown:
@@ -70,6 +119,13 @@ def check_parameters(nb, params: Mapping[str, Any], src: Path | str = "notebook"
             f"{src}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}{hints}; "
             f"valid parameters: {', '.join(f'{k} (default {v!r})' for k, v in valid.items())}"
         )
+    for name, value in params.items():
+        default = valid[name]
+        if not _accepts(default, value):
+            raise ConfigError(
+                f"{src}: parameter {name!r} is given {_kind(value)} ({value!r}) but takes {_expected(default)}, "
+                f"like its default in the notebook's parameters cell ({name} = {default!r})"
+            )
     if "profile" in params:
         check_profile(params["profile"])
     elif "profile" in valid:
@@ -107,11 +163,43 @@ def clean(nb, provenance: Mapping[str, Any] | None = None):
     return nb
 
 
+def _kernel_manager(log):
+    """jupyter_client's kernel manager, with the kernel process's own stdout and stderr written to ``log``."""
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            return await KernelManager._async_start_kernel(self, **kw)
+
+    return LoggedKernelManager
+
+
+def _replay_kernel_log(log) -> None:
+    """Print what the kernel process printed itself, but for ``KERNEL_NOISE``."""
+    log.flush()
+    log.seek(0)
+    for line in log.read().decode(errors="replace").splitlines():
+        if line.strip() and not KERNEL_NOISE.search(line):
+            print(line, file=sys.stderr)
+
+
 def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
-                 params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None) -> Path:
-    """Execute ``src`` with papermill; write the cleaned result to ``out`` (default: next to the source)."""
+                 params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None,
+                 timeout: float | None = None) -> Path:
+    """Execute ``src`` with papermill; write the cleaned result to ``out`` (default: next to the source).
+
+    ``timeout``: seconds any one cell may run (default: $LMC_CELL_TIMEOUT, else no limit); a cell that runs longer
+    stops the notebook with an error naming it.
+    """
     import nbformat
-    import papermill
+
+    try:
+        import papermill
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(exc) from None
 
     src = Path(src)
     params = dict(params or {})
@@ -119,6 +207,13 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
         if "profile" in params and params["profile"] != profile:
             raise ConfigError(f"profile given twice: --profile {profile} and -p profile {params['profile']}")
         params["profile"] = profile
+    if timeout is None and os.environ.get(TIMEOUT_ENV):
+        try:
+            timeout = float(os.environ[TIMEOUT_ENV])
+        except ValueError:
+            raise ConfigError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r} is not a number of seconds") from None
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"the per-cell timeout must be a positive number of seconds, not {timeout!r}")
     nb = read_source(src)
     check_parameters(nb, params, src)
     nb.metadata.setdefault("kernelspec", {"name": kernel, "display_name": "Python 3", "language": "python"})
@@ -133,21 +228,43 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
                                           str(params.get("profile", "(default)")),
                                           *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile")])
     tmp = out.with_name(f".{out.stem}.partial.ipynb")
+    kept = out.with_name(out.stem + ".failed.ipynb")
+
+    def last_started() -> str:  # the cell that was running when execution stopped
+        cells = nbformat.read(tmp, as_version=4).cells if tmp.exists() else []
+        started = [i for i, c in enumerate(cells) if c.metadata.get("papermill", {}).get("start_time")]
+        return str(started[-1]) if started else "?"
+
+    def keep_partial() -> str:
+        if not tmp.exists():
+            return ""
+        nbformat.write(clean(nbformat.read(tmp, as_version=4)), kept)
+        tmp.unlink()
+        return f"\nThe partly executed notebook is in {kept}."
+
     try:
-        papermill.execute_notebook(
-            nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
-            progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
-        )
+        with tempfile.TemporaryFile() as log:
+            try:
+                papermill.execute_notebook(
+                    nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
+                    progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
+                    execution_timeout=timeout, kernel_manager_class=_kernel_manager(log),
+                )
+            except CellTimeoutError:
+                raise  # the kernel's complaints about being stopped mid-cell are ours to drop
+            except BaseException:
+                _replay_kernel_log(log)
+                raise
+            else:
+                _replay_kernel_log(log)
     except papermill.PapermillExecutionError as exc:
-        failed = clean(nbformat.read(tmp, as_version=4)) if tmp.exists() else None
-        kept = out.with_name(out.stem + ".failed.ipynb")
-        if failed is not None:
-            nbformat.write(failed, kept)
-            tmp.unlink()
-        raise LMCError(
-            f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
-            + (f"\nThe partly executed notebook is in {kept}." if failed is not None else "")
-        ) from None
+        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + keep_partial()) from None
+    except CellTimeoutError:
+        raise LMCError(f"{src}: cell {last_started()} ran longer than the per-cell timeout of {timeout:g} s "
+                       f"(run-notebook --timeout, or ${TIMEOUT_ENV}) and was stopped" + keep_partial()) from None
+    except DeadKernelError:
+        raise LMCError(f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out of "
+                       "memory?)" + keep_partial()) from None
     finally:
         for name, value in zip(("LMC_PROGRESS", "LMC_COMMAND"), env_before):
             if value is None:

@@ -21,7 +21,6 @@ damaged run raises an error that names the one command that repairs it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -30,6 +29,8 @@ import sys
 import time
 from functools import cached_property
 from pathlib import Path
+
+import filelock
 
 from .. import env, models, paths
 from ..errors import CheckpointError, LMCError
@@ -238,18 +239,19 @@ class RunStore:
 
     @contextlib.contextmanager
     def _lock(self, folder: Path):
-        with open(folder / ".lock", "w") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if os.environ.get("LMC_PROGRESS", "1") not in ("0", "false", "off"):  # not inside a notebook
-                    print(f"waiting: another process is training this run ({folder.name}); it will be reused when "
-                          "it finishes", file=sys.stderr, flush=True)
-                fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+        """Hold the run's lock (a cross-platform file lock on ``.lock``), saying so when another process has it."""
+        lock = filelock.FileLock(folder / ".lock")
+        try:
+            lock.acquire(blocking=False)
+        except filelock.Timeout:
+            if os.environ.get("LMC_PROGRESS", "1") not in ("0", "false", "off"):  # not inside a notebook
+                print(f"waiting: another process is training this run ({folder.name}); it will be reused when "
+                      "it finishes", file=sys.stderr, flush=True)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def _mkdir(self, folder: Path) -> None:
         try:
