@@ -23,8 +23,9 @@
 # significant at 5%. A comparison is decided only where one of its arms learns beyond the unigram level (its loss
 # below the loss of token frequencies alone). Claims whose arms this profile does not run (the `cpu` budget would
 # give them fewer than forty steps) are listed as such, with the write-up's numbers. Computed facts (counts, the
-# mask, memory, the estimates) are exact. The runs are the ones the previous notebooks made, reused from the run
-# store.
+# mask, memory, the estimates) are exact. Which claim of the write-up each row tests, and why the others are not
+# tested, is the [claims ledger](claims-ledger). The runs are the ones the previous notebooks made, reused from the
+# run store.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
