@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ... import models
 from ...data import stories
 from ...models.mixer import MaskedTokenConv, MixerConfig
 from ...models.transformer import llama_config
@@ -168,8 +169,6 @@ def batch16_counted() -> dict[str, dict[str, int]]:
 def measure_training_cuda(model_config, batch_size: int = 16) -> float:
     """GB of ``torch.cuda.max_memory_allocated`` over one fp32 AdamW training step at ``batch_size`` (NaN when it
     does not fit)."""
-    from ... import models
-
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     model = opt = None
