@@ -50,6 +50,17 @@ runs = S.arms(NAMES, by="name")  # reused from the run store
 nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs, profile=S.profile))
 
 # %% [markdown]
+# ## What each arm keeps of the write-up's proportions
+#
+# Each arm at this profile against its size in the write-up: width, blocks, context and batch as fractions of the
+# write-up's, its context over its width, a transformer's heads and their size, and the steps the equal-compute
+# budget buys it, relative to the flat $d_{model}=512$ mixer's, here and at the write-up's size (the proportion a
+# fixed-compute comparison rests on). Arms the `cpu` budget would give fewer than forty steps are not run there.
+
+# %%
+mixer.compute.proportions_table(NAMES, S.profile)
+
+# %% [markdown]
 # ## The compute of the gpu and paper profiles
 #
 # This chapter's own tables: the compute budget of each profile, and the time of the `gpu` and `paper` profiles on
