@@ -83,7 +83,12 @@ def by_title(runs: Mapping[str, Sequence]) -> dict[str, Sequence]:
 
 
 def results(runs: Mapping[str, Sequence]):
-    """tables.results of runs keyed by experiment name, beside the write-up's numbers."""
+    """tables.results of runs keyed by experiment name, beside the write-up's numbers (a one-line note when none of
+    the arms runs at this profile)."""
+    if not runs:
+        import pandas as pd
+
+        return pd.DataFrame({"note": ["these arms are not run at this profile (see the landing page)"]})
     return tables.results(by_title(runs), published=nb.published(list(runs)))
 
 
