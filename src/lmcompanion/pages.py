@@ -128,7 +128,7 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
     chapter_names = sorted(claims, key=lambda c: (order.index(c) if c in order else len(order), c))
     lines = ["(claims-ledger)=", "# Claims ledger", "",
              "Every claim of every write-up, in the write-up's order and words: either the verdict row that tests it, "
-             "with that row's verdict at each profile this book has runs for (as on the [scorecard](scorecard)), or "
+             "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`), or "
              "one line saying why it is not tested. The chapters register their claims in the package "
              "(`lmcompanion.ledger`); this page is generated from that registry and the verdict tables of the "
              "executed notebooks. A claim may be tested by more than one row; then it is listed once per row.", ""]
