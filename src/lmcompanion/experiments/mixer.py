@@ -25,11 +25,13 @@ comparisons read their final values.
 
 **Profiles.** ``paper`` is the write-up's settings (hub data, d as published, 8 layers, 512 tokens, 4,096-token BPE,
 its batches and learning rates). ``gpu`` keeps its context, vocabulary and depth with widths / 4 on the offline
-copies; ``cpu`` divides widths by 8, uses 4 layers, 128-token examples and a 1,024-token BPE; ``smoke`` runs tiny
-models on the generated corpus. The smaller profiles multiply the learning rates by one factor per family (mixers;
-transformers), so the write-up's ratios within a family stay: at the cpu profile a short sweep put the flat
-mixer's best rate near 32x and Llama's near 4x the write-up's (the write-up: mixers "soak up larger learning
-rates"); the gpu factors are an untested guess between those and 1. Batches map as :data:`SCALES` says. Every
+copies; ``cpu`` divides widths, depth, context and the RTX 3060 batches by 4 (2 layers, 128-token examples, a
+1,024-token BPE; the 4xV100 batches by 32), keeps a transformer's heads while each has 8 features, and does not run
+the arms its budget would give fewer than :data:`MIN_CPU_STEPS` steps; ``smoke`` runs tiny models on the generated
+corpus. The smaller profiles multiply the learning rates by one factor per family (mixers; transformers), so the
+write-up's ratios within a family stay: a short sweep at the cpu profile's earlier scale (widths / 8, 4 layers; not
+repeated since) put the flat mixer's best rate near 32x and Llama's near 4x the write-up's (the write-up: mixers
+"soak up larger learning rates"); the gpu factors are an untested guess between those and 1. Batches map as :data:`SCALES` says. Every
 difference from the paper profile is listed per experiment in the chapter.
 """
 
