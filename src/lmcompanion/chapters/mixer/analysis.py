@@ -36,7 +36,7 @@ def independent_count(name: str, changes: Mapping[str, object] | None = None) ->
     """The parameters of experiment ``name`` at the write-up's size (with ``changes`` to its model: ``n_embed``,
     ``n_head`` or a mixer field), counted from the architecture's description, not from the model code."""
     arm, changes = exp.ARMS[name], dict(changes or {})
-    V, L, n = 4096, 512, 8
+    V, L, n = 4096, 512, 8 * arm.depth
     d, h = int(changes.pop("n_embed", arm.n_embed)), int(changes.pop("n_head", arm.n_head))
     if arm.family == "mixer":
         m = {**arm.mixer, **changes}
