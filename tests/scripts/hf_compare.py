@@ -5,7 +5,7 @@ Run it with transformers importable, e.g. from a throwaway folder:
 
     pip install --target /tmp/hf --no-deps transformers==4.42.3 tokenizers==0.19.1 huggingface-hub==0.23.4 \\
         safetensors regex
-    PYTHONPATH=src:/tmp/hf python tests/hf_compare.py
+    PYTHONPATH=src:/tmp/hf python tests/scripts/hf_compare.py
 
 It builds HF's ``OpenAIGPTLMHeadModel`` (the write-up's GPT, ``afn="gelu"``) and ``LlamaForCausalLM`` at a tiny size,
 copies their weights into ours, and prints the largest difference of the logits (eval mode, float64); for the GPT
