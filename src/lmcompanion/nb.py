@@ -68,6 +68,12 @@ class Settings:
         return self._train(experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides,
                                                settings=settings))
 
+    def planned(self, name: str, seed: int | None = None) -> experiments.PlannedRun:
+        """The planned run of experiment ``name`` for one seed (default: the first) at this notebook's settings,
+        untrained: what ``bench.side_by_side`` times."""
+        seed = self.seeds[0] if seed is None else seed
+        return experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides)
+
     def use(self, run: train.Run) -> train.Run:
         """Count a run read another way in this page's provenance."""
         self.used[str(run.path)] = run
