@@ -30,11 +30,12 @@
 #   upsampling, which seems to have helped": the anchor without them (`use_pos_embd_in_enc_dec=False`, the
 #   original's own switch).
 # - "Increasing the size of the latent vectors in the encoders or in the latent space also seems to help": the
-#   lengths above are their number; their width is the other size, so two arms double the width of the level-1
-#   latents and of the latent space.
+#   lengths above are their number; their width is the other size, so two arms make the level-1 latents and the
+#   latent space half again as wide (the latent space's soft-expert blocks grow with the square of its width: the
+#   parameter table gives the counts).
 #
-# The `cpu` and `smoke` profiles run the Perceiver arm and leave out the other three (the wide arms cost up to
-# three times the anchor's FLOPs) to stay within their time budget.
+# The `cpu` and `smoke` profiles run the Perceiver arm and leave out the other three (the wider latent space is the
+# costliest arm of the notebook) to stay within their time budget.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper

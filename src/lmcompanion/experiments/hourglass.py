@@ -134,7 +134,7 @@ def scale(profile: str) -> Scale:
 
 
 def hourglass_config(profile: str, name: str, label: str = "256-32", *, experts: int = 0, shared: int | None = None,
-                     every: int = 4, schedule: str | None = None, widths: tuple[int, ...] = (1, 1, 1),
+                     every: int = 4, schedule: str | None = None, widths: tuple[float, ...] = (1, 1, 1),
                      **keys) -> RunConfig:
     """An efficient run at ``profile``: the run config at the profile's shapes, with "Seq Length ``label``",
     ``experts`` soft experts (0: none) of which ``shared`` are shared (default: the run config's one), soft experts
@@ -142,7 +142,7 @@ def hourglass_config(profile: str, name: str, label: str = "256-32", *, experts:
     model keys (``up_sampling``, ...), and ``schedule="constant"`` for the code's constant learning rate (no
     warmup)."""
     s = scale(profile)
-    n_embed = tuple(n * f for n, f in zip(s.n_embed, widths))
+    n_embed = tuple(round(n * f) for n, f in zip(s.n_embed, widths))
     shapes = dict(vocab_size=vocab_size(s.data), context_size=s.context, n_groups=s.n_groups, n_embed=n_embed,
                   n_head=s.n_head, n_block_local_global=s.n_block_local_global, n_block_enc=s.n_block_enc,
                   n_block_latent=s.n_block_latent, latent_size=s.latent_size(label))
@@ -230,17 +230,18 @@ ARMS: dict[str, tuple[str, dict, dict]] = {
     # the ablations the write-up reports in prose (no plot, no number), on the anchor: the Perceiver compressor
     # ("faster ... but performs less well"), no positions after each compression and upsampling ("seems to have
     # helped"), wider latent vectors in the encoders and in the latent space ("increasing the size of the latent
-    # vectors ... also seems to help": their width, at twice the anchor's), and the merges the write-up compared
-    # with its softmax ("merging via max and mean of the features ... performed less well")
+    # vectors ... also seems to help": their width, half again the anchor's; the latent space's soft-expert blocks
+    # grow with the square of its width, and at twice the width the model would be several times the write-up's
+    # largest), and the merges the write-up compared with its softmax ("merging via max and mean ... less well")
     "hourglass/attn_448_96_e6_perceiver": ("448-96, 6 soft experts, Perceiver compressor, attn",
                                            dict(ATTN, label=ANCHOR, experts=6, encoder_type="perceiver"), {}),
     "hourglass/attn_448_96_e6_no_level_pos": ("448-96, 6 soft experts, no positions after compression and "
                                               "upsampling, attn",
                                               dict(ATTN, label=ANCHOR, experts=6, use_pos_embd_in_enc_dec=False), {}),
-    "hourglass/attn_448_96_e6_wide_enc": ("448-96, 6 soft experts, level-1 latents twice as wide, attn",
-                                          dict(ATTN, label=ANCHOR, experts=6, widths=(1, 2, 1)), {}),
-    "hourglass/attn_448_96_e6_wide_latent": ("448-96, 6 soft experts, latent space twice as wide, attn",
-                                             dict(ATTN, label=ANCHOR, experts=6, widths=(1, 1, 2)), {}),
+    "hourglass/attn_448_96_e6_wide_enc": ("448-96, 6 soft experts, level-1 latents 1.5x as wide, attn",
+                                          dict(ATTN, label=ANCHOR, experts=6, widths=(1, 1.5, 1)), {}),
+    "hourglass/attn_448_96_e6_wide_latent": ("448-96, 6 soft experts, latent space 1.5x as wide, attn",
+                                             dict(ATTN, label=ANCHOR, experts=6, widths=(1, 1, 1.5)), {}),
     "hourglass/attn_448_96_e6_merge_max": ("448-96, 6 soft experts merged by max, attn",
                                            dict(ATTN, label=ANCHOR, experts=6, expert_merge="max"), {}),
     "hourglass/attn_448_96_e6_merge_mean": ("448-96, 6 soft experts merged by mean, attn",
