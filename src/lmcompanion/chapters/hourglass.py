@@ -237,10 +237,15 @@ def end_of_repeat(attn: Sequence, repeat: Sequence) -> tuple[list[float], list[f
     return [_val_at_flops(a, f) for a, f in zip(attn, ends)], tables.final(repeat, "val")
 
 
+MIN_POINTS = 3  # compute points a trend is fitted on: fewer (the smoke profile's two evaluations) decide nothing
+
+
 def gap_slopes(frames: Sequence) -> list[float]:
     """Per seed: the least-squares slope of the gap (attention - repeat) against log10 of the training FLOPs, in nats
-    per tenfold compute; negative where attention pulls ahead as compute grows."""
-    return [float(np.polyfit(np.log10(f["FLOPs"].to_numpy()), f["gap"].to_numpy(), 1)[0]) for f in frames]
+    per tenfold compute; negative where attention pulls ahead as compute grows (NaN with fewer than
+    :data:`MIN_POINTS` points)."""
+    return [float(np.polyfit(np.log10(f["FLOPs"].to_numpy()), f["gap"].to_numpy(), 1)[0]) if len(f) >= MIN_POINTS
+            else math.nan for f in frames]
 
 
 def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = REPEAT):
@@ -570,6 +575,11 @@ def _upsampling_rows(attn: Sequence, repeat: Sequence, gated) -> list[Verdict]:
     frames = mode_gaps(attn, repeat)
     slopes = gap_slopes(frames)
     gaps = [stats.mean([f["gap"].iloc[k] for f in frames]) for k in range(min(len(f) for f in frames))]
+    if len(gaps) < MIN_POINTS:
+        return [end, Verdict(SCALES_BETTER, '"in most experiences made we still noticed that the attention version '
+                             'scales better with compute"', "too few compute points where both modes have evaluations",
+                             f"{INCONCLUSIVE} (too few evaluations at this profile for a trend)", seeds="0",
+                             chance="")]
     trend_row = below(SCALES_BETTER, '"in most experiences made we still noticed that the attention version scales '
                       'better with compute"', slopes, 0.0, fmt="+.3f", log=False)
     trend_row = dataclasses.replace(
