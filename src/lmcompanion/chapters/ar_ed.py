@@ -164,6 +164,9 @@ LEDGER = register(_C, [
     Claim(_C, "positional embedding subtraction should work even for decoder-only transformers, and experiments should "
               "validate this", "Conclusions",
           row=_ROW["beyond the write-up: subtraction improves a decoder-only model (validation)"]),
+    Claim(_C, "positional embedding subtraction should work even for decoder-only transformers, and experiments should "
+              "validate this", "Conclusions",
+          row=_ROW["beyond the write-up: subtraction improves a decoder-only model (train)"]),
 ])
 
 
