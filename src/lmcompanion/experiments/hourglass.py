@@ -17,7 +17,10 @@ under the same schedule ("all models lr were fully decayed ... only the amount o
 ``hourglass/attn_448_96_e6_constant_lr`` is the code's schedule instead (constant 4.8e-4), and
 ``hourglass/attn_448_96_e6_final_norm`` the anchor with the final norm the code builds and never applies (our default
 until it kept the models at the unigram loss at ``cpu``, issue #23); the code's last-token validation is
-computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``.
+computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``. The anchor's ablations that the
+README reports only in prose (the Perceiver compressor, no positions after compression and upsampling, wider latent
+vectors, the max and mean merges of the experts) are arms of their own; all but the Perceiver run at ``gpu`` and
+``paper`` only (:data:`GPU_ONLY`). ``hourglass/base_256_32`` is the "base model of 19.55M", registered for its count.
 
 Profiles (:data:`SCALES`): ``paper`` is the write-up's own settings (the notes §6: 768 tokens, batch 64 x 136
 accumulation = 8,704 windows per update, every stride-1 window once per epoch, 205 updates for two epochs, every
