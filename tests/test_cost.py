@@ -46,3 +46,18 @@ def test_memory_is_counted_at_the_write_ups_size_and_a_recorded_peak_decides_whe
     far = {ar_ed.TIMED[0]: [Run(4 * 2**30)], ar_ed.TIMED[1]: [Run(2**30)]}
     measured = cost.memory_similar(ar_ed.MEMORY, "", *ar_ed.TIMED, far)
     assert measured.outcome == verdicts.FAILS and measured.ours.startswith("measured on NVIDIA H100")
+
+
+def test_timed_rows_are_glued_with_the_others_and_shown_apart(monkeypatch):
+    import myst_nb
+
+    from lmcompanion import nb
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda key, value, display=True: glued.setdefault(key, value))
+    rows = [verdicts.exact("a count", "", "", True), cost.time_similar(ar_ed.TIME, "", None, *ar_ed.TIMED)]
+    S = nb.setup(profile="smoke", device="cpu")
+    table = nb.show_verdicts(S, "ar_ed", rows, apart=[ar_ed.TIME])
+    assert list(table["claim (write-up)"]) == ["a count"]
+    assert [r["claim"] for r in __import__("json").loads(glued["verdicts:smoke"])] == ["a count", ar_ed.TIME]
+    assert list(nb.timed_verdicts(rows, [ar_ed.TIME])["claim (write-up)"]) == [ar_ed.TIME]

@@ -53,10 +53,18 @@ from lmcompanion import bench
 
 timing = bench.side_by_side(S.planned(ar_ed.TIMED[0]), S.planned(ar_ed.TIMED[1]), steps=5, rounds=8)
 print(f"{timing.device}, {timing.threads} thread(s), {timing.steps} steps per model per round")
-timing.table()
+display(timing.table())
+rows = ar_ed.verdict_rows(runs, timing)
+nb.timed_verdicts(rows, [ar_ed.TIME])
+
+# %% [markdown]
+# ## Every claim
+#
+# The row timed above is left out of this table (its outcome moves with the load of the machine that executes the
+# page); the scorecard lists it with the others.
 
 # %%
-nb.show_verdicts(S, "ar_ed", ar_ed.verdict_rows(runs, timing))
+nb.show_verdicts(S, "ar_ed", rows, apart=[ar_ed.TIME])
 
 # %% [markdown]
 # ## Appendix

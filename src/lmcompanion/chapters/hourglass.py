@@ -380,6 +380,7 @@ WORDS = {
 REPEAT_FASTER = ("repeat upsampling takes less time per training step than attention upsampling (448-96, 6 soft experts; "
                  "timed side by side)")
 PERCEIVER_FASTER = "the Perceiver compressor takes less time per training step than the transformer compressor (timed side by side)"
+TIMED_CLAIMS = (REPEAT_FASTER, PERCEIVER_FASTER)  # the rows timed side by side in the verdict notebook
 SCALES_BETTER = ("attention upsampling scales better with compute: its lead over repeat grows with training FLOPs "
                  "(the gap at the repeat runs' evaluations, per seed)")
 COUNT_BASE = "the base model without soft experts has 19.55M parameters (as the original counts)"
@@ -717,7 +718,7 @@ LEDGER = register(_C, [
 
 __all__ = ["ALL", "ANCHOR", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
            "EXPERT_COUNTS", "EXPERT_KNOBS", "HEADLINE", "LEDGER", "LENGTHS", "MERGES", "MODES", "PROTOCOL", "REPEAT",
-           "TIMED", "blind_offsets", "blind_spot_frames", "blind_spot_table", "cost_curves", "cost_table",
-           "end_of_repeat", "gap_slopes", "head_input_parts", "head_input_table", "inference_flops",
+           "TIMED", "TIMED_CLAIMS", "blind_offsets", "blind_spot_frames", "blind_spot_table", "cost_curves",
+           "cost_table", "end_of_repeat", "gap_slopes", "head_input_parts", "head_input_table", "inference_flops",
            "inference_table", "last_token_values", "lr_schedules", "mode_gaps", "mode_table", "position_losses",
            "protocol_table", "similar_margin", "skipped_note", "test_table", "verdict_rows", "window_losses"]
