@@ -21,8 +21,10 @@ token conv keeps PyTorch's default (HF's ``_init_weights`` does not touch Conv1d
 Names: ``n_embed`` = hidden_size / n_embd (d), ``n_layer`` = num_hidden_layers, ``n_head`` = num_attention_heads,
 ``context_size`` = n_positions (the longest input).
 
-:func:`training_memory` (both families) estimates the bytes of a training step on the meta device, for the
-write-up's memory-versus-context tables.
+:func:`training_memory` (both families) estimates the bytes of a training step on the meta device. It is the first
+version of :func:`lmcompanion.memory.training_memory`, which counts every model family the same way and is what the
+chapters use; this copy stays, unchanged, because this module's code is part of the key of every mixer and
+transformer run (removing it would retrain them all). Both give the same numbers (``tests/test_memory.py``).
 """
 
 from __future__ import annotations
@@ -283,6 +285,9 @@ _MODEL_OF = {MixerConfig: MaskedMixer, TransformerConfig: Transformer}
 def training_memory(model_config, batch_size: int = 1, include_head: bool = False,
                     dtype: torch.dtype = torch.float32, device: str = "meta") -> dict[str, int]:
     """Bytes of one training step of a mixer or transformer, counted without allocating (``device="meta"``).
+
+    Kept for the run keys (see the module doc): new code calls :func:`lmcompanion.memory.training_memory`, the same
+    method for every model family.
 
     Builds the model, runs forward and backward on a zero batch of ``context_size`` tokens, and counts
     - ``parameters``, ``buffers`` (the mixers' bool masks), ``gradients`` (of the parameters that get one: not
