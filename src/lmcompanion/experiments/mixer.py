@@ -273,11 +273,16 @@ def scale(profile: str) -> Scale:
     return SCALES[check_profile(profile)]
 
 
+DEEP_MIN_WIDTH = 16
+
+
 def model_config(arm: Arm, s: Scale):
     """The arm's model at a profile: widths / width_div, the profile's blocks (x the arm's depth); a transformer keeps
     the write-up's heads while each keeps at least ``min_head_size`` features (RoPE needs an even head size), else as
-    many as do."""
-    d = max(2, arm.n_embed // s.width_div)
+    many as do. A deep arm keeps at least :data:`DEEP_MIN_WIDTH` features: at smoke the 64-layer mixer would be 2 wide,
+    and a 16-block, 2-wide mixer's training amplifies last-bit differences of the kernels (1-2% apart by step 4 between
+    1 and 2 threads, or AVX2 and AVX-512), which no regression tolerance can check; 16 wide, it agrees to 1e-7."""
+    d = max(2 if arm.depth == 1 else DEEP_MIN_WIDTH, arm.n_embed // s.width_div)
     common = dict(vocab_size=s.data.vocab_size, context_size=s.context)
     if arm.family == "mixer":
         return MixerConfig(n_embed=d, n_layer=s.n_layer * arm.depth, **common, **arm.mixer)
