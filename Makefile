@@ -124,9 +124,10 @@ unit: $(INSTALLED)
 
 # Re-execute the committed smoke references in a fresh run store and compare their outputs (exactly, after the
 # sanitizer removes decimal numbers and verdict words); then compare every number the runs recorded with
-# tests/nbval/runs.json within the tolerance of tests/regression.py.
+# tests/nbval/runs.json within the tolerance of tests/regression.py. Both run with THREADS threads, as the book's
+# notebooks do and `make references` did, so the check does not depend on the machine's core count.
 nbval: $(INSTALLED)
-	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 && \
+	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) && \
 	  $(BIN)python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg tests/nbval && \
 	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py; \
@@ -145,7 +146,7 @@ smoke-book: $(INSTALLED)
 
 # Every smoke notebook, re-executed in a fresh run store; then the numbers of every run it trained.
 references: $(INSTALLED)
-	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 && \
+	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) && \
 	  for src in $(NB_SRC); do \
 	    out=tests/nbval/$${src#notebooks/}; $(BIN)python -m lmcompanion run-notebook $$src -o $${out%.py}.ipynb \
 	      --profile smoke || exit 1; \
