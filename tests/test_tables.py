@@ -15,3 +15,16 @@ def test_published_numbers_keep_their_digits_beside_text(tmp_path):
     assert table.loc["with", "write-up aux loss"] == "4.138e-09"
     assert table.loc["without", "write-up aux loss"] == "N/A"
     assert table.loc["with", "write-up train"] == "2.998" and table.loc["without", "write-up val"] == "3.4"
+
+
+def test_a_named_index_takes_the_header_s_corner_not_a_second_row():
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1, 2], "b": [3, 4]}, index=pd.Index(["x", "y"], name="experiment"))
+    assert df._repr_html_().split("<tbody>")[0].count("<tr") == 2  # pandas' own: a second, blank header row
+    header, body = tables.html(df).split("<tbody>")
+    assert header.count("<tr") == 1 and ">experiment<" in header
+    assert body.count("<tr") == 2 and ">x<" in body
+    assert df.index.name == "experiment" and df.columns.name is None  # the table itself is untouched
+    multi = df.set_index("a", append=True)
+    assert tables.one_header_row(multi) is multi

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from . import env, estimate, experiments, models, paths, plots, recorded, stats, train, verdicts
+from . import env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers
 from .data.lm import tokenizer
@@ -141,7 +141,21 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     pd.set_option("display.precision", 4)
     pd.set_option("display.max_colwidth", None)  # claims, settings and generations are shown whole
     pd.set_option("display.max_rows", 500)  # a chapter's settings table has dozens of rows: all of them
+    _install_table_formatter()
     return settings
+
+
+def _install_table_formatter() -> None:
+    """In a notebook's kernel, DataFrames render through :func:`lmcompanion.tables.html` (one header row)."""
+    import pandas as pd
+
+    try:
+        from IPython import get_ipython
+    except ModuleNotFoundError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, tables.html)
 
 
 def published(names: Sequence[str]) -> dict[str, dict]:

@@ -58,6 +58,25 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
     return pd.DataFrame(rows).set_index("arm").fillna("")
 
 
+def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its index's name moved to the top-left corner of the column header (``columns.name``), where
+    pandas' HTML puts it on the header's own row: a named index otherwise gets a second, mostly blank header row.
+    Tables with several index or column levels, or whose columns are already named, are returned as they are."""
+    if (df.index.nlevels != 1 or df.columns.nlevels != 1 or df.index.name is None
+            or df.columns.name is not None):
+        return df
+    out = df.copy(deep=False)
+    out.columns = out.columns.rename(df.index.name)
+    out.index = out.index.rename(None)
+    return out
+
+
+def html(df: pd.DataFrame) -> str:
+    """The book's HTML of a table (installed as the notebooks' DataFrame formatter by ``nb.setup``): pandas' own,
+    with one header row (:func:`one_header_row`)."""
+    return one_header_row(df)._repr_html_()
+
+
 def environment(run) -> pd.DataFrame:
     """The provenance of one run as a two-column table."""
     keys = ["time", "device", "gpu", "cpu", "cpu_count", "torch_threads", "torch", "cuda", "python", "platform",
