@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -268,11 +269,20 @@ def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[exper
     return out
 
 
+def _sig3(x: float) -> str:
+    """Three significant digits, with thousands separators (1,230; 0.0123)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = 2 - math.floor(math.log10(abs(x)))
+    return f"{round(x, decimals):,.{max(decimals, 0)}f}"
+
+
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
-    """What each experiment costs: the training time measured here; for one run at the gpu and paper profiles, the
-    tokens and training FLOPs (counted), the time on one H100 estimated from them (:mod:`lmcompanion.estimate`,
-    not a measurement), and the measured time once a recorded run of that profile is imported. The gpu and paper
-    columns are those of the runs planned there (:func:`lmcompanion.experiments.plan`)."""
+    """What each experiment costs, one row per experiment and profile (this notebook's, then gpu and paper, as far
+    as the experiment runs there), in four columns that fit a page: the tokens and training FLOPs of one run
+    (counted), its time on one H100 estimated from them (:mod:`lmcompanion.estimate`, not a measurement; gpu and
+    paper only), and its measured time: here, the mean of this build's runs; at gpu and paper, that of the recorded
+    runs once imported. The gpu and paper rows are those of the runs planned there (:func:`lmcompanion.experiments.plan`)."""
     import pandas as pd
 
     found = recorded.arms(list(names), exclude_profile=settings.profile)
@@ -280,24 +290,25 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     rows = []
     for name in names:
         here = (runs or {}).get(name) or []
-        row = {"experiment": name, f"train time here ({settings.profile}, s/run)": (
-            f"{stats.mean([r.summary['train_time_s'] for r in here]):.0f}" if here else "")}
+        cfg = experiments.config(name, settings.profile, device="cpu")
+        rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": f"{cfg.tokens():,}",
+                     "PFLOP/run": _sig3(cfg.flops() / 1e15), "estimated time/run (one H100)": "",
+                     "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
+                                           f"({len(here)} runs, this build)" if here else "")})
         for profile in ("gpu", "paper"):
             plan = planned[profile].get(name)
-            rec = found[profile].runs.get(name, []) if profile in found else []
             if not plan:
-                row[f"{profile}: tokens/run"] = row[f"{profile}: PFLOP/run"] = "not run"
-                row[f"{profile}: estimated time/run (H100)"] = row[f"{profile}: time/run"] = "not run"
+                rows.append({"experiment": name, "profile": profile, "tokens/run": "not run"})
                 continue
+            rec = found[profile].runs.get(name, []) if profile in found else []
             cfg = plan[0].config
-            row[f"{profile}: tokens/run"] = f"{cfg.tokens():,}"
-            row[f"{profile}: PFLOP/run"] = f"{cfg.flops() / 1e15:,.2f}"
-            row[f"{profile}: estimated time/run (H100)"] = _minutes(60 * plan[0].minutes())
-            row[f"{profile}: time/run"] = (
-                f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
-                f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("experiment")
+            rows.append({"experiment": name, "profile": profile, "tokens/run": f"{cfg.tokens():,}",
+                         "PFLOP/run": _sig3(cfg.flops() / 1e15),
+                         "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
+                         "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:,.1f} min "
+                                               f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
+                                               if rec else "not recorded yet")})
+    return pd.DataFrame(rows).fillna("").set_index("experiment")
 
 
 def scale_table(settings: Settings, names: Sequence[str]):
@@ -501,10 +512,10 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
             "write-up's (the `paper` profile); empty at the `paper` profile.")
     display(config_diff(names, settings.profile))
     section("Re-running this chapter at the paper's scale.", "The commands re-execute every notebook of the chapter "
-            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives "
-            "the training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and "
-            "training FLOPs of one run and its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: "
-            "stated assumptions, not a measurement), or its measured time once a recorded run is imported.")
+            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives, "
+            "for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and training FLOPs, "
+            "its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated assumptions, not a "
+            "measurement), and its measured time: in this build, or once a recorded run is imported.")
     print(rerun_commands(chapter_notebooks(chapter)) + "\n\n" + rerun_total(experiments.chapter_names(chapter)))
     display(cost_table(settings, list(cost_names or names), runs))
     section("Provenance.", "Where this page's numbers came from: the profile and seeds, the package's commit, the "
