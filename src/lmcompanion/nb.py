@@ -347,10 +347,15 @@ def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verd
     ``apart``: the claims of rows timed on this machine's clock (``bench.side_by_side``). They are glued with the
     others but left out of the table returned here: the notebook shows them beside the timing they come from
     (:func:`timed_verdicts`), in a cell the smoke references do not compare, since their outcome moves with the
-    load of the machine that executes the page."""
+    load of the machine that executes the page.
+
+    Every verdict reached from runs says the scale it was reached at (:func:`lmcompanion.verdicts.at_scale`): the
+    profile and the share of the write-up's training tokens that one run of this chapter sees there."""
     from myst_nb import glue
 
     profile = profile or settings.profile
+    share = verdicts.token_share(experiments.chapter_names(chapter), profile)
+    rows = [verdicts.at_scale(v, profile, share) for v in rows]
     payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome} for v in rows]
     glue(f"verdicts:{profile}", json.dumps(payload), display=False)
     return verdicts.table([v for v in rows if v.claim not in set(apart)])

@@ -38,6 +38,7 @@ from . import experiments, models, stats, tables
 from .stats import ALPHA, span
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
+_INCONCLUSIVE_WORD = "inconclusive"
 EXACT = "exact (no sampling)"
 
 
@@ -54,8 +55,16 @@ class Verdict:
 
     @property
     def outcome(self) -> str:
-        """HOLDS, FAILS or INCONCLUSIVE, without the lean."""
-        return next(v for v in (HOLDS, FAILS, INCONCLUSIVE) if self.verdict.startswith(v))
+        """HOLDS, FAILS or INCONCLUSIVE, without the lean or the scale."""
+        return outcome_of(self.verdict)
+
+
+def outcome_of(verdict: str) -> str:
+    """HOLDS, FAILS or INCONCLUSIVE: the outcome a verdict's text starts with (scaled by :func:`at_scale` or not)."""
+    for word, outcome in ((HOLDS, HOLDS), (FAILS, FAILS), (_INCONCLUSIVE_WORD, INCONCLUSIVE)):
+        if verdict.startswith(word):
+            return outcome
+    raise ValueError(f"not a verdict: {verdict!r}")
 
 
 def _lean(toward_claim: bool | None) -> str:
@@ -227,6 +236,44 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
     return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse))
 
 
+def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
+    """The smallest and largest share, over the experiments of ``names`` that run at ``profile``, of one run's
+    training tokens there in one run's at the write-up's size (the ``paper`` profile); None where none runs."""
+    shares = [experiments.config(n, profile, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+              for n in names if experiments.runs_at(n, profile)]
+    return (min(shares), max(shares)) if shares else None
+
+
+def percent(share: float) -> str:
+    """A share as a percentage to two significant digits, in fixed notation (0.036%, 4.2%, 100%)."""
+    pct = 100 * share
+    if pct <= 0 or not math.isfinite(pct):
+        return f"{pct:g}%"
+    decimals = max(0, 1 - math.floor(math.log10(pct)))
+    return f"{round(pct, decimals):.{decimals}f}%"
+
+
+def share_text(share: tuple[float, float]) -> str:
+    """"0.036% of the write-up's tokens", or a range where the chapter's experiments differ."""
+    lo, hi = (percent(x) for x in share)
+    return f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
+
+
+def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Verdict:
+    """``v`` with its verdict saying the scale it was reached at: "does not hold at `cpu` scale: 0.036% of the
+    write-up's tokens", the lean or note after it in parentheses. Exact rows (no sampling) and rows with no runs at
+    this profile keep their verdict: their outcome does not depend on the scale."""
+    if v.chance == EXACT or v.seeds == "0":
+        return v
+    outcome = v.outcome
+    if not v.verdict.startswith(outcome) or v.verdict.startswith(f"{outcome} at `"):
+        return v  # already scaled
+    rest = v.verdict[len(outcome):]
+    word = _INCONCLUSIVE_WORD if outcome == INCONCLUSIVE else outcome
+    scale = f" at `{profile}` scale" + (f": {share_text(share)}" if share else "")
+    return replace(v, verdict=word + scale + rest)
+
+
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     """Whether every experiment of a claim has runs (recorded runs may cover only some arms)."""
     return all(runs.get(n) for n in names)
@@ -258,6 +305,7 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
+__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
+           "counts", "outcome_of", "percent", "share_text", "token_share",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
            "similar", "table", "trend"]
