@@ -52,6 +52,12 @@ class Verdict:
     effect: str = ""  # the effect with its spread, e.g. "-0.012 ± 0.004"
     chance: str = EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
     notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
+    check: bool = False  # a check of our code decided without training (e.g. a sampler's draws); exact rows are too
+
+    @property
+    def is_check(self) -> bool:
+        """Whether the row checks our code (exact, or marked ``check``) rather than a claim about training."""
+        return self.check or self.chance == EXACT
 
     @property
     def outcome(self) -> str:
@@ -263,7 +269,7 @@ def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Ver
     """``v`` with its verdict saying the scale it was reached at: "does not hold at `cpu` scale: 0.036% of the
     write-up's tokens", the lean or note after it in parentheses. Exact rows (no sampling) and rows with no runs at
     this profile keep their verdict: their outcome does not depend on the scale."""
-    if v.chance == EXACT or v.seeds == "0":
+    if v.is_check or v.seeds == "0":
         return v
     outcome = v.outcome
     if not v.verdict.startswith(outcome) or v.verdict.startswith(f"{outcome} at `"):
