@@ -132,9 +132,13 @@ def test_johnson_lindenstrauss_estimates():
 
 def test_verdict_helpers_decide_only_what_the_seeds_can_decide():
     lower, higher = [1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3]
-    assert mixer.similar("equal", "", lower, higher, ("a", "b")).verdict == FAILS  # 4 vs 4: two-sided 2/70
-    assert mixer.similar("equal", "", lower[:3], higher[:3], ("a", "b")).verdict.startswith(INCONCLUSIVE)  # 2/20
+    # a claim of equal losses against the stated margin (2%): arms whose seeds lie apart refute it, even 3 vs 3
+    assert mixer.similar("equal", "", lower, higher, ("a", "b")).verdict == FAILS
+    assert mixer.similar("equal", "", lower[:3], higher[:3], ("a", "b")).verdict == FAILS  # one-sided 1/20
     assert mixer.similar("equal", "", lower, [1.05, 1.15, 1.1], ("a", "b")).verdict.startswith(INCONCLUSIVE)
+    within = mixer.similar("equal", "", [2.00, 2.01, 2.00, 2.01], [2.005, 2.0, 2.01, 2.0], ("a", "b"))
+    assert within.verdict == HOLDS and "margin x1.02" in within.effect
+    assert mixer.similar("equal", "", [2.0, 2.01, 2.02], [2.1, 2.11, 2.12], ("a", "b")).verdict == FAILS  # 5% apart
     assert mixer.untestable("a < b", "", [1.0], [2.0], ("a", "b")).verdict.startswith(INCONCLUSIVE)
     assert all(r.verdict == HOLDS for r in mixer.count_rows() + mixer.liveness_rows())
 
