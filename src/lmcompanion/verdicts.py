@@ -113,20 +113,26 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
 
-def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
-               level: str = "chance") -> Verdict:
-    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
-    at least one arm lies below ``chance_level`` by a one-sided one-sample t-test at ALPHA (with no spread: when all
-    its values are below it); otherwise inconclusive, with the lean and the p of the claimed direction, saying that
-    neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a language model's unigram loss; see
-    the module doc)."""
-    def learns(values: Sequence[float]) -> bool:
-        values = list(values)
-        if len(set(values)) <= 1:
-            return bool(values) and values[0] < chance_level
-        return stats.one_sample_p(values, chance_level, "less") <= ALPHA
+def learns(values: Sequence[float], chance_level: float) -> bool:
+    """Whether an arm learns: its values (losses, one per seed) below ``chance_level`` by a one-sided one-sample
+    t-test at ALPHA (with no spread: whether they are below it)."""
+    values = list(values)
+    if len(set(values)) <= 1:
+        return bool(values) and values[0] < chance_level
+    return stats.one_sample_p(values, chance_level, "less") <= ALPHA
 
-    if learns(better) or learns(worse):
+
+def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
+               level: str = "chance", learned: bool | None = None) -> Verdict:
+    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
+    at least one arm learns (:func:`learns`: below ``chance_level``); otherwise inconclusive, with the lean and the p
+    of the claimed direction, saying that neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a
+    language model's unigram loss; see the module doc). ``learned``: whether an arm of the row learns, decided by the
+    caller once per arm from one quantity (e.g. each arm's final validation loss), so that an arm counts the same in
+    every row whatever the row compares; default: from ``better`` and ``worse``."""
+    if learned is None:
+        learned = learns(better, chance_level) or learns(worse, chance_level)
+    if learned:
         return v
     c = stats.compare(better, worse)
     lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
@@ -312,6 +318,6 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 
 
 __all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
-           "counts", "outcome_of", "percent", "share_text", "token_share",
+           "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
            "similar", "table", "trend"]
