@@ -146,6 +146,13 @@ def _neither_learns(v: Verdict) -> Verdict:
     return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (neither arm learns beyond {LEVEL})")
 
 
+def arm_learns(runs: Sequence) -> bool:
+    """Whether an arm learns beyond the unigram level: its seeds' final validation losses below the validation
+    unigram loss (:func:`lmcompanion.chapters.verdict_forms.learns`). Decided from this one quantity for every row
+    that compares the arm, whatever the row compares (final losses, losses at equal steps, training losses)."""
+    return vf.learns(tables.final(runs, "val"), _levels(runs, "val"))
+
+
 def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     """The verdict of one two-arm claim from the arms' runs (each arm with runs)."""
     labels = (_short(p.a), _short(p.b))
@@ -157,9 +164,9 @@ def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     if min(len(a), len(b)) < 2:
         return untestable(p.text, p.published, a, b, labels)
     level = _levels(runs[p.a], p.metric)
-    learned = vf.learns(a, level) or vf.learns(b, level)
+    learned = arm_learns(runs[p.a]) or arm_learns(runs[p.b])  # once per arm, the same in every row
     if p.kind in ("fixed", "steps"):
-        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL)
+        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL, learned=learned)
     else:
         v = (vf.no_gain if p.kind == "no_gain" else similar)(p.text, p.published, a, b, labels)
         v = v if learned else _neither_learns(v)
