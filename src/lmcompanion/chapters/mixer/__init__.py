@@ -28,7 +28,7 @@ from .. import verdict_forms as vf
 from . import analysis, compute, facts
 from . import rows as rows_
 from .claims import CLAIMS
-from .rows import OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
+from .rows import EQUAL_TIME, OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
 
 CHAPTER = "mixer"
 
@@ -173,6 +173,22 @@ def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     return dataclasses.replace(v, ours=v.ours + where) if where else v
 
 
+def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
+    """The claim "``better`` reaches a lower validation loss than ``worse`` after the same training time", read on
+    each run's curve at the comparison's equal time measured where the runs were made (the shortest run's,
+    :func:`compute.equal_time`), gated like every comparison of arms (:func:`arm_learns`)."""
+    pair = {better: runs[better], worse: runs[worse]}
+    t = compute.equal_time(pair)
+    a, b = compute.at_time(runs[better], t, "val"), compute.at_time(runs[worse], t, "val")
+    labels = (_short(better), _short(worse))
+    if any(math.isnan(x) for x in a + b) or min(len(a), len(b)) < 2:
+        return untestable(text, published, a, b, labels)
+    level = _levels(runs[better], "val")
+    v = if_learned(claim(text, published, a, b, labels), level, a, b, level=LEVEL,
+                   learned=arm_learns(runs[better]) or arm_learns(runs[worse]))
+    return dataclasses.replace(v, ours=f"{v.ours} after {t:,.0f} s of training measured here")
+
+
 def _not_run_here(names: Sequence[str], profile: str | None) -> bool:
     return profile is not None and not all(experiments.runs_at(n, profile) for n in names)
 
@@ -248,6 +264,11 @@ def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> l
             v = (_speed_claim(runs, fast, slow, text, published) if bounds is None
                  else _ratio_claim(runs, fast, slow, text, published, *bounds))
             rows += in_notebook([v], f"{CHAPTER}/{notebook}")
+    for text, better, worse, parts, notebook, _ in EQUAL_TIME:
+        if have(runs, better, worse):
+            rows += in_notebook([equal_time_row(text, vf.quote(parts, "validation after the same 12 hours on one "
+                                                               "RTX 3060"), better, worse, runs)],
+                                f"{CHAPTER}/{notebook}")
     for label, names in TRENDS.items():
         if have(runs, *names):
             pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
