@@ -77,6 +77,10 @@ hourglass.inference_table(ARMS[1:])
 # %%
 hourglass.test_table(runs)
 
+# %% tags=["nbval-ignore-output", "hide-input"]
+# (a sentence computed from the runs; the order of close arms can differ between machines)
+nb.shows(tables.ranking_sentence(runs, published=nb.published(ARMS)))
+
 # %% [markdown]
 # ## Provenance
 #

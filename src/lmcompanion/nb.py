@@ -159,6 +159,13 @@ def _install_table_formatter() -> None:
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, tables.html)
 
 
+def shows(sentence: str):
+    """The sentence a results page ends with: what it shows, its numbers computed from its runs."""
+    from IPython.display import Markdown
+
+    return Markdown(f"**What this page shows.** {sentence}")
+
+
 def published(names: Sequence[str]) -> dict[str, dict]:
     """The write-up's label -> its published numbers (train, val, aux, params), for tables.results."""
     return {experiments.get(n).title: dict(experiments.get(n).published) for n in names}
@@ -269,12 +276,7 @@ def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[exper
     return out
 
 
-def _sig3(x: float) -> str:
-    """Three significant digits, with thousands separators (1,230; 0.0123)."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    decimals = 2 - math.floor(math.log10(abs(x)))
-    return f"{round(x, decimals):,.{max(decimals, 0)}f}"
+_sig3 = tables.sig3  # three significant digits, thousands separated
 
 
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):

@@ -26,7 +26,7 @@ import nbformat
 
 from . import chapters, ledger
 from .config import PROFILES
-from .verdicts import FAILS, HOLDS, INCONCLUSIVE
+from .verdicts import EXACT, FAILS, HOLDS, INCONCLUSIVE
 
 GLUE_MIME = "application/papermill.record/text/plain"
 STALE_TAG = "lmcompanion-stale-outputs"
@@ -102,6 +102,82 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
                 cells.append(_cell(hit[0]) if hit else "no runs")
             link = f"{{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`" if notebook else ""
             lines.append(f"| {claim.replace('|', '/')} | " + " | ".join(cells) + f" | {link} |")
+    return "\n".join(lines) + "\n"
+
+
+BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary"}  # sphinx-design's badge roles
+WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive"}
+WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive"}  # of several rows
+
+
+def own_verdicts(root: Path) -> list[dict]:
+    """The glued verdict rows each notebook under ``root`` made at its own profile (not those of recorded runs)."""
+    rows = []
+    for _, _, nb in executed_notebooks(root):
+        profile = (nb.metadata.get("lmcompanion") or {}).get("profile")
+        rows += [r for r in glued_verdicts(nb) if profile is None or r["profile"] == profile]
+    return rows
+
+
+def is_check(row: dict) -> bool:
+    """Whether a glued row checks our code (exact, or a sampler check) rather than a claim about training."""
+    return bool(row.get("check")) or row.get("chance") == EXACT
+
+
+def badge(outcome: str) -> str:
+    return f"{{{BADGE[outcome]}}}`{WORD[outcome]}`"
+
+
+def scale_of(row: dict) -> str:
+    """The scale a row's verdict names ("`cpu` scale: 0.036% of the write-up's tokens"), or "" where it names none."""
+    text = row["verdict"]
+    word = INCONCLUSIVE.split(" at ")[0] if row["outcome"] == INCONCLUSIVE else row["outcome"]
+    rest = text[len(word):] if text.startswith(word) else ""
+    if not rest.startswith(" at `"):
+        return ""
+    return rest[len(" at "):].split(" (")[0]
+
+
+def _counts(rows: list[dict]) -> str:
+    n = {o: sum(r["outcome"] == o for r in rows) for o in (HOLDS, FAILS, INCONCLUSIVE)}
+    return ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in (HOLDS, FAILS, INCONCLUSIVE) if n[o]) or "none"
+
+
+def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -> str:
+    """The one-screen summary at the top of the intro (``chapter=None``: a line per chapter) or of a chapter's landing
+    page (its claims about training, each with its verdict as a coloured badge, the write-up's numbers beside ours,
+    and the notebook that decides it), generated from the verdict rows the executed notebooks glued at their own
+    profile. Counts keep the exact checks of our code (parameter counts, masks, sampler checks) apart from the
+    claims about training, and say the scale those were decided at."""
+    rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
+    if not rows:
+        return "*No verdict notebook of this chapter has been executed in this build yet.*\n"
+    profiles = sorted({r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES))
+    training = [r for r in rows if not is_check(r)]
+    checks = [r for r in rows if is_check(r)]
+    scales = sorted({scale_of(r) for r in training} - {""})
+    lines = [f"**At a glance** (generated from this build's runs at the {', '.join(f'`{p}`' for p in profiles)} "
+             f"profile): {len(training)} claims about training: {_counts(training)}"
+             + (f", decided at {'; '.join(scales)}" if scales else "") + f". {len(checks)} exact checks of our code: "
+             f"{_counts(checks)}. A verdict far below the write-up's scale may change at its scale; every row with its "
+             "numbers is on the {ref}`scorecard <scorecard>`.", ""]
+    if chapter is None:
+        order = list(CHAPTER_TITLES)
+        chapters = sorted({r["chapter"] for r in rows}, key=lambda c: (order.index(c) if c in order else len(order), c))
+        lines += ["| chapter | claims about training | | | exact checks of our code |", "|---|---:|---:|---:|---|",
+                  "| | " + " | ".join(badge(o) for o in (HOLDS, FAILS, INCONCLUSIVE)) + " | |"]
+        for c in chapters:
+            tr = [r for r in training if r["chapter"] == c]
+            ck = [r for r in checks if r["chapter"] == c]
+            n = [sum(r["outcome"] == o for r in tr) for o in (HOLDS, FAILS, INCONCLUSIVE)]
+            lines.append(f"| {CHAPTER_TITLES.get(c, c)} | " + " | ".join(map(str, n)) + f" | {_counts(ck)} |")
+        return "\n".join(lines) + "\n"
+    lines += ["| claim | verdict | the write-up | ours (effect ± SE) | decided in |", "|---|---|---|---|---|"]
+    for r in training:
+        link = f"{{doc}}`{r['notebook'].split('/')[-1]} </{prefix}/{r['notebook']}>`" if r.get("notebook") else ""
+        ours = r.get("effect") or r.get("ours") or ""
+        lines.append(f"| {_md(r['claim'])} | {badge(r['outcome'])} | {_md(r.get('published') or '')} | {_md(ours)} "
+                     f"| {link} |")
     return "\n".join(lines) + "\n"
 
 
@@ -212,8 +288,12 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     (out / "scorecard.md").write_text(scorecard(root, prefix))
     (out / "claims.md").write_text(ledger_page(root, prefix))
     (out / "build.md").write_text(build_record(root, prefix))
+    # the one-screen summaries the intro and the landing pages include
+    (out / "summary.md").write_text(summary(root, None, prefix))
+    for chapter in CHAPTER_TITLES:
+        (out / f"summary-{chapter}.md").write_text(summary(root, chapter, prefix))
     return mark_stale(root, sources) if sources is not None else []
 
 
-__all__ = ["build_record", "executed_notebooks", "glued_verdicts", "ledger_page", "mark_stale", "registered_claims",
-           "scorecard", "write_pages"]
+__all__ = ["build_record", "executed_notebooks", "glued_verdicts", "is_check", "ledger_page", "mark_stale",
+           "own_verdicts", "registered_claims", "scale_of", "scorecard", "summary", "write_pages"]
