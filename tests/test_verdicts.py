@@ -46,3 +46,8 @@ def test_the_share_is_computed_from_the_profiles_configs():
 def test_outcome_of_refuses_what_is_not_a_verdict():
     with pytest.raises(ValueError):
         verdicts.outcome_of("maybe")
+
+
+def test_p_is_given_to_two_digits_and_always_as_a_decimal():
+    assert [verdicts.chance_text(p) for p in (0.05, 1.0, 1 / 3, 0.0025, 0.0004)] == [
+        "p = 0.05", "p = 1.00", "p = 0.33", "p = 0.0025", "p < 0.001"]

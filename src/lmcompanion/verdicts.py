@@ -81,7 +81,8 @@ def _lean(toward_claim: bool | None) -> str:
 
 def chance_text(p: float, reverse: bool = False) -> str:
     """The "chance if equal" cell: p of the claimed direction, or of the opposite one where the claim does not hold."""
-    text = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    # two digits: p = 0.05, 0.33, 1.00; below 0.01 two significant ones (0.0025); always a decimal (the sanitizer's)
+    text = "p < 0.001" if p < 0.001 else f"p = {p:.2f}" if p >= 0.01 else f"p = {p:.2g}"
     return text + (" (the opposite direction)" if reverse else "")
 
 
