@@ -502,8 +502,8 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
 
     found = recorded_arms(settings, names)
     if not found:
-        section("Recorded runs at other profiles.", "None yet: runs made elsewhere (the `gpu` or `paper` profile, on a "
-                "GPU) and committed as recorded runs (`book/recorded/`) appear here, judged by the same rule.")
+        section("Recorded runs at other profiles:", "none yet (runs made on a GPU and committed under `book/recorded/` "
+                "appear here).")
     else:
         section("Recorded runs at other profiles.", "Runs made elsewhere and committed as recorded runs (metrics and "
                 "provenance, no weights), judged by the same rule; where they come from, then each profile's verdicts "
