@@ -56,8 +56,10 @@ def glued_verdicts(nb) -> list[dict]:
 
 
 def _cell(v: dict) -> str:
-    chance = v.get("chance") or ""
-    return f"{v['verdict']}" + (f" ({chance})" if chance else "")
+    """A verdict cell: the verdict (with the scale it names), our effect and p."""
+    notes = [f"effect {v['effect']}" if v.get("effect") else "", v.get("chance") or ""]
+    notes = [n for n in notes if n]
+    return f"{v['verdict']}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def scorecard(root: Path, prefix: str = "notebooks") -> str:
@@ -72,36 +74,42 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     lines = ["(scorecard)=", "# Scorecard", "",
              "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
              "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
-             "notebook for their provenance). Verdicts follow the prologue's [verdict rule](verdict-rule); each cell "
-             "gives p: for a claim that holds or does not hold, the chance of that verdict if the claim's arms were "
+             "notebook for their provenance). Verdicts follow the prologue's [verdict rule](verdict-rule); a verdict reached "
+             "from runs names the scale it was reached at (the profile, and the share of the write-up's training "
+             "tokens one run saw there). Beside the write-up's numbers, each cell gives our effect and p: for a claim that holds or does not hold, the chance of that verdict if the claim's arms were "
              "equal; for an inconclusive one, the chance of a difference at least as large as ours in the claimed "
              "direction. This page is generated from the verdict "
              "tables of the executed notebooks: nothing on it is typed by hand. Every claim of the write-ups, "
              "tested here or not, is listed with the write-up's words in the [claims ledger](claims-ledger).", ""]
     if not rows:
         return "\n".join(lines + ["No verdict notebook has been executed in this build yet.", ""])
-    lines += ["## Counts", "", "| chapter | profile | holds | does not hold | inconclusive | claims |",
-              "|---|---|---:|---:|---:|---:|"]
+    lines += ["## Counts", "", "Claims about training (decided from runs, at the scale each verdict names) apart from "
+              "the exact checks of our code (parameter counts, masks, agreement with a transcription, sampler checks).",
+              "", "| chapter | profile | holds | does not hold | inconclusive | claims about training | "
+              "exact checks of our code |", "|---|---|---:|---:|---:|---:|---|"]
     for chapter in chapters + ["all chapters"]:
         for profile in profiles:
             sel = [r for r in rows if r["profile"] == profile and (chapter == "all chapters" or r["chapter"] == chapter)]
             if sel:
-                n = {o: sum(r["outcome"] == o for r in sel) for o in (HOLDS, FAILS, INCONCLUSIVE)}
+                training = [r for r in sel if not is_check(r)]
+                n = {o: sum(r["outcome"] == o for r in training) for o in (HOLDS, FAILS, INCONCLUSIVE)}
                 name = CHAPTER_TITLES.get(chapter, chapter) if chapter != "all chapters" else "**all chapters**"
-                lines.append(f"| {name} | `{profile}` | {n[HOLDS]} | {n[FAILS]} | {n[INCONCLUSIVE]} | {len(sel)} |")
+                lines.append(f"| {name} | `{profile}` | {n[HOLDS]} | {n[FAILS]} | {n[INCONCLUSIVE]} | {len(training)} | "
+                             f"{_counts([r for r in sel if is_check(r)])} |")
     for chapter in chapters:
         sel = [r for r in rows if r["chapter"] == chapter]
         claims = list(dict.fromkeys((r["claim"], r["notebook"]) for r in sel))
         lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  "| claim | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
-                  "|---|" + "---|" * len(profiles) + "---|"]
+                  "| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
+                  "|---|---|" + "---|" * len(profiles) + "---|"]
         for claim, notebook in claims:
-            cells = []
+            cells, published = [], ""
             for p in profiles:
                 hit = [r for r in sel if r["profile"] == p and r["claim"] == claim and r["notebook"] == notebook]
-                cells.append(_cell(hit[0]) if hit else "no runs")
+                cells.append(_md(_cell(hit[0])) if hit else "no runs")
+                published = published or (hit[0].get("published") or "" if hit else "")
             link = f"{{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`" if notebook else ""
-            lines.append(f"| {claim.replace('|', '/')} | " + " | ".join(cells) + f" | {link} |")
+            lines.append(f"| {claim.replace('|', '/')} | {_md(published)} | " + " | ".join(cells) + f" | {link} |")
     return "\n".join(lines) + "\n"
 
 
