@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .stats import span
+from .stats import mean, span
 
 
 def final(runs: Sequence, split: str) -> list[float]:
@@ -60,8 +61,6 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
 
 def sig3(x: float) -> str:
     """Three significant digits, with thousands separators (2.91, 0.0123, 1,230), the book's format for losses."""
-    import math
-
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     decimals = 2 - math.floor(math.log10(abs(x)))
@@ -75,8 +74,6 @@ def ranking_sentence(groups: Mapping[str, Sequence], split: str = "val", *, what
     seeds, three significant digits) from lowest to highest, the write-up's order of the same arms where it
     publishes all of them (``published[label][published_key or split]``), and, with ``level`` (its name and
     value, e.g. chance), how many arms end below it in every seed."""
-    from .stats import mean
-
     means = {label: mean(final(rs, split)) for label, rs in groups.items() if rs}
     order = sorted(means, key=means.get)
     seeds = sorted({len(rs) for rs in groups.values() if rs})
