@@ -166,7 +166,9 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
     scales = sorted({scale_of(r) for r in training} - {""})
     lines = [f"**At a glance** (generated from this build's runs at the {', '.join(f'`{p}`' for p in profiles)} "
              f"profile): {len(training)} claims about training: {_counts(training)}"
-             + (f", decided at {'; '.join(scales)}" if scales else "") + f". {len(checks)} exact checks of our code: "
+             + ((f", decided at {'; '.join(scales)}" if chapter is not None else
+                 ", each decided at the scale its chapter's summary names") if scales else "")
+             + f". {len(checks)} exact checks of our code: "
              f"{_counts(checks)}. A verdict far below the write-up's scale may change at its scale; every row with its "
              "numbers is on the {ref}`scorecard <scorecard>`.", ""]
     if chapter is None:
