@@ -274,3 +274,13 @@ def test_the_equal_time_row_reads_both_arms_after_the_same_measured_time(monkeyp
     assert mixer.timed([row]) == [row]  # shown apart with the other rows measured on this machine
     same = mixer.equal_time_row(text, "", better, worse, {better: slow, worse: fast[::-1]})
     assert same.verdict == FAILS
+
+
+def test_an_arm_learns_from_its_final_validation_loss_in_every_row(monkeypatch):
+    class Finished:
+        def __init__(self, val):
+            self.summary = {"final": {"val": val}}
+
+    monkeypatch.setattr(mixer, "_levels", lambda runs, split: 3.0 if split == "val" else 0.0)
+    assert mixer.arm_learns([Finished(2.5), Finished(2.6), Finished(2.55)])
+    assert not mixer.arm_learns([Finished(3.2), Finished(3.1), Finished(3.3)])  # the training level plays no part
