@@ -440,3 +440,18 @@ def test_every_profile_builds_a_valid_config(profile):
     assert literal_config(profile).n <= cfg.data.n_train
     if profile == "paper":
         assert protocol(profile).target >= 0.99
+
+
+@pytest.mark.parametrize("p, outcome, side", [(0.0025, "holds", "above 0.001: the draws fit p"),
+                                              (0.0004, "does not hold", "at or below 0.001: the draws do not fit p")])
+def test_a_goodness_of_fit_row_says_which_way_its_p_points(p, outcome, side):
+    import pandas as pd
+
+    from lmcompanion import verdicts
+
+    inf = float("inf")
+    table = pd.DataFrame({"_tau": [0.0, 1.0, inf], "_err": [0.0, 0.0, 0.0], "_p": [math.nan, p, 0.5],
+                          "_argmax_share": [1.0, 0.5, 0.1], "non-finite entries of q": [0, 0, 0]})
+    row = inference.verdict_temperatures(table)[1]
+    assert row.outcome == outcome and side in row.ours and "a small p speaks against the sampler" in row.chance
+    assert row.is_check and verdicts.at_scale(row, "cpu", (1e-4, 1e-4)) == row  # a check of our code: no scale

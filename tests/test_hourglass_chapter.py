@@ -176,3 +176,25 @@ def test_every_ledger_row_of_the_chapter_is_a_verdict_row_it_builds():
     names |= {chapter.inference_claim(n) for n in chapter.HEADLINE[1:]}
     assert {c.row for c in chapter.LEDGER if c.row} <= names
     assert "attention upsampling beats repeat upsampling" not in source  # the write-up never claims it
+
+
+def test_an_arm_learns_or_not_once_from_its_final_validation_loss_whatever_the_row_compares():
+    """hourglass/07 once counted an arm as learning in one row (its final loss) and not in another (its last-token
+    loss): the gate is now decided per arm from one quantity and passed to every row."""
+    from lmcompanion.verdicts import FAILS, INCONCLUSIVE, claim, if_learned
+
+    class Finished:
+        def __init__(self, val):
+            self.summary = {"final": {"val": val}}
+
+    unigram = 3.0
+    learning = [Finished(v) for v in (2.5, 2.6, 2.55)]
+    assert chapter.arm_learns(learning, unigram) and not chapter.arm_learns([Finished(3.1)] * 3, unigram)
+    # a row comparing another quantity (here above the unigram loss) is still decided when an arm learns
+    last_token_a, last_token_b = [3.4, 3.5, 3.45], [3.2, 3.25, 3.22]
+    v = claim("a beats b", "", last_token_a, last_token_b)
+    assert v.verdict == FAILS
+    assert if_learned(v, unigram, last_token_a, last_token_b, learned=chapter.arm_learns(learning, unigram)) == v
+    gated = if_learned(v, unigram, last_token_a, last_token_b, learned=False)
+    assert gated.verdict.startswith(INCONCLUSIVE) and "neither arm learns" in gated.verdict
+    assert if_learned(v, unigram, last_token_a, last_token_b).verdict.startswith(INCONCLUSIVE)  # by these values

@@ -132,9 +132,13 @@ def test_johnson_lindenstrauss_estimates():
 
 def test_verdict_helpers_decide_only_what_the_seeds_can_decide():
     lower, higher = [1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3]
-    assert mixer.similar("equal", "", lower, higher, ("a", "b")).verdict == FAILS  # 4 vs 4: two-sided 2/70
-    assert mixer.similar("equal", "", lower[:3], higher[:3], ("a", "b")).verdict.startswith(INCONCLUSIVE)  # 2/20
+    # a claim of equal losses against the stated margin (2%): arms whose seeds lie apart refute it, even 3 vs 3
+    assert mixer.similar("equal", "", lower, higher, ("a", "b")).verdict == FAILS
+    assert mixer.similar("equal", "", lower[:3], higher[:3], ("a", "b")).verdict == FAILS  # one-sided 1/20
     assert mixer.similar("equal", "", lower, [1.05, 1.15, 1.1], ("a", "b")).verdict.startswith(INCONCLUSIVE)
+    within = mixer.similar("equal", "", [2.00, 2.01, 2.00, 2.01], [2.005, 2.0, 2.01, 2.0], ("a", "b"))
+    assert within.verdict == HOLDS and "margin x1.02" in within.effect
+    assert mixer.similar("equal", "", [2.0, 2.01, 2.02], [2.1, 2.11, 2.12], ("a", "b")).verdict == FAILS  # 5% apart
     assert mixer.untestable("a < b", "", [1.0], [2.0], ("a", "b")).verdict.startswith(INCONCLUSIVE)
     assert all(r.verdict == HOLDS for r in mixer.count_rows() + mixer.liveness_rows())
 
@@ -235,3 +239,48 @@ def test_claims_whose_arms_a_profile_does_not_run_get_a_row_saying_so():
     texts = {v.claim for v in rows}
     assert all(v.ours == "not run at this profile" for v in rows)
     assert {p.text for p in mixer.PAIRS if {p.a, p.b} & set(exp.NOT_AT_CPU)} == texts
+
+
+def test_the_equal_time_row_reads_both_arms_after_the_same_measured_time(monkeypatch):
+    """The write-up's first comparison was made at equal wall-clock time: a faster arm that is no better per step
+    wins there, and the row says it is time measured here (a CPU's), not the write-up's GPU time."""
+    import pandas as pd
+
+    from lmcompanion.chapters.mixer.rows import EQUAL_TIME, TIMED
+
+    class Config:
+        def flops_per_step(self):
+            return 1.0
+
+    class Finished:
+        def __init__(self, seconds_per_step, losses, seed):
+            steps = [10 * (i + 1) for i in range(len(losses))]
+            self.config, self.seed = Config(), seed
+            self.summary = {"train_time_s": seconds_per_step * steps[-1], "steps": steps[-1],
+                            "final": {"val": losses[-1]}}
+            self._ev = pd.DataFrame({"step": steps, "val": losses, "train": losses})
+
+        def evals(self):
+            return self._ev
+
+    monkeypatch.setattr(mixer, "_levels", lambda runs, split: 5.0)  # the unigram level: every arm here learns
+    per_step = [4.0, 3.5, 3.0, 2.8, 2.6, 2.5, 2.4, 2.3, 2.2, 2.1]  # the same curve against steps for both arms
+    fast = [Finished(0.1, [x + 0.01 * s for x in per_step], s) for s in range(3)]
+    slow = [Finished(1.0, [x + 0.01 * s for x in per_step], s) for s in range(3)]
+    text, better, worse, parts, _, _ = EQUAL_TIME[0]
+    row = mixer.equal_time_row(text, "", better, worse, {better: fast, worse: slow})
+    assert row.verdict == HOLDS and row.claim.endswith(TIMED) and "CPU time here" in row.claim
+    assert "after 10 s of training measured here" in row.ours  # the shortest run's time: the fast arm's
+    assert mixer.timed([row]) == [row]  # shown apart with the other rows measured on this machine
+    same = mixer.equal_time_row(text, "", better, worse, {better: slow, worse: fast[::-1]})
+    assert same.verdict == FAILS
+
+
+def test_an_arm_learns_from_its_final_validation_loss_in_every_row(monkeypatch):
+    class Finished:
+        def __init__(self, val):
+            self.summary = {"final": {"val": val}}
+
+    monkeypatch.setattr(mixer, "_levels", lambda runs, split: 3.0 if split == "val" else 0.0)
+    assert mixer.arm_learns([Finished(2.5), Finished(2.6), Finished(2.55)])
+    assert not mixer.arm_learns([Finished(3.2), Finished(3.1), Finished(3.3)])  # the training level plays no part

@@ -45,3 +45,37 @@ def test_a_page_whose_source_changed_after_execution_says_so(tmp_path):
     (src / "prologue" / "baseline.py").write_text(source)
     assert pages.mark_stale(out, src) == []  # re-executed or restored: the warning goes away
     assert "older version" not in nbformat.read(out / "prologue" / "baseline.ipynb", as_version=4).cells[0].source
+
+
+def test_the_summaries_keep_exact_checks_apart_and_give_each_training_claim_a_badge_and_a_link():
+    rows = pages.own_verdicts(REFS)
+    training = [r for r in rows if not pages.is_check(r)]
+    checks = [r for r in rows if pages.is_check(r)]
+    assert training and checks
+    intro = pages.summary(REFS)
+    assert f"{len(training)} claims about training" in intro and f"{len(checks)} exact checks of our code" in intro
+    for chapter in {r["chapter"] for r in rows}:
+        assert f"| {pages.CHAPTER_TITLES[chapter]} | " in intro
+    page = pages.summary(REFS, "ar_ed")
+    mine = [r for r in training if r["chapter"] == "ar_ed"]
+    table = [line for line in page.splitlines() if line.startswith("| ") and "{bdg-" in line]
+    assert len(table) == len(mine)  # one line per claim about training, none for the exact checks
+    assert all("{doc}`" in line and "</notebooks/ar_ed/" in line for line in table)
+    assert {pages.WORD[r["outcome"]] for r in mine} <= {line.split("`")[1] for line in table}
+
+
+def test_the_scale_a_verdict_names_is_read_back_from_its_words():
+    row = {"verdict": "does not hold at `cpu` scale: 0.036% of the write-up's tokens", "outcome": "does not hold"}
+    assert pages.scale_of(row) == "`cpu` scale: 0.036% of the write-up's tokens"
+    row = {"verdict": "inconclusive at `cpu` scale: 0.036% of the write-up's tokens (the data lean toward the claim)",
+           "outcome": "inconclusive at this scale"}
+    assert pages.scale_of(row) == "`cpu` scale: 0.036% of the write-up's tokens"
+    assert pages.scale_of({"verdict": "holds", "outcome": "holds"}) == ""
+    assert pages.is_check({"chance": "exact (no sampling)"}) and pages.is_check({"check": True, "chance": "χ² p"})
+
+
+def test_the_summaries_are_written_with_the_other_pages(tmp_path):
+    pages.write_pages(REFS, tmp_path)
+    assert (tmp_path / "summary.md").read_text() == pages.summary(REFS)
+    for chapter in ("ar_ed", "mixer", "retrieval", "hourglass", "deepsight", "formal_ed"):
+        assert (tmp_path / f"summary-{chapter}.md").is_file()

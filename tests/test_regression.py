@@ -43,6 +43,11 @@ def test_the_sanitizer_absorbs_a_rounding_boundary_and_keeps_exact_numbers():
     assert "neither arm" in at_chance.verdict
     assert _sanitize(f"p = 1.000 | {at_chance.verdict} |") == _sanitize("p = 0.050 | does not hold |")
     assert _sanitize("1.2e-09") == _sanitize("3.4e-08")
+    # and so does a verdict scaled by at_scale
+    scaled = [verdicts.at_scale(v, "smoke", (5.3e-6, 5.3e-6)).verdict for v in (at_chance, verdicts.claim(
+        "x", "", [1, 1.1, 1.2], [2, 2.1, 2.2]), verdicts.claim("x", "", [2, 2.1, 2.2], [1, 1.1, 1.2]))]
+    assert scaled[0].startswith("inconclusive at `smoke` scale") and scaled[2].startswith("does not hold at")
+    assert {_sanitize(f"| {s} |") for s in scaled} == {"| <verdict> |"}
     # the chance cell follows its verdict across a boundary (text and HTML), whichever verdict it lands on
     for fails, other in [(verdicts.claim("x", "", [2, 3, 4], [1, 1.5, 1.2]), verdicts.claim("x", "", [2, 3, 4], [1, 5, 1.2])),
                          (verdicts.below("x", "", [1e-3, 2e-3, 3e-3], 1e-6), verdicts.below("x", "", [1e-9, 1e-3, 1e-2], 1e-6))]:

@@ -51,6 +51,29 @@ def test_execution_injects_parameters_and_is_byte_stable(source, tmp_path):
     assert "jupytext" not in nb.metadata and nb.metadata.papermill == {"parameters": {"seed": 3, "profile": "smoke"}}
     assert [c.id for c in nb.cells] == [f"cell-{i}" for i in range(len(nb.cells))]
     assert all("execution" not in c.metadata and "papermill" not in c.metadata for c in nb.cells)
+    tags = {c.source.splitlines()[0]: c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"}
+    assert tags == {'profile = "cpu"': ["parameters", "hide-cell"],
+                    "# Parameters": ["injected-parameters", "hide-cell"],
+                    "print(profile, seed, steps)": []}  # it shows its output: its code stays in view
+
+
+def test_plumbing_is_hidden_one_click_away_and_the_rest_is_not():
+    from lmcompanion.runner import tag_plumbing
+
+    nb = nbformat.v4.new_notebook()
+    shown = nbformat.v4.new_output("stream", text="x\n")
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"),
+                nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("# Parameters", metadata={"tags": ["injected-parameters"]}),
+                nbformat.v4.new_code_cell("S = nb.setup(profile=profile)\nprint(S)", outputs=[shown]),
+                nbformat.v4.new_code_cell("for t in ts:\n    pass", metadata={"tags": ["nbval-ignore-output"]}),
+                nbformat.v4.new_code_cell("plots.loss_curves(runs)", outputs=[shown]),
+                nbformat.v4.new_code_cell("nb.setupx(1)", outputs=[shown])]
+    tag_plumbing(tag_plumbing(nb))  # twice: a tag is added once
+    assert [c.metadata.get("tags", []) for c in nb.cells[1:]] == [
+        ["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], ["hide-input"],
+        ["nbval-ignore-output", "hide-input"], [], []]
+    assert "tags" not in nb.cells[0].metadata
 
 
 def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path):

@@ -83,7 +83,7 @@ def test_the_rule_finds_a_real_difference():
 
 def test_verdict_rows_state_seeds_effect_and_chance():
     v = verdicts.claim("A beats B", "1 vs 2", [1.0, 1.1, 1.2], [2.0, 2.1, 2.2], ("A", "B"))
-    assert v.verdict == verdicts.HOLDS and v.seeds == "3 vs 3" and v.chance == "p = 0.050"
+    assert v.verdict == verdicts.HOLDS and v.seeds == "3 vs 3" and v.chance == "p = 0.05"
     assert v.effect.startswith("-1.000 ±")
     lean = verdicts.claim("A beats B", "", [1.0, 1.3], [1.1, 1.4], ("A", "B"))
     assert lean.outcome == verdicts.INCONCLUSIVE and "lean toward the claim" in lean.verdict
@@ -119,7 +119,7 @@ def test_a_comparison_of_learning_is_decided_only_where_an_arm_learns():
     got = verdicts.if_learned(v, chance, at_chance_a, at_chance_b)
     assert got.outcome == verdicts.INCONCLUSIVE and "neither arm learns beyond chance" in got.verdict
     assert "lean against" in got.verdict
-    assert got.chance == "p = 1.000"  # the claimed direction's p, as every inconclusive row gives
+    assert got.chance == "p = 1.00"  # the claimed direction's p, as every inconclusive row gives
     learned = [1.2, 1.3, 1.25]  # one arm well below chance: the comparison stands
     v = verdicts.claim("A learns better", "", learned, at_chance_b)
     assert verdicts.if_learned(v, chance, learned, at_chance_b) == v

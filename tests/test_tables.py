@@ -15,3 +15,32 @@ def test_published_numbers_keep_their_digits_beside_text(tmp_path):
     assert table.loc["with", "write-up aux loss"] == "4.138e-09"
     assert table.loc["without", "write-up aux loss"] == "N/A"
     assert table.loc["with", "write-up train"] == "2.998" and table.loc["without", "write-up val"] == "3.4"
+
+
+def test_a_named_index_takes_the_header_s_corner_not_a_second_row():
+    import pandas as pd
+
+    df = pd.DataFrame({"a": [1, 2], "b": [3, 4]}, index=pd.Index(["x", "y"], name="experiment"))
+    assert df._repr_html_().split("<tbody>")[0].count("<tr") == 2  # pandas' own: a second, blank header row
+    header, body = tables.html(df).split("<tbody>")
+    assert header.count("<tr") == 1 and ">experiment<" in header
+    assert body.count("<tr") == 2 and ">x<" in body
+    assert df.index.name == "experiment" and df.columns.name is None  # the table itself is untouched
+    multi = df.set_index("a", append=True)
+    assert tables.one_header_row(multi) is multi
+
+
+def test_the_closing_sentence_ranks_the_arms_from_their_runs_beside_the_write_up(tmp_path):
+    class Finished:
+        def __init__(self, val):
+            self.summary = {"final": {"val": val}}
+
+    groups = {"a": [Finished(2.5), Finished(2.7)], "b": [Finished(3.012), Finished(3.0)], "c": [Finished(4.2)] * 2}
+    text = tables.ranking_sentence(groups, published={"a": {"val": 1.9}, "b": {"val": 2.0}, "c": {"val": 2.1}},
+                                   level=("chance", 3.5))
+    assert text.startswith("Final validation loss, mean over 2 seeds, lowest first: a 2.60; b 3.01; c 4.20.")
+    assert "The write-up ranks them the same way." in text and "2 of 3 arms end below chance (3.50) in every seed: a, b." in text
+    other = tables.ranking_sentence(groups, published={"a": {"val": 2.2}, "b": {"val": 2.0}, "c": {"val": 2.1}})
+    assert other.endswith("The write-up ranks them otherwise: b 2.0; c 2.1; a 2.2.")
+    assert "write-up" not in tables.ranking_sentence(groups, published={"a": {"val": 2.2}})  # not all published
+    assert [tables.sig3(x) for x in (2.9134, 0.012345, 1234.5)] == ["2.91", "0.0123", "1,230"]

@@ -75,6 +75,10 @@ from lmcompanion.chapters import cost
 by_name = dict(zip(ARMS, runs.values()))
 cost.memory_table(ARMS[:2], S.profile, by_name)
 
+# %% tags=["nbval-ignore-output", "hide-input"]
+# (a sentence computed from the runs; the order of close arms can differ between machines)
+nb.shows(tables.ranking_sentence(runs, published=nb.published(ARMS)))
+
 # %% [markdown]
 # ## Provenance
 #

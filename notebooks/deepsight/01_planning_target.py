@@ -51,7 +51,7 @@ fig = plots.heatmap(W, xlabel="input position t", ylabel="planning target i", co
 # DECAY with EQUAL aggregation (left).
 
 # %% mystnb={"figure": {"caption": "The first 16 positions' weights (delta = 11, T = 27) for the write-up's setting (DECAY future weights, EQUAL halves) and three of the code's other options.", "name": "deepsight-weights-options"}}
-fig = plots.heatmaps(deepsight.option_panels(), panel_size=(3.0, 3.0))
+fig = plots.heatmaps(deepsight.option_panels(), panel_size=(3.0, 3.0), colorbar="weight")
 
 # %% [markdown]
 # ## Checked by hand

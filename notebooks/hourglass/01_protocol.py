@@ -46,7 +46,7 @@ nb.params_table(ARMS, S.profile)
 
 # %% mystnb={"figure": {"caption": "The learning rate at every update: the README's schedule (warmup over 50% of the run, linear decay to 10% by 85%) and the code's constant rate.", "name": "hourglass-schedules"}}
 fig = plots.curves(hourglass.lr_schedules(ARMS[:2], S.profile), "update", {"lr": "learning-rate schedule"},
-                   xlabel="update", ylabel="learning rate", legend="center right")
+                   xlabel="update", ylabel="learning rate")
 
 # %%
 runs = S.arms(ARMS)

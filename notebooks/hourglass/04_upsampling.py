@@ -71,7 +71,7 @@ hourglass.mode_table(by_name)
 curves = hourglass.cost_curves({experiments.get(n).title: by_name[n] for n in (hourglass.ANCHOR, hourglass.REPEAT)})
 curves["gap (attention - repeat)"] = hourglass.mode_gaps(by_name[hourglass.ANCHOR], by_name[hourglass.REPEAT])
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss", "gap": "attention - repeat"}, xlabel="training FLOPs",
-                   ylabel="cross-entropy (nats/token)", logx=True, legend="upper right")
+                   ylabel="cross-entropy (nats/token)", logx=True)
 
 # %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)

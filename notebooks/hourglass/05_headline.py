@@ -53,11 +53,11 @@ hourglass.protocol_table(runs, ("val",))
 # %% mystnb={"figure": {"caption": "Validation loss against training FLOPs (counted: updates x tokens per update x training FLOPs per token). Mean over seeds, bands span the seeds.", "name": "hourglass-headline-flops"}}
 curves = hourglass.cost_curves(runs)
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss against training FLOPs"}, xlabel="training FLOPs",
-                   ylabel="cross-entropy (nats/token)", logx=True, legend="upper right")
+                   ylabel="cross-entropy (nats/token)", logx=True)
 
 # %% tags=["nbval-ignore-output"] mystnb={"figure": {"caption": "Validation loss against training minutes measured in this build (update number x the arm's mean seconds per update). The axis depends on the machine.", "name": "hourglass-headline-minutes"}}
 fig = plots.curves(curves, "minutes", {"val": "validation loss against wall-clock"}, xlabel="training minutes",
-                   ylabel="cross-entropy (nats/token)", legend="upper right")
+                   ylabel="cross-entropy (nats/token)")
 
 # %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)
@@ -76,6 +76,10 @@ hourglass.inference_table(ARMS[1:])
 
 # %%
 hourglass.test_table(runs)
+
+# %% tags=["nbval-ignore-output", "hide-input"]
+# (a sentence computed from the runs; the order of close arms can differ between machines)
+nb.shows(tables.ranking_sentence(runs, published=nb.published(ARMS)))
 
 # %% [markdown]
 # ## Provenance

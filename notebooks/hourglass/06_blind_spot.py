@@ -46,7 +46,7 @@ runs = S.arms(ARMS)
 # %% mystnb={"figure": {"caption": "Validation loss by offset within the group, every position of every window scored (mean over seeds, bands span the seeds). In repeat mode the first offsets see only the previous group's context and their own character.", "name": "hourglass-blind-spot"}}
 frames = hourglass.blind_spot_frames(runs, n_groups=S.config(ARMS[0]).model.n_groups)
 fig = plots.curves(frames, "offset", {"loss": "validation loss by offset within the group"},
-                   xlabel="offset within the group", ylabel="cross-entropy (nats/token)", legend="upper right")
+                   xlabel="offset within the group", ylabel="cross-entropy (nats/token)")
 
 # %%
 hourglass.blind_spot_table(frames, blind)

@@ -17,9 +17,10 @@
 # the prologue's [verdict rule](verdict-rule)): each row gives the seeds per arm, the effect (mean difference, our
 # claimed-better arm minus the other) with its standard error, and the chance that a difference at least this large
 # would appear if the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is
-# at most 5%; otherwise it is **inconclusive at this scale**, with the direction the data lean. Claims of equality
-# ("nearly identical", "nearly the same") run four seeds per arm, the fewest with which a two-sided test can refute
-# them; claims that something is absent ("no benefit", "no apparent reduction") can only be refuted, by a gain
+# at most 5%; otherwise it is **inconclusive** at the profile's scale (each verdict names it), with the direction the
+# data lean. Claims of equality ("nearly identical", "nearly the same") are judged against a stated margin, the two
+# losses within 2% of each other, by two one-sided tests (the row's effect gives the margin); claims that something
+# is absent ("no benefit", "no apparent reduction") can only be refuted, by a gain
 # significant at 5%. A comparison is decided only where one of its arms learns beyond the unigram level (its loss
 # below the loss of token frequencies alone). Claims whose arms this profile does not run (the `cpu` budget would
 # give them fewer than forty steps) are listed as such, with the write-up's numbers. Computed facts (counts, the

@@ -40,7 +40,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb
+from lmcompanion import experiments, nb, tables
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -71,6 +71,13 @@ fig = R.curves(runs, [n for n in MAIN if n.endswith("_c32")])
 
 # %% mystnb={"figure": {"caption": "The same with 127 candidates.", "name": "retrieval-c128-curves"}}
 fig = R.curves(runs, [n for n in MAIN if n.endswith("_c128")])
+
+# %% tags=["nbval-ignore-output", "hide-input"]
+# (a sentence computed from the runs; the order of close arms can differ between machines)
+nb.shows(" ".join(tables.ranking_sentence({experiments.get(n).title: runs[n] for n in MAIN if n.endswith(c)}, "test",
+                                          what=f"test cross-entropy with {k} candidates",
+                                          level=("chance", R.chance(k + 1)))
+                   for c, k in (("_c32", 31), ("_c128", 127)) if any(n.endswith(c) for n in MAIN)))
 
 # %% [markdown]
 # ## Provenance

@@ -18,11 +18,12 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from . import env, estimate, experiments, models, paths, plots, recorded, stats, train, verdicts
+from . import env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers
 from .data.lm import tokenizer
@@ -141,7 +142,28 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     pd.set_option("display.precision", 4)
     pd.set_option("display.max_colwidth", None)  # claims, settings and generations are shown whole
     pd.set_option("display.max_rows", 500)  # a chapter's settings table has dozens of rows: all of them
+    _install_table_formatter()
     return settings
+
+
+def _install_table_formatter() -> None:
+    """In a notebook's kernel, DataFrames render through :func:`lmcompanion.tables.html` (one header row)."""
+    import pandas as pd
+
+    try:
+        from IPython import get_ipython
+    except ModuleNotFoundError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, tables.html)
+
+
+def shows(sentence: str):
+    """The sentence a results page ends with: what it shows, its numbers computed from its runs."""
+    from IPython.display import Markdown
+
+    return Markdown(f"**What this page shows.** {sentence}")
 
 
 def published(names: Sequence[str]) -> dict[str, dict]:
@@ -254,11 +276,15 @@ def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[exper
     return out
 
 
+_sig3 = tables.sig3  # three significant digits, thousands separated
+
+
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
-    """What each experiment costs: the training time measured here; for one run at the gpu and paper profiles, the
-    tokens and training FLOPs (counted), the time on one H100 estimated from them (:mod:`lmcompanion.estimate`,
-    not a measurement), and the measured time once a recorded run of that profile is imported. The gpu and paper
-    columns are those of the runs planned there (:func:`lmcompanion.experiments.plan`)."""
+    """What each experiment costs, one row per experiment and profile (this notebook's, then gpu and paper, as far
+    as the experiment runs there), in four columns that fit a page: the tokens and training FLOPs of one run
+    (counted), its time on one H100 estimated from them (:mod:`lmcompanion.estimate`, not a measurement; gpu and
+    paper only), and its measured time: here, the mean of this build's runs; at gpu and paper, that of the recorded
+    runs once imported. The gpu and paper rows are those of the runs planned there (:func:`lmcompanion.experiments.plan`)."""
     import pandas as pd
 
     found = recorded.arms(list(names), exclude_profile=settings.profile)
@@ -266,24 +292,25 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     rows = []
     for name in names:
         here = (runs or {}).get(name) or []
-        row = {"experiment": name, f"train time here ({settings.profile}, s/run)": (
-            f"{stats.mean([r.summary['train_time_s'] for r in here]):.0f}" if here else "")}
+        cfg = experiments.config(name, settings.profile, device="cpu")
+        rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": f"{cfg.tokens():,}",
+                     "PFLOP/run": _sig3(cfg.flops() / 1e15), "estimated time/run (one H100)": "",
+                     "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
+                                           f"({len(here)} runs, this build)" if here else "")})
         for profile in ("gpu", "paper"):
             plan = planned[profile].get(name)
-            rec = found[profile].runs.get(name, []) if profile in found else []
             if not plan:
-                row[f"{profile}: tokens/run"] = row[f"{profile}: PFLOP/run"] = "not run"
-                row[f"{profile}: estimated time/run (H100)"] = row[f"{profile}: time/run"] = "not run"
+                rows.append({"experiment": name, "profile": profile, "tokens/run": "not run"})
                 continue
+            rec = found[profile].runs.get(name, []) if profile in found else []
             cfg = plan[0].config
-            row[f"{profile}: tokens/run"] = f"{cfg.tokens():,}"
-            row[f"{profile}: PFLOP/run"] = f"{cfg.flops() / 1e15:,.2f}"
-            row[f"{profile}: estimated time/run (H100)"] = _minutes(60 * plan[0].minutes())
-            row[f"{profile}: time/run"] = (
-                f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:.1f} min on {rec[0].env.get('gpu', 'cpu')} "
-                f"(recorded, {len(rec)} runs)" if rec else "not recorded yet")
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("experiment")
+            rows.append({"experiment": name, "profile": profile, "tokens/run": f"{cfg.tokens():,}",
+                         "PFLOP/run": _sig3(cfg.flops() / 1e15),
+                         "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
+                         "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:,.1f} min "
+                                               f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
+                                               if rec else "not recorded yet")})
+    return pd.DataFrame(rows).fillna("").set_index("experiment")
 
 
 def scale_table(settings: Settings, names: Sequence[str]):
@@ -322,10 +349,15 @@ def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verd
     ``apart``: the claims of rows timed on this machine's clock (``bench.side_by_side``). They are glued with the
     others but left out of the table returned here: the notebook shows them beside the timing they come from
     (:func:`timed_verdicts`), in a cell the smoke references do not compare, since their outcome moves with the
-    load of the machine that executes the page."""
+    load of the machine that executes the page.
+
+    Every verdict reached from runs says the scale it was reached at (:func:`lmcompanion.verdicts.at_scale`): the
+    profile and the share of the write-up's training tokens that one run of this chapter sees there."""
     from myst_nb import glue
 
     profile = profile or settings.profile
+    share = verdicts.token_share(experiments.chapter_names(chapter), profile)
+    rows = [verdicts.at_scale(v, profile, share) for v in rows]
     payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome} for v in rows]
     glue(f"verdicts:{profile}", json.dumps(payload), display=False)
     return verdicts.table([v for v in rows if v.claim not in set(apart)])
@@ -470,8 +502,8 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
 
     found = recorded_arms(settings, names)
     if not found:
-        section("Recorded runs at other profiles.", "None yet: runs made elsewhere (the `gpu` or `paper` profile, on a "
-                "GPU) and committed as recorded runs (`book/recorded/`) appear here, judged by the same rule.")
+        section("Recorded runs at other profiles:", "none yet (runs made on a GPU and committed under `book/recorded/` "
+                "appear here).")
     else:
         section("Recorded runs at other profiles.", "Runs made elsewhere and committed as recorded runs (metrics and "
                 "provenance, no weights), judged by the same rule; where they come from, then each profile's verdicts "
@@ -487,10 +519,10 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
             "write-up's (the `paper` profile); empty at the `paper` profile.")
     display(config_diff(names, settings.profile))
     section("Re-running this chapter at the paper's scale.", "The commands re-execute every notebook of the chapter "
-            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives "
-            "the training time per run measured in this build and, for the `gpu` and `paper` profiles, the tokens and "
-            "training FLOPs of one run and its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: "
-            "stated assumptions, not a measurement), or its measured time once a recorded run is imported.")
+            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives, "
+            "for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and training FLOPs, "
+            "its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated assumptions, not a "
+            "measurement), and its measured time: in this build, or once a recorded run is imported.")
     print(rerun_commands(chapter_notebooks(chapter)) + "\n\n" + rerun_total(experiments.chapter_names(chapter)))
     display(cost_table(settings, list(cost_names or names), runs))
     section("Provenance.", "Where this page's numbers came from: the profile and seeds, the package's commit, the "

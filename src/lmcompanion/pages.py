@@ -26,7 +26,7 @@ import nbformat
 
 from . import chapters, ledger
 from .config import PROFILES
-from .verdicts import FAILS, HOLDS, INCONCLUSIVE
+from .verdicts import EXACT, FAILS, HOLDS, INCONCLUSIVE
 
 GLUE_MIME = "application/papermill.record/text/plain"
 STALE_TAG = "lmcompanion-stale-outputs"
@@ -56,8 +56,10 @@ def glued_verdicts(nb) -> list[dict]:
 
 
 def _cell(v: dict) -> str:
-    chance = v.get("chance") or ""
-    return f"{v['verdict']}" + (f" ({chance})" if chance else "")
+    """A verdict cell: the verdict (with the scale it names), our effect and p."""
+    notes = [f"effect {v['effect']}" if v.get("effect") else "", v.get("chance") or ""]
+    notes = [n for n in notes if n]
+    return f"{v['verdict']}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def scorecard(root: Path, prefix: str = "notebooks") -> str:
@@ -72,36 +74,120 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     lines = ["(scorecard)=", "# Scorecard", "",
              "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
              "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
-             "notebook for their provenance). Verdicts follow the prologue's [verdict rule](verdict-rule); each cell "
-             "gives p: for a claim that holds or does not hold, the chance of that verdict if the claim's arms were "
+             "notebook for their provenance). Verdicts follow the prologue's [verdict rule](verdict-rule); a verdict reached "
+             "from runs names the scale it was reached at (the profile, and the share of the write-up's training "
+             "tokens one run saw there). Beside the write-up's numbers, each cell gives our effect and p: for a claim that holds or does not hold, the chance of that verdict if the claim's arms were "
              "equal; for an inconclusive one, the chance of a difference at least as large as ours in the claimed "
              "direction. This page is generated from the verdict "
              "tables of the executed notebooks: nothing on it is typed by hand. Every claim of the write-ups, "
              "tested here or not, is listed with the write-up's words in the [claims ledger](claims-ledger).", ""]
     if not rows:
         return "\n".join(lines + ["No verdict notebook has been executed in this build yet.", ""])
-    lines += ["## Counts", "", "| chapter | profile | holds | does not hold | inconclusive | claims |",
-              "|---|---|---:|---:|---:|---:|"]
+    lines += ["## Counts", "", "Claims about training (decided from runs, at the scale each verdict names) apart from "
+              "the exact checks of our code (parameter counts, masks, agreement with a transcription, sampler checks).",
+              "", "| chapter | profile | holds | does not hold | inconclusive | claims about training | "
+              "exact checks of our code |", "|---|---|---:|---:|---:|---:|---|"]
     for chapter in chapters + ["all chapters"]:
         for profile in profiles:
             sel = [r for r in rows if r["profile"] == profile and (chapter == "all chapters" or r["chapter"] == chapter)]
             if sel:
-                n = {o: sum(r["outcome"] == o for r in sel) for o in (HOLDS, FAILS, INCONCLUSIVE)}
+                training = [r for r in sel if not is_check(r)]
+                n = {o: sum(r["outcome"] == o for r in training) for o in (HOLDS, FAILS, INCONCLUSIVE)}
                 name = CHAPTER_TITLES.get(chapter, chapter) if chapter != "all chapters" else "**all chapters**"
-                lines.append(f"| {name} | `{profile}` | {n[HOLDS]} | {n[FAILS]} | {n[INCONCLUSIVE]} | {len(sel)} |")
+                lines.append(f"| {name} | `{profile}` | {n[HOLDS]} | {n[FAILS]} | {n[INCONCLUSIVE]} | {len(training)} | "
+                             f"{_counts([r for r in sel if is_check(r)])} |")
     for chapter in chapters:
         sel = [r for r in rows if r["chapter"] == chapter]
         claims = list(dict.fromkeys((r["claim"], r["notebook"]) for r in sel))
         lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  "| claim | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
-                  "|---|" + "---|" * len(profiles) + "---|"]
+                  "| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
+                  "|---|---|" + "---|" * len(profiles) + "---|"]
         for claim, notebook in claims:
-            cells = []
+            cells, published = [], ""
             for p in profiles:
                 hit = [r for r in sel if r["profile"] == p and r["claim"] == claim and r["notebook"] == notebook]
-                cells.append(_cell(hit[0]) if hit else "no runs")
+                cells.append(_md(_cell(hit[0])) if hit else "no runs")
+                published = published or (hit[0].get("published") or "" if hit else "")
             link = f"{{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`" if notebook else ""
-            lines.append(f"| {claim.replace('|', '/')} | " + " | ".join(cells) + f" | {link} |")
+            lines.append(f"| {claim.replace('|', '/')} | {_md(published)} | " + " | ".join(cells) + f" | {link} |")
+    return "\n".join(lines) + "\n"
+
+
+BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary"}  # sphinx-design's badge roles
+WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive"}
+WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive"}  # of several rows
+
+
+def own_verdicts(root: Path) -> list[dict]:
+    """The glued verdict rows each notebook under ``root`` made at its own profile (not those of recorded runs)."""
+    rows = []
+    for _, _, nb in executed_notebooks(root):
+        profile = (nb.metadata.get("lmcompanion") or {}).get("profile")
+        rows += [r for r in glued_verdicts(nb) if profile is None or r["profile"] == profile]
+    return rows
+
+
+def is_check(row: dict) -> bool:
+    """Whether a glued row checks our code (exact, or a sampler check) rather than a claim about training."""
+    return bool(row.get("check")) or row.get("chance") == EXACT
+
+
+def badge(outcome: str) -> str:
+    return f"{{{BADGE[outcome]}}}`{WORD[outcome]}`"
+
+
+def scale_of(row: dict) -> str:
+    """The scale a row's verdict names ("`cpu` scale: 0.036% of the write-up's tokens"), or "" where it names none."""
+    text = row["verdict"]
+    word = INCONCLUSIVE.split(" at ")[0] if row["outcome"] == INCONCLUSIVE else row["outcome"]
+    rest = text[len(word):] if text.startswith(word) else ""
+    if not rest.startswith(" at `"):
+        return ""
+    return rest[len(" at "):].split(" (")[0]
+
+
+def _counts(rows: list[dict]) -> str:
+    n = {o: sum(r["outcome"] == o for r in rows) for o in (HOLDS, FAILS, INCONCLUSIVE)}
+    return ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in (HOLDS, FAILS, INCONCLUSIVE) if n[o]) or "none"
+
+
+def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -> str:
+    """The one-screen summary at the top of the intro (``chapter=None``: a line per chapter) or of a chapter's landing
+    page (its claims about training, each with its verdict as a coloured badge, the write-up's numbers beside ours,
+    and the notebook that decides it), generated from the verdict rows the executed notebooks glued at their own
+    profile. Counts keep the exact checks of our code (parameter counts, masks, sampler checks) apart from the
+    claims about training, and say the scale those were decided at."""
+    rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
+    if not rows:
+        return "*No verdict notebook of this chapter has been executed in this build yet.*\n"
+    profiles = sorted({r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES))
+    training = [r for r in rows if not is_check(r)]
+    checks = [r for r in rows if is_check(r)]
+    scales = sorted({scale_of(r) for r in training} - {""})
+    lines = [f"**At a glance** (generated from this build's runs at the {', '.join(f'`{p}`' for p in profiles)} "
+             f"profile): {len(training)} claims about training: {_counts(training)}"
+             + ((f", decided at {'; '.join(scales)}" if chapter is not None else
+                 ", each decided at the scale its chapter's summary names") if scales else "")
+             + f". {len(checks)} exact checks of our code: "
+             f"{_counts(checks)}. A verdict far below the write-up's scale may change at its scale; every row with its "
+             "numbers is on the {ref}`scorecard <scorecard>`.", ""]
+    if chapter is None:
+        order = list(CHAPTER_TITLES)
+        chapters = sorted({r["chapter"] for r in rows}, key=lambda c: (order.index(c) if c in order else len(order), c))
+        lines += ["| chapter | claims about training | | | exact checks of our code |", "|---|---:|---:|---:|---|",
+                  "| | " + " | ".join(badge(o) for o in (HOLDS, FAILS, INCONCLUSIVE)) + " | |"]
+        for c in chapters:
+            tr = [r for r in training if r["chapter"] == c]
+            ck = [r for r in checks if r["chapter"] == c]
+            n = [sum(r["outcome"] == o for r in tr) for o in (HOLDS, FAILS, INCONCLUSIVE)]
+            lines.append(f"| {CHAPTER_TITLES.get(c, c)} | " + " | ".join(map(str, n)) + f" | {_counts(ck)} |")
+        return "\n".join(lines) + "\n"
+    lines += ["| claim | verdict | the write-up | ours (effect ± SE) | decided in |", "|---|---|---|---|---|"]
+    for r in training:
+        link = f"{{doc}}`{r['notebook'].split('/')[-1]} </{prefix}/{r['notebook']}>`" if r.get("notebook") else ""
+        ours = r.get("effect") or r.get("ours") or ""
+        lines.append(f"| {_md(r['claim'])} | {badge(r['outcome'])} | {_md(r.get('published') or '')} | {_md(ours)} "
+                     f"| {link} |")
     return "\n".join(lines) + "\n"
 
 
@@ -212,8 +298,12 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     (out / "scorecard.md").write_text(scorecard(root, prefix))
     (out / "claims.md").write_text(ledger_page(root, prefix))
     (out / "build.md").write_text(build_record(root, prefix))
+    # the one-screen summaries the intro and the landing pages include
+    (out / "summary.md").write_text(summary(root, None, prefix))
+    for chapter in CHAPTER_TITLES:
+        (out / f"summary-{chapter}.md").write_text(summary(root, chapter, prefix))
     return mark_stale(root, sources) if sources is not None else []
 
 
-__all__ = ["build_record", "executed_notebooks", "glued_verdicts", "ledger_page", "mark_stale", "registered_claims",
-           "scorecard", "write_pages"]
+__all__ = ["build_record", "executed_notebooks", "glued_verdicts", "is_check", "ledger_page", "mark_stale",
+           "own_verdicts", "registered_claims", "scale_of", "scorecard", "summary", "write_pages"]

@@ -16,7 +16,14 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17
 
 
 def style() -> None:
-    """The book's matplotlib style (called by ``lmcompanion.nb.setup``)."""
+    """The book's matplotlib style (called by ``lmcompanion.nb.setup``; in a notebook, figures are also stored at
+    twice their pixel density, sharp on high-DPI screens at the same size)."""
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("retina")
+    except ModuleNotFoundError:  # outside a notebook's kernel
+        pass
     mpl.rcParams.update({
         "figure.figsize": (7.0, 3.4),
         "figure.dpi": 110,
@@ -30,6 +37,14 @@ def style() -> None:
         "legend.frameon": False,
         "legend.fontsize": 8.5,
     })
+
+
+def legend_outside(fig, ax) -> None:
+    """One legend for the figure, below its panels (off the data, and as wide as the figure, not a panel), from the
+    lines of ``ax``; nothing when they have no labels."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=min(len(labels), 3))
 
 
 def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
@@ -47,7 +62,8 @@ def _stack(frames, column: str):
 
 
 def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,
-                title: str | None = None, logy: bool = False, reference: tuple[str, float] | None = None):
+                title: str | None = None, logy: bool = False, reference: tuple[str, float] | None = None,
+                ylabel: str = "cross-entropy (nats/token)"):
     """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm; and
     ``reference`` (label, loss), e.g. the unigram loss, as a dashed horizontal line."""
     fig, axes = plt.subplots(1, len(splits), sharey=True, squeeze=False, figsize=(3.6 * len(splits) + 0.6, 3.4))
@@ -61,11 +77,11 @@ def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train"
         ax.set_xlabel("step")
         if logy:
             ax.set_yscale("log")
-    axes[0][0].set_ylabel("cross-entropy (nats/token)")
-    axes[0][-1].legend(loc="upper right")
+    axes[0][0].set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    legend_outside(fig, axes[0][-1])
     return fig
 
 
@@ -83,8 +99,8 @@ def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title
         ax.set_yscale("log")
     if title:
         ax.set_title(title)
-    ax.legend()
     fig.tight_layout()
+    legend_outside(fig, ax)
     return fig
 
 
@@ -134,7 +150,7 @@ def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xtick
 
 
 def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *, xlabel: str, ylabel: str,
-           logx: bool = False, logy: bool = False, title: str | None = None, legend: str = "best"):
+           logx: bool = False, logy: bool = False, title: str | None = None):
     """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
     title), one line per group (mean over seeds, min-max band). Rows where a panel's column is missing are skipped,
     and so is x = 0 on a log axis."""
@@ -158,10 +174,10 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
             ax.set_yscale("log")
             ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
     axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(loc=legend)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    legend_outside(fig, axes[0][0])
     return fig
 
 

@@ -163,6 +163,31 @@ def clean(nb, provenance: Mapping[str, Any] | None = None):
     return nb
 
 
+# Plumbing a reader does not need to see, one click away on the page (Jupyter Book's cell tags, as QuantEcon and d2l
+# hide theirs): the parameters cell and papermill's injected copy of it whole; the cell that calls ``nb.setup`` and
+# every cell that shows nothing, by their code only (a toggle line where the code was).
+HIDE_CELL, HIDE_INPUT = "hide-cell", "hide-input"
+SETUP_CALL = re.compile(r"\bnb\.setup\(")
+
+
+def tag_plumbing(nb):
+    """Tag the cells a reader need not see (see ``HIDE_CELL``): the ``parameters`` and ``injected-parameters`` cells
+    ``hide-cell``; the setup cell and every executed code cell without outputs ``hide-input``. Other tags are kept."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = list(cell.metadata.get("tags", []))
+        if {"parameters", "injected-parameters"} & set(tags):
+            add = HIDE_CELL
+        elif SETUP_CALL.search(cell.source) or not cell.get("outputs"):
+            add = HIDE_INPUT
+        else:
+            continue
+        if add not in tags:
+            cell.metadata["tags"] = tags + [add]
+    return nb
+
+
 def _kernel_manager(log):
     """jupyter_client's kernel manager, with the kernel process's own stdout and stderr written to ``log``."""
     from jupyter_client.manager import AsyncKernelManager, KernelManager
@@ -276,7 +301,7 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
                   "profile": params.get("profile", parameters_of(nb).get("profile")), "parameters": params,
                   "commit": state["commit"], "dirty": state["dirty"],
                   "executed": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    executed = clean(nbformat.read(tmp, as_version=4), provenance)
+    executed = tag_plumbing(clean(nbformat.read(tmp, as_version=4), provenance))
     nbformat.write(executed, tmp)
     os.replace(tmp, out)
     return out
@@ -288,4 +313,5 @@ def code_of(nb) -> list[str]:
             if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
 
 
-__all__ = ["PROFILES", "check_parameters", "clean", "code_of", "parameters_of", "read_source", "run_notebook"]
+__all__ = ["PROFILES", "check_parameters", "clean", "code_of", "parameters_of", "read_source", "run_notebook",
+           "tag_plumbing"]

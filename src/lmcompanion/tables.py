@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .stats import span
+from .stats import mean, span
 
 
 def final(runs: Sequence, split: str) -> list[float]:
@@ -56,6 +57,60 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
                 row["write-up params"] = f"{pub['params']:,}"
         rows.append(row)
     return pd.DataFrame(rows).set_index("arm").fillna("")
+
+
+def sig3(x: float) -> str:
+    """Three significant digits, with thousands separators (2.91, 0.0123, 1,230), the book's format for losses."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = 2 - math.floor(math.log10(abs(x)))
+    return f"{round(x, decimals):,.{max(decimals, 0)}f}"
+
+
+def ranking_sentence(groups: Mapping[str, Sequence], split: str = "val", *, what: str = "validation loss",
+                     published: Mapping[str, Mapping[str, float]] | None = None, published_key: str | None = None,
+                     level: tuple[str, float] | None = None) -> str:
+    """One sentence of what a results page shows, computed from its runs: the arms' final ``split`` (mean over
+    seeds, three significant digits) from lowest to highest, the write-up's order of the same arms where it
+    publishes all of them (``published[label][published_key or split]``), and, with ``level`` (its name and
+    value, e.g. chance), how many arms end below it in every seed."""
+    means = {label: mean(final(rs, split)) for label, rs in groups.items() if rs}
+    order = sorted(means, key=means.get)
+    seeds = sorted({len(rs) for rs in groups.values() if rs})
+    text = (f"Final {what}, mean over {' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}, lowest first: "
+            + "; ".join(f"{label} {sig3(means[label])}" for label in order) + ".")
+    key = published_key or split
+    theirs = {label: (published or {}).get(label, {}).get(key) for label in order}
+    if len(order) > 1 and all(isinstance(v, (int, float)) for v in theirs.values()):
+        their_order = sorted(order, key=theirs.get)
+        text += (" The write-up ranks them the same way." if their_order == order else
+                 " The write-up ranks them otherwise: " + "; ".join(f"{label} {theirs[label]}" for label in their_order)
+                 + ".")
+    if level is not None:
+        name, value = level
+        below = [label for label in order if max(final(groups[label], split)) < value]
+        text += (f" {len(below)} of {len(order)} arms end below {name} ({sig3(value)}) in every seed"
+                 + (f": {', '.join(below)}." if below and len(below) < len(order) else "."))
+    return text
+
+
+def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its index's name moved to the top-left corner of the column header (``columns.name``), where
+    pandas' HTML puts it on the header's own row: a named index otherwise gets a second, mostly blank header row.
+    Tables with several index or column levels, or whose columns are already named, are returned as they are."""
+    if (df.index.nlevels != 1 or df.columns.nlevels != 1 or df.index.name is None
+            or df.columns.name is not None):
+        return df
+    out = df.copy(deep=False)
+    out.columns = out.columns.rename(df.index.name)
+    out.index = out.index.rename(None)
+    return out
+
+
+def html(df: pd.DataFrame) -> str:
+    """The book's HTML of a table (installed as the notebooks' DataFrame formatter by ``nb.setup``): pandas' own,
+    with one header row (:func:`one_header_row`)."""
+    return one_header_row(df)._repr_html_()
 
 
 def environment(run) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from . import experiments, models, stats, tables
 from .stats import ALPHA, span
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
+_INCONCLUSIVE_WORD = "inconclusive"
 EXACT = "exact (no sampling)"
 
 
@@ -51,11 +52,25 @@ class Verdict:
     effect: str = ""  # the effect with its spread, e.g. "-0.012 ± 0.004"
     chance: str = EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
     notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
+    check: bool = False  # a check of our code decided without training (e.g. a sampler's draws); exact rows are too
+
+    @property
+    def is_check(self) -> bool:
+        """Whether the row checks our code (exact, or marked ``check``) rather than a claim about training."""
+        return self.check or self.chance == EXACT
 
     @property
     def outcome(self) -> str:
-        """HOLDS, FAILS or INCONCLUSIVE, without the lean."""
-        return next(v for v in (HOLDS, FAILS, INCONCLUSIVE) if self.verdict.startswith(v))
+        """HOLDS, FAILS or INCONCLUSIVE, without the lean or the scale."""
+        return outcome_of(self.verdict)
+
+
+def outcome_of(verdict: str) -> str:
+    """HOLDS, FAILS or INCONCLUSIVE: the outcome a verdict's text starts with (scaled by :func:`at_scale` or not)."""
+    for word, outcome in ((HOLDS, HOLDS), (FAILS, FAILS), (_INCONCLUSIVE_WORD, INCONCLUSIVE)):
+        if verdict.startswith(word):
+            return outcome
+    raise ValueError(f"not a verdict: {verdict!r}")
 
 
 def _lean(toward_claim: bool | None) -> str:
@@ -66,7 +81,8 @@ def _lean(toward_claim: bool | None) -> str:
 
 def chance_text(p: float, reverse: bool = False) -> str:
     """The "chance if equal" cell: p of the claimed direction, or of the opposite one where the claim does not hold."""
-    text = "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    # two digits: p = 0.05, 0.33, 1.00; below 0.01 two significant ones (0.0025); always a decimal (the sanitizer's)
+    text = "p < 0.001" if p < 0.001 else f"p = {p:.2f}" if p >= 0.01 else f"p = {p:.2g}"
     return text + (" (the opposite direction)" if reverse else "")
 
 
@@ -98,20 +114,26 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
 
 
-def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
-               level: str = "chance") -> Verdict:
-    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
-    at least one arm lies below ``chance_level`` by a one-sided one-sample t-test at ALPHA (with no spread: when all
-    its values are below it); otherwise inconclusive, with the lean and the p of the claimed direction, saying that
-    neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a language model's unigram loss; see
-    the module doc)."""
-    def learns(values: Sequence[float]) -> bool:
-        values = list(values)
-        if len(set(values)) <= 1:
-            return bool(values) and values[0] < chance_level
-        return stats.one_sample_p(values, chance_level, "less") <= ALPHA
+def learns(values: Sequence[float], chance_level: float) -> bool:
+    """Whether an arm learns: its values (losses, one per seed) below ``chance_level`` by a one-sided one-sample
+    t-test at ALPHA (with no spread: whether they are below it)."""
+    values = list(values)
+    if len(set(values)) <= 1:
+        return bool(values) and values[0] < chance_level
+    return stats.one_sample_p(values, chance_level, "less") <= ALPHA
 
-    if learns(better) or learns(worse):
+
+def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
+               level: str = "chance", learned: bool | None = None) -> Verdict:
+    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
+    at least one arm learns (:func:`learns`: below ``chance_level``); otherwise inconclusive, with the lean and the p
+    of the claimed direction, saying that neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a
+    language model's unigram loss; see the module doc). ``learned``: whether an arm of the row learns, decided by the
+    caller once per arm from one quantity (e.g. each arm's final validation loss), so that an arm counts the same in
+    every row whatever the row compares; default: from ``better`` and ``worse``."""
+    if learned is None:
+        learned = learns(better, chance_level) or learns(worse, chance_level)
+    if learned:
         return v
     c = stats.compare(better, worse)
     lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
@@ -227,6 +249,44 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
     return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse))
 
 
+def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
+    """The smallest and largest share, over the experiments of ``names`` that run at ``profile``, of one run's
+    training tokens there in one run's at the write-up's size (the ``paper`` profile); None where none runs."""
+    shares = [experiments.config(n, profile, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+              for n in names if experiments.runs_at(n, profile)]
+    return (min(shares), max(shares)) if shares else None
+
+
+def percent(share: float) -> str:
+    """A share as a percentage to two significant digits, in fixed notation (0.036%, 4.2%, 100%)."""
+    pct = 100 * share
+    if pct <= 0 or not math.isfinite(pct):
+        return f"{pct:g}%"
+    decimals = max(0, 1 - math.floor(math.log10(pct)))
+    return f"{round(pct, decimals):.{decimals}f}%"
+
+
+def share_text(share: tuple[float, float]) -> str:
+    """"0.036% of the write-up's tokens", or a range where the chapter's experiments differ."""
+    lo, hi = (percent(x) for x in share)
+    return f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
+
+
+def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Verdict:
+    """``v`` with its verdict saying the scale it was reached at: "does not hold at `cpu` scale: 0.036% of the
+    write-up's tokens", the lean or note after it in parentheses. Exact rows (no sampling) and rows with no runs at
+    this profile keep their verdict: their outcome does not depend on the scale."""
+    if v.is_check or v.seeds == "0":
+        return v
+    outcome = v.outcome
+    if not v.verdict.startswith(outcome) or v.verdict.startswith(f"{outcome} at `"):
+        return v  # already scaled
+    rest = v.verdict[len(outcome):]
+    word = _INCONCLUSIVE_WORD if outcome == INCONCLUSIVE else outcome
+    scale = f" at `{profile}` scale" + (f": {share_text(share)}" if share else "")
+    return replace(v, verdict=word + scale + rest)
+
+
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     """Whether every experiment of a claim has runs (recorded runs may cover only some arms)."""
     return all(runs.get(n) for n in names)
@@ -258,6 +318,7 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
+__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
+           "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
            "similar", "table", "trend"]

@@ -93,6 +93,23 @@ def collapse_table(runs: Mapping[str, Sequence]):
     return pd.DataFrame(rows).set_index(["run", "seed"]).astype(object).fillna("not reached")
 
 
+def collapse_sentence(runs: Mapping[str, Sequence]) -> str:
+    """What the collapse page shows, computed from its runs: the final planning loss over every run with one (its
+    median and range), beside the write-up's "about 5 × 10⁻⁹", and how far the two LayerNorms' gains and bias gap
+    moved from their initial values (gains 1, gap 0)."""
+    import statistics
+
+    runs_ = [r for rs in runs.values() for r in rs]
+    finals = [tables.last_train_metric([r], "aux/planning")[0] for r in runs_]
+    norms = [_layer_norms(r) for r in runs_]
+    g_pred, g_plan, gap = (statistics.median(x[i] for x in norms) for i in range(3))
+    return (f"Over the {len(runs_)} runs with a planning loss, it ends at a median of {statistics.median(finals):.2g} "
+            f"(from {min(finals):.2g} to {max(finals):.2g}), against the write-up's about 5 × 10⁻⁹. At the end the "
+            f"mean |gain| of the encoder-output LayerNorm is {tables.sig3(g_pred)} and of the planning LayerNorm "
+            f"{tables.sig3(g_plan)} (median over runs; 1 at initialization), and the mean |bias gap| "
+            f"{tables.sig3(gap)} (0 at initialization).")
+
+
 # --- verdicts ---------------------------------------------------------------------------------------------------
 
 CLAIMS = [
@@ -208,5 +225,5 @@ LEDGER = register(_C, [
 
 
 __all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "HEADLINE", "LEDGER", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
-           "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "collapse_table", "delta_correlations", "hand_check",
+           "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "collapse_sentence", "collapse_table", "delta_correlations", "hand_check",
            "option_panels", "verdict_rows"]

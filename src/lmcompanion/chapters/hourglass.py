@@ -20,7 +20,8 @@ from ..experiments.hourglass import scale
 from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
 from ..train.schedules import lr_at
-from ..verdicts import INCONCLUSIVE, Verdict, below, between, claim, exact, have, if_learned, in_notebook, similar
+from ..verdicts import (INCONCLUSIVE, Verdict, below, between, claim, exact, have, if_learned, in_notebook, learns,
+                        similar)
 from . import cost
 
 CHAPTER = "hourglass"
@@ -462,13 +463,15 @@ def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (
     Cost claims are judged on counted FLOPs as well: time on a shared CPU is not time on a GPU."""
     unigram = unigram_reference(runs)[1] if any(runs.values()) else float("inf")
 
-    def gated(v: Verdict, better: Sequence[float], worse: Sequence[float]) -> Verdict:
-        """Comparisons of arms are decided only where one of them learns beyond the unigram loss."""
-        return if_learned(v, unigram, better, worse, "the unigram loss")
+    def gated(v: Verdict, better: Sequence[float], worse: Sequence[float], arms: tuple[str, str]) -> Verdict:
+        """Comparisons of arms are decided only where one of them learns beyond the unigram loss; whether an arm
+        learns is decided once, from its final validation loss (:func:`arm_learns`), the same in every row."""
+        return if_learned(v, unigram, better, worse, "the unigram loss",
+                          learned=any(arm_learns(runs[a], unigram) for a in arms))
 
     def compared(text: str, metric: str, better: str, worse: str) -> Verdict:
         v = between(text, metric, better, worse, runs)
-        return gated(v, tables.final(runs[better], metric), tables.final(runs[worse], metric))
+        return gated(v, tables.final(runs[better], metric), tables.final(runs[worse], metric), (better, worse))
 
     rows = []
     for text, metric, better, worse, nb in CLAIMS:
@@ -491,13 +494,13 @@ def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (
     # 02: experts
     if have(runs, e12, ANCHOR):
         rows += in_notebook([gated(claim(UP_TO_6, f"{p(e12)} (12) vs {p(ANCHOR)} (6)", val(ANCHOR),
-                                         val(e12), ("6 experts", "12 experts")), val(ANCHOR), val(e12))],
+                                         val(e12), ("6 experts", "12 experts")), val(ANCHOR), val(e12), (ANCHOR, e12))],
                             f"{CHAPTER}/02_experts")
     if have(runs, ANCHOR, s0):
         two_shared = experiments.get(H + "attn_384_64_e6_s2").published["val"]
         rows += in_notebook([gated(claim(SHARED_MATCH, f"{two_shared} (2 shared of 6, 384-64); none not plotted",
                                          val(ANCHOR), val(s0), ("1 shared", "0 shared")),
-                                   val(ANCHOR), val(s0))], f"{CHAPTER}/02_experts")
+                                   val(ANCHOR), val(s0), (ANCHOR, s0))], f"{CHAPTER}/02_experts")
     rows += in_notebook([_fewer_flops(SHARED_CHEAPER, ANCHOR, s0), _count_row(COUNT_BASE, BASE)],
                         f"{CHAPTER}/02_experts")
     # 03: the Perceiver compressor is faster
@@ -519,14 +522,16 @@ def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (
                                          'using the repeat upsampling"', _timing(timings, rep, ANCHOR), rep, ANCHOR,
                                          runs)], f"{CHAPTER}/07_verdicts")
     if have(runs, ANCHOR, rep):
-        rows += in_notebook(_upsampling_rows(runs[ANCHOR], runs[rep], gated), f"{CHAPTER}/04_upsampling")
+        rows += in_notebook(_upsampling_rows(runs[ANCHOR], runs[rep],
+                                             lambda v, a, b: gated(v, a, b, (ANCHOR, rep))), f"{CHAPTER}/04_upsampling")
     # 05: the headline, scored both ways, and the inference FLOPs
     for model in (H + "attn_384_32_e6", H + "repeat_512_32_e6"):
         if have(runs, model, H + "vanilla"):
             ours, theirs = _last_token(runs, model), _last_token(runs, H + "vanilla")
             rows += in_notebook([gated(claim(
                 last_token_claim(model), f"{p(model)} vs {p(H + 'vanilla')} (the plotted numbers are scored this way)",
-                ours, theirs, (model.split("/")[-1], "vanilla")), ours, theirs)], f"{CHAPTER}/05_headline")
+                ours, theirs, (model.split("/")[-1], "vanilla")), ours, theirs, (model, H + "vanilla"))],
+                f"{CHAPTER}/05_headline")
     rows += in_notebook([_count_row(COUNT_VANILLA, H + "vanilla")], f"{CHAPTER}/05_headline")
     inf = inference_flops([H + "attn_384_32_e6", H + "repeat_512_32_e6"])
     rows += in_notebook([exact(inference_claim(n), "at least 50% (attn), more for repeat",
@@ -542,6 +547,13 @@ def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (
             [float(x[b:].mean()) for x in per_seed], [float(x[:b].mean()) for x in per_seed],
             ("seen offsets", "blind offsets"))], f"{CHAPTER}/06_blind_spot")
     return sorted(rows, key=lambda v: v.notebook)  # in reading order (stable: each notebook's rows keep theirs)
+
+
+def arm_learns(runs: Sequence, unigram: float) -> bool:
+    """Whether an arm learns beyond the unigram loss: its seeds' final validation losses below it by the one-sided
+    t-test at 5% (:func:`lmcompanion.verdicts.learns`). One quantity for every row of the chapter, whichever loss the
+    row compares (final, last-token, at equal FLOPs), so that an arm never learns in one row and not in another."""
+    return learns(tables.final(runs, "val"), unigram)
 
 
 def last_token_claim(model: str) -> str:
@@ -716,7 +728,7 @@ LEDGER = register(_C, [
 ])
 
 
-__all__ = ["ALL", "ANCHOR", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
+__all__ = ["ALL", "ANCHOR", "arm_learns", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
            "EXPERT_COUNTS", "EXPERT_KNOBS", "HEADLINE", "LEDGER", "LENGTHS", "MERGES", "MODES", "PROTOCOL", "REPEAT",
            "TIMED", "TIMED_CLAIMS", "blind_offsets", "blind_spot_frames", "blind_spot_table", "cost_curves",
            "cost_table", "end_of_repeat", "gap_slopes", "head_input_parts", "head_input_table", "inference_flops",

@@ -117,9 +117,13 @@ def _pair(pub: Mapping, train: str, test: str) -> str:
 
 
 def curves(runs: Mapping[str, Sequence], names: Sequence[str]):
-    """Train and test cross-entropy against step (mean over seeds, min-max band), one line per arm."""
+    """Train and test cross-entropy per query against step (mean over seeds, min-max band), one line per arm, with
+    chance (a uniform guess among the candidates) as a dashed line."""
     groups = {experiments.get(n).title: runs[n] for n in names if runs.get(n)}
-    return plots.loss_curves(groups, splits=("train", "test"))
+    n_ctx = {rs[0].config.model.context_size for rs in groups.values()}
+    reference = (f"chance (ln {n_ctx.copy().pop() - 1})", chance(n_ctx.pop())) if len(n_ctx) == 1 else None
+    return plots.loss_curves(groups, splits=("train", "test"), reference=reference,
+                             ylabel="cross-entropy (nats per query)")
 
 
 def autoencoder_table(runs: Sequence):

@@ -202,11 +202,18 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
     return pd.DataFrame(out)
 
 
+def _fit(p: float, against: str) -> str:
+    """A goodness-of-fit p worded so that its direction is plain: here a *large* p supports the claim."""
+    side = (f"above 0.001: the draws fit {against}" if p > 1e-3 else f"at or below 0.001: the draws do not fit {against}")
+    return f"draws vs {against}: χ² goodness-of-fit p = {p:.2g} ({side})"
+
+
 def _sampled(v: Verdict, p: float) -> Verdict:
     """A sampler check: the Monte Carlo goodness-of-fit test rejects a correct sampler with probability at most 0.001
-    (our threshold)."""
-    return replace(v, seeds="1 model",
-                   chance=f"χ² p = {p:.4f} (Monte Carlo; a correct sampler is at or below 0.001 at most once in 1,000)")
+    (our threshold). Unlike a comparison's p, a goodness-of-fit p is small when the claim is wrong: the row says so."""
+    return replace(v, seeds="1 model", check=True,
+                   chance=f"χ² p = {p:.2g}: a small p speaks against the sampler; it fails at p ≤ 0.001, which a "
+                          "correct sampler reaches at most once in 1,000 (Monte Carlo)")
 
 
 def verdict_temperatures(table) -> list[Verdict]:
@@ -220,10 +227,10 @@ def verdict_temperatures(table) -> list[Verdict]:
               f"max |q − one-hot(argmax p)| = {_bound(r0['_err'])}; draws that are the argmax: "
               f"{r0['_argmax_share']:.3f}", r0["_err"] == 0 and r0["_argmax_share"] == 1 and finite),
         _sampled(exact("τ = 1 samples faithfully", "τ = 1: faithful sampling (q = p)",
-                       f"max |q − p| = {_bound(r1['_err'])}; draws vs p: χ² p-value {r1['_p']:.4f}",
+                       f"max |q − p| = {_bound(r1['_err'])}; {_fit(r1['_p'], 'p')}",
                        r1["_err"] < 1e-12 and r1["_p"] > 1e-3), r1["_p"]),
         _sampled(exact("τ = ∞ samples uniformly", "τ = ∞: uniform over V",
-                       f"max |q − 1/|V|| = {_bound(rinf['_err'])}; draws vs uniform: χ² p-value {rinf['_p']:.4f}",
+                       f"max |q − 1/|V|| = {_bound(rinf['_err'])}; {_fit(rinf['_p'], 'uniform')}",
                        rinf["_err"] == 0 and rinf["_p"] > 1e-3 and finite), rinf["_p"]),
     ]
 

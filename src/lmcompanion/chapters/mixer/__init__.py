@@ -19,7 +19,7 @@ import dataclasses
 import math
 from typing import Mapping, Sequence
 
-from ... import experiments, ledger, nb, stats, tables
+from ... import experiments, ledger, nb, stats, tables, verdicts
 from ...stats import span
 from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, chance_text, claim, exact, have, if_learned, in_notebook,
                          trend)
@@ -28,7 +28,7 @@ from .. import verdict_forms as vf
 from . import analysis, compute, facts
 from . import rows as rows_
 from .claims import CLAIMS
-from .rows import OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
+from .rows import EQUAL_TIME, OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
 
 CHAPTER = "mixer"
 
@@ -95,20 +95,21 @@ def results(runs: Mapping[str, Sequence]):
 # --- verdicts ---------------------------------------------------------------------------------------------------
 
 
+# The margin of the write-up's claims of equal losses ("nearly identical", "nearly the same", "virtually no
+# change"): the two arms' losses within 2% of each other (a factor of 1.02 either way, about 0.05 nats at the
+# write-up's losses of 2.4-2.5; its own "nearly identical" pair, 2.497 vs 2.505, is 0.3% apart). Fixed once for
+# every such claim, whatever our runs give.
+EQUAL_MARGIN = 1.02
+
+
 def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
             fmt: str = ".3f") -> Verdict:
-    """The claim that two arms are about equal: refuted by a significant difference either way (two-sided, each
-    side at 2.5%), otherwise inconclusive (a test cannot show equality). With 3 seeds per arm the smallest
-    two-sided chance is 2/20 = 0.10, so such a claim needs at least 4 seeds per arm to be refuted (the arms of
-    these claims are registered with four: ``experiments.mixer.EQUALITY``)."""
-    c = stats.compare(a, b)
-    p_two = min(1.0, 2 * min(c.p_claim, c.p_reverse))
-    smallest = min(1.0, 2 / math.comb(c.n_a + c.n_b, c.n_a))  # the smallest two-sided chance these seeds allow
-    why = (f"{c.n_a} vs {c.n_b} seeds cannot refute it: the smallest two-sided chance is {smallest:.2f}"
-           if smallest > stats.ALPHA else "not refuted at 5%; a test cannot show equality")
-    verdict = FAILS if p_two <= stats.ALPHA else f"{INCONCLUSIVE} ({why})"
-    return Verdict(text, published, f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p_two) + " (two-sided)")
+    """The claim that two arms' losses are about equal, judged as the prologue's rule judges claims of similarity:
+    two one-sided tests against ``EQUAL_MARGIN`` (:func:`lmcompanion.verdicts.similar` on a log scale): holds when
+    the ratio of the arms' losses lies inside the margin on both sides, does not hold when it lies beyond it on one
+    side (each at 5%), otherwise inconclusive. The margin is stated in the row's effect."""
+    v = verdicts.similar(text, published, a, b, EQUAL_MARGIN, ratio=True, labels=labels, fmt=fmt)
+    return dataclasses.replace(v, effect=f"{v.effect}; margin x{EQUAL_MARGIN:g} either way")
 
 
 def untestable(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
@@ -145,6 +146,13 @@ def _neither_learns(v: Verdict) -> Verdict:
     return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (neither arm learns beyond {LEVEL})")
 
 
+def arm_learns(runs: Sequence) -> bool:
+    """Whether an arm learns beyond the unigram level: its seeds' final validation losses below the validation
+    unigram loss (:func:`lmcompanion.chapters.verdict_forms.learns`). Decided from this one quantity for every row
+    that compares the arm, whatever the row compares (final losses, losses at equal steps, training losses)."""
+    return vf.learns(tables.final(runs, "val"), _levels(runs, "val"))
+
+
 def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     """The verdict of one two-arm claim from the arms' runs (each arm with runs)."""
     labels = (_short(p.a), _short(p.b))
@@ -156,13 +164,29 @@ def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     if min(len(a), len(b)) < 2:
         return untestable(p.text, p.published, a, b, labels)
     level = _levels(runs[p.a], p.metric)
-    learned = vf.learns(a, level) or vf.learns(b, level)
+    learned = arm_learns(runs[p.a]) or arm_learns(runs[p.b])  # once per arm, the same in every row
     if p.kind in ("fixed", "steps"):
-        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL)
+        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL, learned=learned)
     else:
         v = (vf.no_gain if p.kind == "no_gain" else similar)(p.text, p.published, a, b, labels)
         v = v if learned else _neither_learns(v)
     return dataclasses.replace(v, ours=v.ours + where) if where else v
+
+
+def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
+    """The claim "``better`` reaches a lower validation loss than ``worse`` after the same training time", read on
+    each run's curve at the comparison's equal time measured where the runs were made (the shortest run's,
+    :func:`compute.equal_time`), gated like every comparison of arms (:func:`arm_learns`)."""
+    pair = {better: runs[better], worse: runs[worse]}
+    t = compute.equal_time(pair)
+    a, b = compute.at_time(runs[better], t, "val"), compute.at_time(runs[worse], t, "val")
+    labels = (_short(better), _short(worse))
+    if any(math.isnan(x) for x in a + b) or min(len(a), len(b)) < 2:
+        return untestable(text, published, a, b, labels)
+    level = _levels(runs[better], "val")
+    v = if_learned(claim(text, published, a, b, labels), level, a, b, level=LEVEL,
+                   learned=arm_learns(runs[better]) or arm_learns(runs[worse]))
+    return dataclasses.replace(v, ours=f"{v.ours} after {t:,.0f} s of training measured here")
 
 
 def _not_run_here(names: Sequence[str], profile: str | None) -> bool:
@@ -240,6 +264,11 @@ def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> l
             v = (_speed_claim(runs, fast, slow, text, published) if bounds is None
                  else _ratio_claim(runs, fast, slow, text, published, *bounds))
             rows += in_notebook([v], f"{CHAPTER}/{notebook}")
+    for text, better, worse, parts, notebook, _ in EQUAL_TIME:
+        if have(runs, better, worse):
+            rows += in_notebook([equal_time_row(text, vf.quote(parts, "validation after the same 12 hours on one "
+                                                               "RTX 3060"), better, worse, runs)],
+                                f"{CHAPTER}/{notebook}")
     for label, names in TRENDS.items():
         if have(runs, *names):
             pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published

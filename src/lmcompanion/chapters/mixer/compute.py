@@ -117,16 +117,14 @@ def loss_vs_compute(runs: Mapping[str, Sequence]):
     """Evaluation loss against counted training FLOPs, one line per arm (mean over seeds, min-max band)."""
     return plots.curves({k: [curve(r) for r in rs] for k, rs in runs.items()}, "PFLOP",
                         {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True,
-                        legend="upper right")
+                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True)
 
 
 def loss_vs_time(runs: Mapping[str, Sequence]):
     """Evaluation loss against training time measured on this machine (each arm at its mean seconds per step)."""
     return plots.curves({k: _with_time(rs) for k, rs in runs.items()}, "seconds",
                         {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True,
-                        legend="upper right")
+                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True)
 
 
 def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence[str]], split: str = "val"):
