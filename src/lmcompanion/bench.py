@@ -202,16 +202,16 @@ def side_by_side(a: PlannedRun, b: PlannedRun, steps: int = 5, warmup: int = 2, 
 PHASES = ("data", "forward", "backward", "optimizer", "evaluation")
 
 
-def mm_peak(n: int = 1024, repeats: int = 10) -> float:
+def mm_peak(n: int = 1024, repeats: int = 10, clock=time.perf_counter) -> float:
     """The machine's measured fp32 peak in FLOP/s: the best of ``repeats`` ``torch.mm`` of two n x n matrices on
     torch's current threads (in this process, so under the load the benchmark itself sees)."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     torch.mm(a, b)
     best = math.inf
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         torch.mm(a, b)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return 2 * n ** 3 / best
 
 
@@ -264,6 +264,7 @@ class _Arm:
     trainer: object  # that version's lmcompanion.train.trainer
     session: object
     flops_per_token: float
+    clock: object = time.perf_counter
     step: int = 0
     rounds: list = field(default_factory=list)  # per round: {phase: seconds per optimizer step}, tokens per step
 
@@ -274,7 +275,7 @@ class _Arm:
     def measure(self, steps: int, evaluate: bool) -> None:
         """``steps`` optimizer steps, each phase timed on its own, then (``evaluate``) one evaluation, whose time
         is spread over the run's steps as the run spreads its evaluations."""
-        s, clock = self.session, time.perf_counter
+        s, clock = self.session, self.clock
         total = dict.fromkeys(PHASES, 0.0)
         tokens = 0
         for _ in range(steps):
@@ -321,11 +322,11 @@ class _Arm:
         return row
 
 
-def _arm(label: str, pkg, name: str, profile: str) -> _Arm:
+def _arm(label: str, pkg, name: str, profile: str, clock) -> _Arm:
     run = pkg.experiments.planned(name, profile, 0, device="cpu")
     with pkg.train.trainer.memory_guard(run.config, "building the model"):
         s = pkg.train.trainer.setup(run.config)
-    return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token())
+    return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
 
 
 # Every chapter's representative run, and the masked mixer itself (the mixer chapter's first experiment is its
@@ -335,7 +336,7 @@ DEFAULT = (*experiments.CHAPTERS, "mixer/flat_d512")
 
 def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", against: str | None = None,
              steps: int = 3, warmup: int = 1, rounds: int = 4, evaluate: bool = True,
-             threads: int | None = 1) -> list[dict]:
+             threads: int | None = 1, clock: str | None = None) -> list[dict]:
     """For one representative run of each chapter (:func:`representative`; ``chapters`` may also name
     experiments; default :data:`DEFAULT`) at ``profile`` on the CPU: tokens per
     second, achieved GFLOP/s (counted training FLOPs, ``Model.flops_per_token``, over the training step's time) and
@@ -347,11 +348,21 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
     times both versions in ``rounds`` interleaved rounds, the order alternating, so that a shared machine's load
     drifts over both alike; each row then carries the ratio of that revision's time per step to this code's. Every
     number is this machine's, under its load: it prints measurements; nothing asserts a speed.
-    ``threads``: torch's CPU threads (1, as the book's build trains each notebook; None keeps torch's setting)."""
+    ``threads``: torch's CPU threads (1, as the book's build trains each notebook; None keeps torch's setting).
+    ``clock``: "cpu" times the CPU time of this thread (``time.thread_time``: with one torch thread every kernel runs
+    in it, and the time the thread waits for a core on a loaded machine is left out; contention for caches and
+    memory is not), "wall" the elapsed time; default "cpu" with one thread, else "wall". The peak is the best
+    :func:`mm_peak` of one before the runs and one after every round, timed by the same clock."""
     _check(steps, warmup, rounds)
     if threads is not None:
         torch.set_num_threads(threads)
-    peak = mm_peak()
+    clock = clock or ("cpu" if torch.get_num_threads() == 1 else "wall")
+    if clock not in ("cpu", "wall"):
+        raise ConfigError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    if clock == "cpu" and torch.get_num_threads() != 1:
+        raise ConfigError("the cpu clock times one thread: use threads=1, or clock='wall'")
+    tick = time.thread_time if clock == "cpu" else time.perf_counter
+    peaks = [mm_peak(clock=tick)]
     this = sys.modules[__package__]
     other = load_revision(against) if against else None
     rows = []
@@ -360,22 +371,24 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
         if name is None:
             rows.append({"chapter": chapter, "run": None, "note": f"no trainer run at {profile} reads no other run"})
             continue
-        arms = [_arm("this", this, name, profile)]
+        arms = [_arm("this", this, name, profile, tick)]
         if other is not None:
-            arms.insert(0, _arm(against, other, name, profile))
+            arms.insert(0, _arm(against, other, name, profile, tick))
         for arm in arms:
             for _ in range(warmup):
                 arm.measure(1, evaluate=False)
         for r in range(rounds):
             for arm in (arms if r % 2 == 0 else arms[::-1]):
                 arm.measure(steps, evaluate)
+            peaks.append(mm_peak(clock=tick))
         for arm in arms:
-            row = {"chapter": chapter, "run": name, **arm.row(peak)}
+            row = {"chapter": chapter, "run": name, **arm.row(max(peaks))}
             if other is not None:
                 ratios = [a / b for a, b in zip(arms[0].totals(), arms[-1].totals())]
                 row[f"{against} / this"] = f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
             rows.append(row)
     for row in rows:
-        row["peak GFLOP/s"] = round(peak / 1e9, 1)
+        row["peak GFLOP/s"] = round(max(peaks) / 1e9, 1)
         row["threads"] = torch.get_num_threads()
+        row["clock"] = clock
     return rows
