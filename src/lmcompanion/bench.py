@@ -15,13 +15,19 @@ optimizer and first micro-batches) in interleaved rounds, the order alternating 
 each arm's seconds per step in every round. A chapter compares two models' time per step across those rounds (the
 rounds, not the steps, are the samples: the load of a shared machine drifts over seconds, and interleaving gives
 both arms the same drift). It measures the machine it runs on: time per step on a CPU is not time on a GPU.
+
+:func:`cpu_book` (``python -m lmcompanion bench-cpu``) times one representative ``cpu`` run per chapter by phase
+(data, forward, backward, optimizer, evaluation) with its share of a ``torch.mm`` peak measured in the same process,
+and, given a git revision, that revision's code beside this one in interleaved rounds.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -244,6 +250,7 @@ def load_revision(rev: str, repo: Path | None = None):
         return sys.modules[name]
     os.environ.setdefault("LMC_CACHE_DIR", str(paths.cache_dir()))
     tmp = Path(tempfile.mkdtemp(prefix="lmc-rev-"))
+    atexit.register(shutil.rmtree, tmp, True)  # its modules stay loaded; their files go when the process ends
     archive = subprocess.run(["git", "archive", sha, "src/lmcompanion"], cwd=repo, check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
     (tmp / "src" / "lmcompanion").rename(tmp / name)
