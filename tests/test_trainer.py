@@ -96,6 +96,35 @@ def test_weight_decay_applies_to_matrices_only():
     assert n == model.num_params(exclude_positional=False)  # the tied matrix once
 
 
+def test_the_cpu_optimizer_is_multi_tensor_and_bitwise_the_per_parameter_loop():
+    """The CPU AdamW runs PyTorch's foreach loop (faster: one call per operation for all parameters) and gives the
+    very weights of the per-parameter loop it replaced: the run's numbers do not move."""
+    cfg = TrainConfig(weight_decay=0.1, lr=1e-2)
+    torch.manual_seed(0)
+    a = models.build(tiny_run().model)
+    b = models.build(tiny_run().model)
+    b.load_state_dict(a.state_dict())
+    start = [p.detach().clone() for p in a.parameters()]
+    fast = make_optimizer(a, cfg, "cpu")
+    assert fast.defaults["foreach"] is True and not fast.defaults["fused"]
+    loop = torch.optim.AdamW([{**g, "params": [dict(b.named_parameters())[n] for n in names]}
+                              for g, names in zip(fast.param_groups, _group_names(a, fast))],
+                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=False)
+    idx = torch.randint(0, tiny_run().model.vocab_size, (4, 9))
+    for _ in range(5):
+        for model, opt in ((a, fast), (b, loop)):
+            model(idx[:, :-1], idx[:, 1:]).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert all(not torch.equal(p, q) for p, q in zip(a.parameters(), start))  # every weight moved
+
+
+def _group_names(model, opt):
+    names = {id(p): n for n, p in model.named_parameters()}
+    return [[names[id(p)] for p in g["params"]] for g in opt.param_groups]
+
+
 def test_gradient_accumulation_equals_one_big_batch(tmp_path):
     big = tiny_run(steps=3, batch_size=8, grad_accum=1, eval_interval=3)
     accum = tiny_run(steps=3, batch_size=4, grad_accum=2, eval_interval=3)

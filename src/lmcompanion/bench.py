@@ -15,15 +15,31 @@ optimizer and first micro-batches) in interleaved rounds, the order alternating 
 each arm's seconds per step in every round. A chapter compares two models' time per step across those rounds (the
 rounds, not the steps, are the samples: the load of a shared machine drifts over seconds, and interleaving gives
 both arms the same drift). It measures the machine it runs on: time per step on a CPU is not time on a GPU.
+
+:func:`cpu_book` (``python -m lmcompanion bench-cpu``) times one representative ``cpu`` run per chapter by phase
+(data, forward, backward, optimizer, evaluation) with its share of a ``torch.mm`` peak measured in the same process,
+and, given a git revision, that revision's code beside this one in interleaved rounds.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
 
 import torch
 
+from . import experiments, paths
 from .errors import ConfigError
 from .estimate import peak_flops
 from .experiments import PlannedRun
@@ -182,3 +198,204 @@ def side_by_side(a: PlannedRun, b: PlannedRun, steps: int = 5, warmup: int = 2, 
                 seconds[i].append(_timed(lambda: _trainer_step(s, batches), steps, s.device) / steps)
     return SideBySide((a.name, b.name), (tuple(seconds[0]), tuple(seconds[1])), steps, a.config.device,
                       torch.get_num_threads())
+
+
+# --------------------------------------------------------------------------------------------------
+# The CPU book's benchmark: one representative run per chapter, where its time goes, and the code of another
+# revision side by side
+
+
+PHASES = ("data", "forward", "backward", "optimizer", "evaluation")
+
+
+def mm_peak(n: int = 1024, repeats: int = 10, clock=time.perf_counter) -> float:
+    """The machine's measured fp32 peak in FLOP/s: the best of ``repeats`` ``torch.mm`` of two n x n matrices on
+    torch's current threads (in this process, so under the load the benchmark itself sees)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = math.inf
+    for _ in range(repeats):
+        t0 = clock()
+        torch.mm(a, b)
+        best = min(best, clock() - t0)
+    return 2 * n ** 3 / best
+
+
+def representative(chapter: str, profile: str = "cpu") -> str | None:
+    """A chapter's representative run for the benchmark: the first experiment its notebooks read (registration
+    order) that runs at ``profile``, is trained by the shared trainer and reads no other run; None if it has none."""
+    for name in experiments.chapter_names(chapter):
+        if not experiments.runs_at(name, profile):
+            continue
+        run = experiments.planned(name, profile, 0, device="cpu")
+        if run.procedure.fn is None and run.procedure.source is None and not run.needs:
+            return name
+    return None
+
+
+def load_revision(rev: str, repo: Path | None = None):
+    """The package as it is at git revision ``rev`` of its checkout, imported beside this one under another name
+    (``lmcompanion_<rev>``; every import inside the package is relative), so that two versions of the code run in
+    one process. It reads the same token caches as this checkout (``LMC_CACHE_DIR`` is set to them if unset)."""
+    repo = repo or paths.repo_root()
+    if repo is None:
+        raise ConfigError("--against needs a git checkout of the package (an editable install)")
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", rev], cwd=repo, check=True, capture_output=True,
+                             text=True).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        raise ConfigError(f"cannot resolve git revision {rev!r} in {repo}: {exc}") from None
+    name = f"lmcompanion_{sha}"
+    if name in sys.modules:
+        return sys.modules[name]
+    os.environ.setdefault("LMC_CACHE_DIR", str(paths.cache_dir()))
+    tmp = Path(tempfile.mkdtemp(prefix="lmc-rev-"))
+    atexit.register(shutil.rmtree, tmp, True)  # its modules stay loaded; their files go when the process ends
+    archive = subprocess.run(["git", "archive", sha, "src/lmcompanion"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    (tmp / "src" / "lmcompanion").rename(tmp / name)
+    sys.path.insert(0, str(tmp))
+    try:
+        importlib.import_module(f"{name}.experiments")
+        importlib.import_module(f"{name}.train.trainer")
+        return sys.modules[name]
+    finally:
+        sys.path.remove(str(tmp))
+
+
+@dataclass
+class _Arm:
+    """One version of the code's session of a run, and its measurements round by round."""
+
+    label: str
+    trainer: object  # that version's lmcompanion.train.trainer
+    session: object
+    flops_per_token: float
+    clock: object = time.perf_counter
+    step: int = 0
+    rounds: list = field(default_factory=list)  # per round: {phase: seconds per optimizer step}, tokens per step
+
+    def _evals(self) -> int:
+        tc = self.session.cfg.train
+        return tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval != 0)
+
+    def measure(self, steps: int, evaluate: bool) -> None:
+        """``steps`` optimizer steps, each phase timed on its own, then (``evaluate``) one evaluation, whose time
+        is spread over the run's steps as the run spreads its evaluations."""
+        s, clock = self.session, self.clock
+        total = dict.fromkeys(PHASES, 0.0)
+        tokens = 0
+        for _ in range(steps):
+            t0 = clock()
+            batches = [{k: v.to(s.device) for k, v in b.items()} for b in s.source.train_batches(self.step)]
+            total["data"] += clock() - t0
+            for batch in batches:
+                t0 = clock()
+                with s.autocast():
+                    out = s.run_model(**batch)
+                t1 = clock()
+                (out.loss / len(batches)).backward()
+                total["backward"] += clock() - t1
+                total["forward"] += t1 - t0
+                counted = batch["targets"] if "targets" in batch else next(iter(batch.values()))
+                tokens += counted.numel()
+            t0 = clock()
+            self.trainer.update(s, s.cfg.train.lr)
+            total["optimizer"] += clock() - t0
+            self.step = (self.step + 1) % s.cfg.train.max_steps
+        per_step = {k: v / steps for k, v in total.items()}
+        if evaluate:
+            t0 = clock()
+            self.trainer.evaluate(s.run_model, s.source, self.step, s.device, s.autocast, s.dist)
+            per_step["evaluation"] = (clock() - t0) * self._evals() / s.cfg.train.max_steps
+        self.rounds.append((per_step, tokens // steps))
+
+    def phase(self, name: str) -> float:
+        """Seconds per step in ``name`` (or "total"), the median over rounds."""
+        return statistics.median(sum(r.values()) if name == "total" else r[name] for r, _ in self.rounds)
+
+    def totals(self) -> list[float]:
+        return [sum(r.values()) for r, _ in self.rounds]
+
+    def row(self, peak: float) -> dict:
+        tokens = self.rounds[0][1]
+        train = self.phase("total") - self.phase("evaluation")
+        flops = self.flops_per_token * tokens / train
+        row = {"code": self.label, "tokens/s": round(tokens / train), "GFLOP/s": round(flops / 1e9, 1),
+               "% of peak": round(100 * flops / peak, 1)}
+        row.update({f"{p} ms": round(1e3 * self.phase(p), 2) for p in PHASES})
+        row["step ms (with eval.)"] = round(1e3 * self.phase("total"), 2)
+        row["run s (est.)"] = round(self.phase("total") * self.session.cfg.train.max_steps, 1)
+        return row
+
+
+def _arm(label: str, pkg, name: str, profile: str, clock) -> _Arm:
+    run = pkg.experiments.planned(name, profile, 0, device="cpu")
+    with pkg.train.trainer.memory_guard(run.config, "building the model"):
+        s = pkg.train.trainer.setup(run.config)
+    return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
+
+
+# Every chapter's representative run, and the masked mixer itself (the mixer chapter's first experiment is its
+# transformer baseline).
+DEFAULT = (*experiments.CHAPTERS, "mixer/flat_d512")
+
+
+def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", against: str | None = None,
+             steps: int = 3, warmup: int = 1, rounds: int = 4, evaluate: bool = True,
+             threads: int | None = 1, clock: str | None = None) -> list[dict]:
+    """For one representative run of each chapter (:func:`representative`; ``chapters`` may also name
+    experiments; default :data:`DEFAULT`) at ``profile`` on the CPU: tokens per
+    second, achieved GFLOP/s (counted training FLOPs, ``Model.flops_per_token``, over the training step's time) and
+    their share of the peak :func:`mm_peak` measures in this process, and each phase's milliseconds per optimizer
+    step: loading the step's batches (data), forward, backward, the optimizer update, and evaluation (one
+    evaluation timed per round, spread over the run's steps the way the run spreads its evaluations).
+
+    ``against`` (a git revision) also builds each run with the code of that revision (:func:`load_revision`) and
+    times both versions in ``rounds`` interleaved rounds, the order alternating, so that a shared machine's load
+    drifts over both alike; each row then carries the ratio of that revision's time per step to this code's. Every
+    number is this machine's, under its load: it prints measurements; nothing asserts a speed.
+    ``threads``: torch's CPU threads (1, as the book's build trains each notebook; None keeps torch's setting).
+    ``clock``: "cpu" times the CPU time of this thread (``time.thread_time``: with one torch thread every kernel runs
+    in it, and the time the thread waits for a core on a loaded machine is left out; contention for caches and
+    memory is not), "wall" the elapsed time; default "cpu" with one thread, else "wall". The peak is the best
+    :func:`mm_peak` of one before the runs and one after every round, timed by the same clock."""
+    _check(steps, warmup, rounds)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    clock = clock or ("cpu" if torch.get_num_threads() == 1 else "wall")
+    if clock not in ("cpu", "wall"):
+        raise ConfigError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    if clock == "cpu" and torch.get_num_threads() != 1:
+        raise ConfigError("the cpu clock times one thread: use threads=1, or clock='wall'")
+    tick = time.thread_time if clock == "cpu" else time.perf_counter
+    peaks = [mm_peak(clock=tick)]
+    this = sys.modules[__package__]
+    other = load_revision(against) if against else None
+    rows = []
+    for what in chapters or DEFAULT:
+        chapter, name = (experiments.get(what).chapter, what) if "/" in what else (what, representative(what, profile))
+        if name is None:
+            rows.append({"chapter": chapter, "run": None, "note": f"no trainer run at {profile} reads no other run"})
+            continue
+        arms = [_arm("this", this, name, profile, tick)]
+        if other is not None:
+            arms.insert(0, _arm(against, other, name, profile, tick))
+        for arm in arms:
+            for _ in range(warmup):
+                arm.measure(1, evaluate=False)
+        for r in range(rounds):
+            for arm in (arms if r % 2 == 0 else arms[::-1]):
+                arm.measure(steps, evaluate)
+            peaks.append(mm_peak(clock=tick))
+        for arm in arms:
+            row = {"chapter": chapter, "run": name, **arm.row(max(peaks))}
+            if other is not None:
+                ratios = [a / b for a, b in zip(arms[0].totals(), arms[-1].totals())]
+                row[f"{against} / this"] = f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
+            rows.append(row)
+    for row in rows:
+        row["peak GFLOP/s"] = round(max(peaks) / 1e9, 1)
+        row["threads"] = torch.get_num_threads()
+        row["clock"] = clock
+    return rows

@@ -20,6 +20,9 @@
   pages NOTEBOOKS OUT [--sources DIR]         generate the scorecard and build-record pages
   bench NAME [--profile P] [--device D] [--steps N] [--bare] [--set key=value ...]
                                               tokens/s, MFU and peak memory of a training step
+  bench-cpu [CHAPTER...] [--against REV] [--profile P] [--rounds N]
+                                              per chapter's representative run: tokens/s, GFLOP/s against the
+                                              measured peak, where a step's time goes; REV's code side by side
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import sys
 import time
 
 from . import __version__, experiments, models, pages, recorded, train
-from .bench import bench
+from .bench import bench, cpu_book
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError, Terminated
@@ -163,6 +166,19 @@ def _cmd_bench(args) -> None:
         print(f"{key:>18}: {value:,}" if isinstance(value, int) and not isinstance(value, bool) else f"{key:>18}: {value}")
 
 
+def _cmd_bench_cpu(args) -> None:
+    import pandas as pd
+
+    rows = cpu_book(args.chapters or None, profile=args.profile, against=args.against, steps=args.steps,
+                    warmup=args.warmup, rounds=args.rounds, evaluate=not args.no_eval, threads=args.threads or None, clock=args.clock)
+    first = rows[0]
+    print(f"measured peak (torch.mm 1024^2 fp32, {first['threads']} thread(s), best of the rounds): "
+          f"{first['peak GFLOP/s']} GFLOP/s; times by the {first['clock']} clock")
+    table = pd.DataFrame(rows).drop(columns=["peak GFLOP/s", "threads", "clock"]).set_index(["chapter", "run"])
+    with pd.option_context("display.width", 250, "display.max_columns", None):
+        print(table.to_string())
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -260,6 +276,21 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=int, default=5, help="with --bare: interleaved rounds of --steps each")
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
     s.set_defaults(fn=_cmd_bench)
+
+    s = sub.add_parser("bench-cpu", help="each chapter's representative run on the CPU: tokens/s, GFLOP/s against "
+                                         "the measured peak, time per phase; another revision side by side")
+    s.add_argument("chapters", nargs="*", help="chapters or experiment names (default: every chapter, and the "
+                                                      "flat masked mixer)")
+    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--against", metavar="REV", help="also time the code of this git revision, interleaved")
+    s.add_argument("--steps", type=int, default=3, help="optimizer steps per arm per round")
+    s.add_argument("--warmup", type=int, default=1)
+    s.add_argument("--rounds", type=int, default=4)
+    s.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the book's build; 0: torch's)")
+    s.add_argument("--no-eval", action="store_true", help="do not time an evaluation per round")
+    s.add_argument("--clock", choices=("cpu", "wall"), help="cpu: this thread's CPU time (the default with one "
+                                                            "thread: a loaded machine's waits left out); wall")
+    s.set_defaults(fn=_cmd_bench_cpu)
     return p
 
 
