@@ -55,6 +55,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import data as data_mod
 from . import env, estimate, experiments, models, nb, paths, recorded
@@ -472,9 +474,14 @@ def environment(device: str) -> dict:
         peak = estimate.peak_flops(torch.cuda.get_device_name(0))
         info.update(capability=[p.major, p.minor], multiprocessors=p.multi_processor_count,
                     gpu_memory_gib=round(p.total_memory / 2**30, 1), cudnn=torch.backends.cudnn.version(),
-                    nccl=".".join(map(str, torch.cuda.nccl.version())), bf16_supported=torch.cuda.is_bf16_supported(),
+                    nccl=_nccl_version(), bf16_supported=torch.cuda.is_bf16_supported(),
                     dense_bf16_peak_tflops=peak / 1e12 if peak else None)
     return info
+
+
+def _nccl_version() -> str:
+    v = torch.cuda.nccl.version()
+    return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
 
 
 def _first_batch(s: trainer.Session) -> dict:
@@ -577,7 +584,7 @@ def check_compile(families: Sequence[str], run_cfgs: Sequence[RunConfig], profil
     return {"families": out, "ok": bool(out) and all(v.get("ok") for v in out.values())}
 
 
-class _SDPACalls(torch.overrides.TorchFunctionMode):
+class _SDPACalls(TorchFunctionMode):
     """Records the arguments of every ``F.scaled_dot_product_attention`` call."""
 
     def __init__(self):
@@ -617,7 +624,7 @@ def sdpa_signatures(run_cfgs: Sequence[RunConfig]) -> list[dict]:
     return list(found.values())
 
 
-class _ATenOps(torch.utils._python_dispatch.TorchDispatchMode):
+class _ATenOps(TorchDispatchMode):
     """The names of the aten operators dispatched (the SDPA backend the dispatcher chose is one of them)."""
 
     def __init__(self):
@@ -681,7 +688,7 @@ def check_sdpa(run_cfgs: Sequence[RunConfig], device: str) -> dict:
                         with sdpa_kernel([getattr(SDPBackend, name)]):
                             _sdpa_once(sig, device, dtype, batch)
                         row["backends"][name] = "ok"
-                    except RuntimeError as exc:
+                    except Exception as exc:  # noqa: BLE001  (a backend that refuses the call: recorded with why)
                         reasons = "; ".join(str(w.message).split("\n")[0] for w in caught)[:600]
                         row["backends"][name] = f"refused: {str(exc).splitlines()[0][:200]}" + (
                             f" ({reasons})" if reasons else "")
@@ -746,7 +753,7 @@ def ddp_probe(device: str, name: str, out: Path) -> None:
         dist.all_reduce(t)
         result["all_reduce"] = t.item()
         if backend == "nccl":
-            result["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+            result["nccl"] = _nccl_version()
         cfg = experiments.config(name, "smoke", device=device)
         model = models.build(cfg.model).to(dev)
         ddp = DDP(model, device_ids=[local] if device == "cuda" else None)
@@ -771,9 +778,12 @@ def check(step: Step, all_steps: Sequence[Step], profile: str, device: str, log:
     run_cfgs = [s.run.config for s in all_steps if s.kind == "run" and s.run.procedure.fn is None
                 and s.run.procedure.source is None]
     first = next(s.run for s in all_steps if s.kind == "run")
-    report = {"format": "lmcompanion-campaign-check/1", "profile": profile, "device": device,
-              "environment": environment(device), "tolerances": {"compile_rtol": COMPILE_RTOL,
-                                                                  "compile_steps": COMPILE_STEPS}, "items": {}}
+    try:
+        about = environment(device)
+    except Exception as exc:  # noqa: BLE001
+        about = _error(exc)
+    report = {"format": "lmcompanion-campaign-check/1", "profile": profile, "device": device, "environment": about,
+              "tolerances": {"compile_rtol": COMPILE_RTOL, "compile_steps": COMPILE_STEPS}, "items": {}}
     items = {
         "autocast_and_fused_adamw": lambda: check_autocast(run_cfgs, device),
         "compile_against_eager": lambda: check_compile(step.families, run_cfgs, profile, device),
@@ -859,10 +869,12 @@ class _Deadline:
 
 def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, budget_min: float = DEFAULT_BUDGET_MIN,
         max_minutes: float | None = None, seeds: int | None = None, archive: Path | None = None,
-        retry_failed: bool = False, progress: bool | None = None, log: Callable = print) -> int:
+        retry_failed: bool = False, progress: bool | None = None, pack: dict | None = None,
+        log: Callable = print) -> int:
     """Run the campaign's plan (see the module doc). Returns 0 when nothing planned is left to do (some steps may
     have failed: each is recorded and listed), :data:`MORE_TO_DO` when ``max_minutes`` stopped it with planned steps
-    left (run the same command again)."""
+    left (run the same command again). ``pack``: the manifest of the pack the data came from (its commit is recorded
+    in the progress: a GPU machine's copy of the tree may have no git history)."""
     started = time.monotonic()
     device = experiments.resolve_device(device, profile)
     out = Path(out) if out is not None else recorded.default_dir()
@@ -871,7 +883,9 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
     by_name = {s.name: s for s in all_steps}
     state = Progress(out, profile, device)
     state.data["commands"].append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device,
-                                   "budget_min": budget_min, "max_minutes": max_minutes})
+                                   "budget_min": budget_min, "max_minutes": max_minutes, **env.git_state(),
+                                   "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")}
+                                   if pack else None})
     rdir = reports_dir(out, profile)
     log(f"campaign at the {profile} profile on {device}: {len(plan)} steps planned within {budget_min:g} min "
         f"({sum(s.minutes for s in plan):.1f} min estimated), {len(left)} left for a second slot; output in {out}")

@@ -171,6 +171,7 @@ def _cmd_campaign(args) -> int:
     if args.pack:
         campaign.make_pack(args.pack, args.profile, budget_min=args.budget_min, wheels=args.wheels, seeds=args.seeds)
         return 0
+    manifest = None
     if args.from_pack:
         manifest = campaign.unpack(args.from_pack)
         print(f"run keys: {campaign.check_keys(manifest, args.profile, args.seeds)} agree with the pack's", flush=True)
@@ -180,7 +181,7 @@ def _cmd_campaign(args) -> int:
         return 0
     return campaign.run(args.profile, device=args.device, out=args.output, budget_min=args.budget_min,
                         max_minutes=args.max_minutes, seeds=args.seeds, archive=args.archive,
-                        retry_failed=args.retry_failed, progress=_progress(args))
+                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest)
 
 
 def parser() -> argparse.ArgumentParser:
