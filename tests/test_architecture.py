@@ -27,7 +27,7 @@ LAYERS = {
         "lmcompanion.ledger"],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries
-    4: ["lmcompanion.run", "lmcompanion.estimate"],  # the run definition, its key, its estimated GPU time
+    4: ["lmcompanion.run", "lmcompanion.estimate", "lmcompanion.memory"],  # a run, its key, its GPU time, its memory
     5: ["lmcompanion.train*"],
     6: ["lmcompanion.experiments*"],
     7: ["lmcompanion.plots", "lmcompanion.tables"],

@@ -53,6 +53,10 @@ VARIANTS = {
     "three_levels_attn": dict(THREE_LEVELS, up_sampling="attn"),
     "pad_to_groups": dict(pad_inputs_to="n_groups"),
     "no_positions": dict(pos_embd="no", use_pos_embd_in_enc_dec=False),
+    "no_level_positions": dict(use_pos_embd_in_enc_dec=False, up_sampling="attn"),
+    "merge_max": dict(expert_merge="max", apply_soft_experts_every=1),
+    "merge_mean": dict(expert_merge="mean", up_sampling="attn"),
+    "wide_latent": dict(n_embed=(8, 16, 32)),
 }
 
 
@@ -295,6 +299,55 @@ def test_merge_is_a_convex_combination_per_feature():
     merged = block(x)
     assert torch.allclose(merged, merge_experts(streams))
     assert (merged >= streams.min(dim=1).values - 1e-12).all() and (merged <= streams.max(dim=1).values + 1e-12).all()
+
+
+def test_the_write_ups_other_merges_take_the_max_or_the_mean_over_the_channels():
+    torch.manual_seed(0)
+    y = torch.randn(2, 5, 7, 16, dtype=torch.float64)  # (B, E', T, C)
+    assert torch.equal(merge_experts(y, "max"), y.max(dim=-3).values)
+    assert torch.allclose(merge_experts(y, "mean"), y.mean(dim=-3))
+    for how in ("max", "mean"):  # inside a block, the block's own channels merged that way
+        block = Block(tiny(nb_soft_experts=4, nb_shared_experts=1, expert_merge=how), 16, 16,
+                      soft_experts=True).double().eval()
+        x = torch.randn(2, 7, 16, dtype=torch.float64)
+        assert torch.allclose(block(x), merge_experts(block.streams(x), how))
+    # the merge has no parameters: the counts do not change
+    assert Hourglass(tiny(expert_merge="max")).num_params() == Hourglass(tiny()).num_params()
+
+
+def test_without_level_positions_no_table_is_added_after_compression_or_upsampling():
+    model = Hourglass(tiny(use_pos_embd_in_enc_dec=False))
+    assert model.level_pos is None and all(model._pos(k) is None for k in range(3))
+    # the original's count leaves the level tables out either way (they are position tables)
+    assert model.num_params() == Hourglass(tiny()).num_params()
+
+
+def test_mup_is_the_vanilla_baselines_scaling_and_init():
+    cfg = TINY_VANILLA.replace(mup=True)
+    torch.manual_seed(0)
+    model = Hourglass(cfg).double().eval()
+    n = cfg.n_embed[0]
+    assert (model.wte.weight == 0).all() and model.lm_head.weight is model.wte.weight  # tied, zero: the original's
+    with torch.no_grad():
+        model.wte.weight.normal_(0, 0.02)
+    idx = torch.randint(0, 11, (2, 24))
+    plain = Hourglass(TINY_VANILLA).double().eval()
+    plain.load_state_dict(model.state_dict())
+    # logits divided by the width; attention scaled by 1/hs: not a rescaling of the logits alone
+    assert not torch.allclose(model(idx).logits * n, plain(idx).logits)
+    attn = model.latent[0].attn
+    q = torch.randn(1, 5, n, dtype=torch.float64)
+    from lmcompanion.models.hourglass import attend
+    hs = n // cfg.n_head
+    assert torch.allclose(attend(q, q, q, cfg.n_head, 0.0, mup=True), attend(q / math.sqrt(hs), q, q, cfg.n_head, 0.0))
+    assert attn.mup
+    big = vanilla_config(mup=True)
+    m = Hourglass(big)
+    assert m.latent[0].attn.c_attn.weight.std().item() == pytest.approx(0.02 / math.sqrt(256), rel=0.05)
+    assert m.latent[0].mlp.residual_proj.weight.std().item() == pytest.approx(0.02 / math.sqrt(4 * 256), rel=0.05)
+    assert m.num_params() == Hourglass(vanilla_config()).num_params()  # the same parameters, counted alike
+    with pytest.raises(ConfigError, match="vanilla baseline's option"):
+        tiny(mup=True)
 
 
 # --------------------------------------------------------------------------------------------------

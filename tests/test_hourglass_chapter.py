@@ -124,3 +124,55 @@ def test_head_input_parts_measure_the_embeddings_the_up_projection_and_the_strea
     assert got["embeddings"] == pytest.approx(rms(emb), rel=1e-5)
     assert got["into the head"] == pytest.approx(rms(stream), rel=1e-5)
     assert (model.ln_f is not None) == final_norm
+
+
+class _CurveRun:
+    """Just what the equal-compute analysis reads: a config, the evaluations and the summary."""
+
+    def __init__(self, name, steps, val, seed=0):
+        import pandas as pd
+
+        self.config = experiments.config(name, "smoke", seed=seed, device="cpu")
+        self._evals = pd.DataFrame({"step": steps, "val": val})
+        self.summary = {"steps": steps[-1], "final": {"val": val[-1]}}
+        self.seed = seed
+
+    def evals(self):
+        return self._evals
+
+
+def test_the_modes_are_compared_at_equal_counted_flops():
+    attn_flops = experiments.config(chapter.ANCHOR, "smoke", device="cpu").flops_per_step()
+    rep_flops = experiments.config(chapter.REPEAT, "smoke", device="cpu").flops_per_step()
+    assert attn_flops > rep_flops  # attention costs more per update, so the repeat runs end at less compute
+    steps = [2, 4, 6, 8, 10, 12]
+    attn = [_CurveRun(chapter.ANCHOR, steps, [3.0, 2.8, 2.6, 2.4, 2.2, 2.0], s) for s in range(2)]
+    rep = [_CurveRun(chapter.REPEAT, steps, [3.0, 2.85, 2.7, 2.55, 2.4, 2.25], s) for s in range(2)]
+    at_end, final = chapter.end_of_repeat(attn, rep)
+    # the attention run read where the repeat run ends: step 12 * rep / attn, between two of its evaluations
+    expected = 12 * rep_flops / attn_flops
+    assert at_end[0] == pytest.approx(3.0 - 0.1 * (expected - 2), abs=1e-9) and 10 < expected < 12
+    assert final == [2.25, 2.25]
+    frames = chapter.mode_gaps(attn, rep)
+    assert list(frames[0].columns) == ["FLOPs", "repeat", "attn", "gap"]
+    assert (frames[0]["FLOPs"] >= 2 * attn_flops).all()  # points before the attention run's first evaluation dropped
+    slopes = chapter.gap_slopes(frames)
+    assert all(s < 0 for s in slopes)  # attention pulls ahead as compute grows: its gap falls
+    assert chapter.similar_margin() == pytest.approx(0.05)
+
+
+def test_every_ledger_row_of_the_chapter_is_a_verdict_row_it_builds():
+    """The claims ledger names each verdict row by its claim text: every named row is one this chapter's verdict
+    function writes (checked here on the texts, without runs; the smoke references show them)."""
+    import inspect
+
+    source = inspect.getsource(chapter)
+    names = {c[0] for c in chapter.CLAIMS} | {chapter.SIMILAR_AT_END, chapter.SCALES_BETTER, chapter.REPEAT_FASTER,
+                                              chapter.PERCEIVER_FASTER, chapter.COUNT_BASE, chapter.COUNT_VANILLA,
+                                              chapter.UP_TO_6, chapter.SHARED_MATCH, chapter.SHARED_CHEAPER,
+                                              chapter.DENSE_REPEAT, chapter.LATENT_LOSS, chapter.ATTN_COSTS_MORE,
+                                              chapter.BLIND}
+    names |= {chapter.last_token_claim(n) for n in chapter.HEADLINE[1:]}
+    names |= {chapter.inference_claim(n) for n in chapter.HEADLINE[1:]}
+    assert {c.row for c in chapter.LEDGER if c.row} <= names
+    assert "attention upsampling beats repeat upsampling" not in source  # the write-up never claims it

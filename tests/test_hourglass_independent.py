@@ -47,13 +47,14 @@ class RefNorm(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
-def causal(q, k, v, n_head, top_left=False):
+def causal(q, k, v, n_head, top_left=False, mup=False):
     """Multi-head softmax(q k^T / sqrt(hd)) v on (..., T, C), written out. A query i of Tq attends key j of Tk when
-    j <= i + Tk - Tq (each query sits at the end of the keys), or j <= i with ``top_left`` (§Verified, Perceiver)."""
+    j <= i + Tk - Tq (each query sits at the end of the keys), or j <= i with ``top_left`` (§Verified, Perceiver).
+    ``mup``: the original vanilla's muP scale, q k^T / hd."""
     *lead, Tq, C = q.shape
     Tk, hd = k.shape[-2], C // n_head
     q, k, v = (t.reshape(*t.shape[:-1], n_head, hd).transpose(-2, -3) for t in (q, k, v))  # (..., nh, T, hd)
-    s = q @ k.transpose(-1, -2) / math.sqrt(hd)  # (..., nh, Tq, Tk)
+    s = q @ k.transpose(-1, -2) / (hd if mup else math.sqrt(hd))  # (..., nh, Tq, Tk)
     shift = 0 if top_left else Tk - Tq
     allowed = torch.arange(Tk)[None, :] <= torch.arange(Tq)[:, None] + shift
     y = s.masked_fill(~allowed, float("-inf")).softmax(-1) @ v  # (..., nh, Tq, hd)
@@ -112,7 +113,7 @@ class RefBlock(nn.Module):
             q, k, v = (torch.stack(t.chunk(E, -1)) for t in self.qkv(h).chunk(3, -1))  # 3 x (E', ..., T, n)
         if self.qk_norm is not None:  # one norm over the full width, on q and on k, before the head split
             q, k = self.qk_norm(q), self.qk_norm(k)
-        return self.attn_out(causal(q, k, v, self.c.n_head))
+        return self.attn_out(causal(q, k, v, self.c.n_head, mup=self.c.mup))
 
     def forward(self, x):
         a = self.attention(x if self.ln_1 is None else self.ln_1(x))
@@ -126,6 +127,10 @@ class RefBlock(nn.Module):
         if self.shared is not None:
             m = m + sum(torch.einsum("e...f,fd->e...d", h, w) for w in self.shared)  # every shared map, every channel
         y = xe + self.expert_out(m)
+        if self.c.expert_merge == "max":  # the README: "merging via max and mean of the features was also considered"
+            return y.max(0).values
+        if self.c.expert_merge == "mean":
+            return y.mean(0)
         return (y.softmax(0) * y).sum(0)
 
 
@@ -286,6 +291,8 @@ class RefModel(nn.Module):
         if self.ln_f is not None:
             x = self.ln_f(x)
         logits = x @ self.wte.weight.T if self.lm_head is None else self.lm_head(x)  # tied only for vanilla
+        if c.mup:  # the original vanilla's muP: logits divided by the width
+            logits = logits / c.n_embed[0]
         return logits, latent_loss
 
 
@@ -386,6 +393,9 @@ CASES = {
     "one_block_each": dict(n_block_enc=1, n_block_local_global=1, n_block_latent=1),
     "three_levels": dict(n_embed=(16, 16, 24, 32), latent_size=(4, 3, 2)),
     "no_positions": dict(pos_embd="no", use_pos_embd_in_enc_dec=False),
+    "no_level_positions": {**ATTN, "use_pos_embd_in_enc_dec": False},
+    "merge_max": {**EXPERTS, "expert_merge": "max"},
+    "merge_mean": {**ATTN, **EXPERTS, "expert_merge": "mean"},
     "no_stem_positions": {**ATTN, "pos_embd": "no"},
     "latent_loss": {**EXPERTS, "latent_loss": "cos_similarity"},
     "final_norm": {**ATTN, "final_norm": True},  # head_ln applied (the default, as the original, does not)
@@ -444,11 +454,13 @@ def test_short_input_matches_reference_on_the_padded_window(pad_to, up):
         torch.testing.assert_close(model(full[:, :T]).logits, ref(full[:, :Tp])[0][:, :T], rtol=1e-9, atol=1e-9)
 
 
-def test_vanilla_baseline_matches_reference():
-    """No levels (notes §5): stem, pre-norm global blocks with QK-norm, final norm, head tied to wte."""
+@pytest.mark.parametrize("mup", [False, True])
+def test_vanilla_baseline_matches_reference(mup):
+    """No levels (notes §5): stem, pre-norm global blocks with QK-norm, final norm, head tied to wte; with the
+    original's muP (its vanilla run config), attention scaled by 1/hd and logits divided by the width."""
     torch.manual_seed(0)
     model = Hourglass(vanilla_config(vocab_size=13, context_size=16, n_embed=(16,), n_head=2, n_block_latent=3,
-                                     dropout=0.1)).double().eval()
+                                     dropout=0.1, mup=mup)).double().eval()
     randomise_(model, 1)
     ref = reference_from(model).eval()
     idx = tokens(model.config, 16)

@@ -510,6 +510,25 @@ def test_gpt_is_post_norm_with_learned_positions_and_a_tied_head():
     assert not torch.equal(model(idx).logits, model(idx).logits)  # dropout 0.1 in training
 
 
+def test_gpt_mlp_uses_the_tanh_gelu_of_hf_openai_gpt():
+    """HF's OpenAIGPT maps afn="gelu" to gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): the GPT block's
+    MLP is that formula written out here, and differs measurably from the exact erf GELU."""
+    import math
+
+    model = build(TRANSFORMERS["gpt"])
+    mlp = model.blocks[0].mlp.eval()
+    x = torch.randn(3, L, D, dtype=torch.float64) * 3
+    h = mlp.c_fc(x)
+    gelu_new = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h.pow(3))))
+    assert torch.allclose(mlp(x), mlp.residual_proj(gelu_new), atol=1e-12)
+    z = torch.linspace(-4, 4, 801, dtype=torch.float64)
+    tanh_form = 0.5 * z * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z.pow(3))))
+    assert torch.allclose(mlp.gelu(z), tanh_form, atol=1e-12)
+    exact = 0.5 * z * (1.0 + torch.erf(z / math.sqrt(2.0)))
+    assert (tanh_form - exact).abs().max() > 1e-4  # the two forms are not interchangeable
+    assert TRANSFORMERS["gpt"].mlp == "gelu_tanh" and TRANSFORMERS["llama"].mlp == "swiglu"
+
+
 def test_positional_channel_holds_raw_positions():
     for variant in ("first", "every"):
         model = build(TINY.replace(positional=variant))

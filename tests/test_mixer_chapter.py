@@ -23,6 +23,7 @@ PROFILES = ("cpu", "paper")  # smoke and gpu: the notebooks build them
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_arm_builds_and_spends_the_profiles_budget(profile):
+    """(at every profile, also those an arm is not run at: the appendix shows their configs)"""
     budget = exp.budget(profile)
     for name in exp.ARMS:
         cfg = experiments.config(name, profile, device="cpu")
@@ -58,27 +59,50 @@ def test_counts_at_the_write_ups_sizes_match_an_independent_count_and_the_origin
     assert analysis.independent_count("mixer/flat_d1024") == 77_672_448
 
 
-def test_every_arm_is_in_a_notebook_and_the_headline_arms_are_registered():
-    used = set(mixer.FIRST + mixer.MAIN + mixer.FLAT_EXPANDED + mixer.SCALING + mixer.PARALLEL + mixer.POSITIONAL
-               + mixer.V100 + mixer.GPT)
+def test_every_arm_is_in_a_notebook_and_every_claim_names_registered_arms():
+    used = set().union(*map(set, mixer.NOTEBOOK_ARMS.values()))
     assert used == set(experiments.names("mixer"))
+    for p in mixer.PAIRS:
+        assert p.a in used and p.b in used and p.published, p.text  # the quote reads the registry
     for name in mixer.HEADLINE:
         experiments.get(name)
 
 
-def test_the_seed_plan_keeps_three_seeds_for_the_headline_claims_at_cpu():
+def test_every_arm_of_a_claim_runs_enough_seeds_at_cpu_to_decide_it():
+    """Three seeds per arm (a one-sided comparison can reach 1/20); four for the claims of equality (two-sided,
+    2/70); arms not run at cpu are exactly those the cpu budget starves, and the 64-layer mixer whose one
+    comparison is with one of them."""
     assert len(nb.setup(profile="cpu").seeds) == 3
-    for name in mixer.HEADLINE:
-        assert experiments.seeds_of(name, "cpu") == (0, 1, 2)
-    assert experiments.seeds_of("mixer/kernel4", "cpu") == (0,)
-    assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=range(4)) == (0, 1, 2, 3)
-    assert all(experiments.seeds_of(n, "gpu") == (0, 1, 2) for n in exp.ARMS)
+    equality = {n for p in mixer.PAIRS if p.kind.startswith("similar") for n in (p.a, p.b)}
+    assert equality == set(exp.EQUALITY)
+    for p in mixer.PAIRS:
+        for name in (p.a, p.b):
+            if experiments.runs_at(name, "cpu"):
+                assert len(experiments.seeds_of(name, "cpu")) == (4 if name in equality else 3), name
+    starved = {n for n in exp.ARMS if exp.steps_for(n, "cpu") < exp.MIN_CPU_STEPS}
+    assert starved == set(exp.STARVED_AT_CPU)
+    assert {n for n in exp.ARMS if not experiments.runs_at(n, "cpu")} == set(exp.NOT_AT_CPU)
+    assert {p.a for p in mixer.PAIRS if p.b == "mixer/deep_d64"} <= starved
+    assert all(experiments.seeds_of(n, "gpu") in ((0, 1, 2), (0, 1, 2, 3)) for n in exp.ARMS)
+    assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=range(5)) == (0, 1, 2, 3, 4)
     seeds = {}
     for run in experiments.plan(["mixer/kernel4", "mixer/flat_d512"], "cpu", device="cpu"):
         seeds.setdefault(run.name, []).append(run.seed)
-    assert seeds == {"mixer/kernel4": [0], "mixer/flat_d512": [0, 1, 2]}
+    assert seeds == {"mixer/kernel4": [0, 1, 2, 3], "mixer/flat_d512": [0, 1, 2]}
     shifted = nb.setup(profile="cpu", seed=5)  # the notebook's first seed shifts every arm's seeds
-    assert [r.seed for r in shifted.plan(["mixer/kernel4", "mixer/flat_d512"])] == [5, 5, 6, 7]
+    assert [r.seed for r in shifted.plan(["mixer/kernel4", "mixer/flat_d512"])] == [5, 5, 6, 6, 7, 7, 8]
+
+
+def test_transformers_keep_at_least_eight_features_per_head_at_cpu():
+    for name, arm in exp.ARMS.items():
+        if arm.family == "mixer":
+            continue
+        m = experiments.config(name, "cpu", device="cpu").model
+        assert m.n_embed // m.n_head >= 8, name
+        paper = experiments.config(name, "paper", device="cpu").model
+        assert paper.n_head == arm.n_head, name  # the write-up's heads at its size
+    # the head table keeps its four head counts at cpu
+    assert [experiments.config(n, "cpu", device="cpu").model.n_head for n in mixer.HEADS] == [16, 8, 4, 2]
 
 
 def test_an_expansion_above_one_leaves_dead_weights_and_one_does_not():
@@ -137,3 +161,77 @@ def test_a_mixer_cannot_read_a_context_other_than_its_own():
     model = models.build(experiments.config("mixer/flat_d512", "smoke", device="cpu").model)
     with pytest.raises(ValueError, match="pad the input"):
         model(torch.zeros(1, model.context_size - 1, dtype=torch.long))
+
+
+def test_published_numbers_are_quoted_as_printed_in_the_write_ups_order():
+    rows = {p.text: p.published for p in mixer.PAIRS}
+    assert rows["a positional channel written after every block hurts (validation)"].startswith("every block 1.94/2.10")
+    hybrid = rows["the sequential transformer-mixer hybrid beats the same transformer without the masked convolution "
+                  "(4xV100, validation)"]
+    assert hybrid.startswith("hybrid 1.53/1.59 vs without the convolution 1.55/1.61")  # issue 22, item 1: not 1.73
+    assert rows["at equal steps the mixer and Llama are 'nearly identical' (validation)"].startswith(
+        "Llama 2.497 vs mixer 2.505")
+    assert "1.84/1.89" in rows["the 4-head Llama (d=512) beats the flat mixer of the same width on the RTX 3060 "
+                               "(validation)"]
+    assert "2.03" in rows["a flat mixer (d=512) reaches a lower validation loss than the d=256 transformer at fixed "
+                          "compute"] and "table 2.02" in rows["a flat mixer (d=512) reaches a lower validation loss "
+                                                               "than the d=256 transformer at fixed compute"]
+
+
+def test_claim_texts_do_not_depend_on_the_profile():
+    """The ledger and the scorecard match rows across profiles by their claim text."""
+    assert len(set(mixer.rows.ALL_CLAIMS)) == len(mixer.rows.ALL_CLAIMS)
+    made = mixer.verdict_rows({}, profile="cpu")  # the computed rows and the rows of arms not run at cpu
+    assert {v.claim for v in made} <= set(mixer.rows.ALL_CLAIMS)
+    assert [v.claim for v in made] == [v.claim for v in mixer.rows.in_write_up_order(made)]
+
+
+def test_the_text_and_the_code_learning_rates_are_both_arms():
+    lr = {n: experiments.config(n, "paper", device="cpu").train.lr for n in
+          ("mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_d512_h4", "mixer/llama_d512_h4_eta005")}
+    assert lr == {"mixer/llama_v100": 5e-4, "mixer/llama_v100_eta005": 0.005, "mixer/llama_d512_h4": 5e-4,
+                  "mixer/llama_d512_h4_eta005": 0.005}
+
+
+def test_the_worked_masking_example_is_the_write_ups():
+    from lmcompanion.chapters.mixer import facts
+
+    assert facts.worked_example_table()["agree"].all()
+    assert facts.worked_example()["X * m(W)"].tolist() == [[2, 0, 0], [1, 1, 0], [1, 4, 1]]
+
+
+def test_width_estimates_follow_the_declared_shapes():
+    from lmcompanion.chapters.mixer import facts
+    from lmcompanion.models.transformer import TransformerConfig
+
+    # GPT-2's shape counted by the package's own transformer (pre-LN, learned positions, tied head, biases)
+    cfg = TransformerConfig(vocab_size=50257, context_size=1024, n_embed=350, n_layer=12, n_head=5, norm="layer",
+                            norm_eps=1e-5, positions="learned", block="pre", mlp="gelu", bias=True, tie_weights=True)
+    assert models.num_params(cfg) == facts.gpt2_params(350, 12)
+    assert facts.llama2_params(4096) == 6_738_415_616  # Llama 2 7B
+    assert facts.shapes_within() == []  # no declared standard shape is within 10% at both widths
+
+
+def test_comparisons_are_decided_only_beyond_the_unigram_level(monkeypatch):
+    from types import SimpleNamespace
+
+    p = next(p for p in mixer.PAIRS if p.kind == "fixed")
+
+    def runs(values, metric="val"):
+        return [SimpleNamespace(summary={"final": {metric: v}}, config=None) for v in values]
+
+    monkeypatch.setattr(mixer.facts, "unigram_of", lambda rs, split="val": 5.0)
+    better, worse = [4.0, 4.1, 4.2], [4.5, 4.6, 4.7]
+    assert mixer.pair_row(p, {p.a: runs(better), p.b: runs(worse)}).verdict == HOLDS
+    high = {p.a: runs([6.0, 6.1, 6.2]), p.b: runs([6.5, 6.6, 6.7])}  # both above the unigram level
+    assert mixer.pair_row(p, high).verdict.startswith(INCONCLUSIVE)
+    g = next(p for p in mixer.PAIRS if p.kind == "no_gain")
+    assert mixer.pair_row(g, {g.a: runs(better), g.b: runs(worse)}).verdict == FAILS  # a gain refutes "no gain"
+    assert mixer.pair_row(g, {g.a: runs(worse), g.b: runs(better)}).verdict.startswith(INCONCLUSIVE)
+
+
+def test_claims_whose_arms_a_profile_does_not_run_get_a_row_saying_so():
+    rows = mixer.training_rows({}, profile="cpu")
+    texts = {v.claim for v in rows}
+    assert all(v.ours == "not run at this profile" for v in rows)
+    assert {p.text for p in mixer.PAIRS if {p.a, p.b} & set(exp.NOT_AT_CPU)} == texts

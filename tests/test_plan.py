@@ -121,6 +121,20 @@ def test_no_chapter_module_plans_runs_and_only_the_retrieval_experiment_branches
                 assert not (kind and retrieval), f"{path.relative_to(SRC)}:{node.lineno} branches on the retrieval kind"
 
 
+def test_an_experiment_can_declare_its_seeds_per_profile():
+    # the mixer chapter's arms of claims of equality run four seeds where the profile's default is three
+    assert experiments.seeds_of("mixer/kernel4", "cpu") == (0, 1, 2, 3)
+    assert experiments.seeds_of("mixer/kernel4", "smoke") == (0,)  # first seed only at smoke
+    assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=[7]) == (7,)  # a notebook's n_seeds wins
+    assert [r.seed for r in experiments.plan(["mixer/kernel4"], "gpu", device="cpu")] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="n_seeds"):
+        registry.register("x/y", title="t", first_seed_only=("cpu",), n_seeds={"cpu": 4})
+    with pytest.raises(ValueError, match="n_seeds"):
+        registry.register("x/y", title="t", n_seeds={"cpu": 0})
+    with pytest.raises(ValueError, match="unknown profiles"):
+        registry.register("x/y", title="t", n_seeds={"laptop": 4})
+
+
 def test_registering_an_unknown_profile_or_procedure_is_refused():
     with pytest.raises(ValueError, match="unknown profiles"):
         registry.register("x/y", title="t", profiles=("cpu", "laptop"))

@@ -614,7 +614,7 @@ def test_a_damaged_or_foreign_tokenizer_cache_is_rebuilt(tmp_path, monkeypatch):
 def test_a_foreign_embeddings_cache_is_made_again(tmp_path, monkeypatch):
     from lmcompanion.experiments import retrieval as rexp
 
-    planned = experiments.planned("retrieval/untrained_d1024_c32", "smoke", 0, device="cpu")
+    planned = experiments.planned("retrieval/untrained_d512_c32", "smoke", 0, device="cpu")
     emb, path = rexp.embeddings(planned.config)
     torch.save({"query_train": torch.zeros(3, 7)}, path)  # another file under its name
     again, _ = rexp.embeddings(planned.config)

@@ -164,3 +164,35 @@ def test_goodness_of_fit_rejects_the_wrong_distribution():
     ps = [stats.goodness_of_fit_p(rng.multinomial(20_000, wrong), SPIKY, seed=s) for s in range(20)]
     assert max(ps) <= 1e-3
     assert math.isnan(stats.goodness_of_fit_p([7, 0], [1.0, 0.0]))  # one category: nothing to test
+
+
+def test_similarity_holds_within_the_margin_and_fails_beyond_it():
+    # seeds: 3 vs 3, a margin of 0.05
+    close = verdicts.similar("alike", "", [2.50, 2.51, 2.52], [2.51, 2.52, 2.53], 0.05)
+    assert close.outcome == verdicts.HOLDS and close.seeds == "3 vs 3"
+    far = verdicts.similar("alike", "", [2.50, 2.51, 2.52], [2.70, 2.71, 2.72], 0.05)
+    assert far.outcome == verdicts.FAILS and far.chance.endswith("(the opposite direction)")
+    assert verdicts.similar("alike", "", [2.50, 2.60, 2.52], [2.51, 2.45, 2.58], 0.05).outcome == verdicts.INCONCLUSIVE
+    # rounds of a timing: paired ratios, a margin of 1.25 either way
+    t = verdicts.similar("alike", "", [0.11, 0.12, 0.105, 0.118], [0.10, 0.115, 0.10, 0.11], 1.25, paired=True,
+                         ratio=True, unit="rounds")
+    assert t.outcome == verdicts.HOLDS and t.seeds == "4 rounds" and t.effect.startswith("x1.0")
+    slow = verdicts.similar("alike", "", [0.20, 0.21, 0.19, 0.205], [0.10, 0.101, 0.099, 0.1], 1.25, paired=True,
+                            ratio=True, unit="rounds")
+    assert slow.outcome == verdicts.FAILS
+
+
+def test_similarity_errs_at_most_five_percent_of_the_time_at_the_margin():
+    """Rounds whose true log-ratio sits exactly at the margin: "holds" (the wrong verdict) comes up at most 5% of the
+    time; and arms truly equal are called dissimilar at most 5% of the time."""
+    rng = random.Random(1)
+    trials, m = 3000, 1.25
+    se = math.sqrt(0.05 * 0.95 / trials)
+    wrong_holds = wrong_fails = 0
+    for _ in range(trials):
+        b = [rng.uniform(0.09, 0.11) for _ in range(8)]
+        at_edge = [x * m * math.exp(rng.gauss(0, 0.05)) for x in b]
+        equal = [x * math.exp(rng.gauss(0, 0.05)) for x in b]
+        wrong_holds += verdicts.similar("", "", at_edge, b, m, paired=True, ratio=True).outcome == verdicts.HOLDS
+        wrong_fails += verdicts.similar("", "", equal, b, m, paired=True, ratio=True).outcome == verdicts.FAILS
+    assert wrong_holds / trials <= 0.05 + 4 * se and wrong_fails / trials <= 0.05 + 4 * se

@@ -38,6 +38,12 @@ ARMS = [f"deepsight/mse_d{d}" for d in DELTAS]
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "planning loss"))
 
+# %% mystnb={"figure": {"caption": "Validation loss against training step for each future context size delta, as the write-up draws its comparison (mean over seeds, bands span the seeds).", "name": "deepsight-delta-curves"}}
+fig = plots.loss_curves(runs, splits=("val",))
+
+# %% [markdown]
+# The final values of those curves, and of the train loss, against δ:
+
 # %% mystnb={"figure": {"caption": "Final train and validation loss against the future context size delta (mean over seeds, bars span the seeds).", "name": "deepsight-delta-sweep"}}
 fig = plots.sweep(DELTAS, {split: [tables.final(r, split) for r in runs.values()] for split in ("train", "val")},
                   xlabel="future context size delta", ylabel="final loss (eval mode)")

@@ -78,7 +78,14 @@ fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.POSITIONAL}))
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table([v for v in mixer.training_rows(runs) if v.notebook.endswith("04_variants")])
+rows = [v for v in mixer.training_rows(runs, S.profile) if v.notebook.endswith("04_variants")]
+verdicts.table(mixer.timed(rows, keep=False))
+
+# %% [markdown]
+# The claim about time per step, decided by the time measured on this machine (it can differ on another).
+
+# %% tags=["nbval-ignore-output"]
+verdicts.table(mixer.timed(rows))
 
 # %% [markdown]
 # ## Provenance

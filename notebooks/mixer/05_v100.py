@@ -13,18 +13,24 @@
 # %% [markdown]
 # # The 4×V100 experiments, hybrids and the original GPT
 #
-# The write-up's second compute unit is 2.25 hours on four V100s (DDP, 32 sequences per GPU, the "larger learning
-# rate"), "somewhat comparable" to its 12 RTX 3060 hours. On it: a tuned Llama ($d_{model}=512$, 4 heads: 1.68 /
-# 1.73, and 1.55 / 1.61 with Flash Attention 2), the mixer with a 4-wide convolution kernel sliding over the
-# feature axis (1.62 / 1.74), the same with an extra linear layer after the embedding (1.61 / 1.71), a two-headed
-# mixer (1.60 / 1.72), and the two transformer-mixer hybrids: sequential (the masked convolution applied to the
-# attention output, both added to the residual: 1.53 / 1.59) and parallel (the convolution beside attention: no
-# gain, 1.55 / 1.61). On the RTX 3060 it also trains the original GPT (learned positions, post-LN, dropout 0.1),
-# which learns far less than the mixer.
+# The write-up's second compute unit is 2.25 hours on four V100s (DDP, sequences split over the GPUs), "somewhat
+# comparable" to its 12 RTX 3060 hours. On it: the 4-head Llama ($d_{model}=512$) at 1.78 / 1.82 and, "with the
+# larger learning rate of $\eta=0.005$", 1.76 / 1.79; the mixer with a 4-wide convolution kernel sliding over the
+# feature axis (1.62 / 1.74); the Llama at 32 sequences per GPU, "nearly the same" (1.68 / 1.73); the kernel-4
+# mixer with an extra linear layer after the embedding (1.61 / 1.71); a two-headed mixer (1.60 / 1.72); and the two
+# transformer-mixer hybrids: sequential (the masked convolution applied to the attention output, both added to the
+# residual: 1.53 / 1.59, against 1.55 / 1.61 "without the masked convolution (both with Flash Attention 2)") and
+# parallel (the convolution beside attention: the same 1.55 / 1.61). No commit has $\eta = 0.005$; the code uses
+# $5 \times 10^{-4}$; both are arms. On the RTX 3060 the write-up's hybrid beats its best transformer, the 4-head
+# Llama (1.62 / 1.67 against 1.66 / 1.71), which itself beats the flat mixer (1.84 / 1.89): the write-up's own
+# concession. And the original GPT learns far less than the mixer (2.04 / 1.96 with its first head setting, 1.96 /
+# 1.89 with an optimized one).
 #
 # Each is a fixed-compute comparison at this profile's budget (the same budget as the RTX 3060 set: the write-up
-# calls the two units comparable). Flash Attention is a kernel, not a model: on a GPU our transformers use PyTorch's
-# fused attention when it applies; on a CPU there is none, which matters for the time-based reading only.
+# calls the two units comparable). Flash Attention is a kernel, not a model: it changes no counted FLOP, so at
+# equal counted compute the Llama "with Flash Attention 2" is the tuned Llama itself; on a GPU our transformers use
+# PyTorch's fused attention when it applies; on a CPU there is none, which matters for the time-based reading
+# only.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -42,7 +48,7 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 # %%
-NAMES = list(dict.fromkeys(mixer.V100 + mixer.GPT))
+NAMES = list(dict.fromkeys(mixer.V100 + mixer.HYBRID_3060 + mixer.GPT))
 S.seed_table(NAMES)
 
 # %%
@@ -67,7 +73,18 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.V1
 mixer.analysis.hybrid_init_table(["mixer/hybrid_sequential"], S.profile)
 
 # %% [markdown]
+# ## The hybrid on the RTX 3060
+
+# %%
+mixer.results({n: runs[n] for n in mixer.HYBRID_3060})
+
+# %% [markdown]
 # ## The original GPT against the mixer (RTX 3060)
+#
+# Hugging Face's `OpenAIGPTLMHeadModel` with its defaults, as the write-up's code builds it: learned positions,
+# post-LayerNorm blocks, dropout 0.1, a tied head, and the tanh form of GELU (`afn="gelu"` maps to `gelu_new`).
+# Its training loss is measured with dropout on, which is why the write-up's train number is above its test one; ours
+# is measured in evaluation mode for every arm.
 
 # %%
 mixer.results({n: runs[n] for n in mixer.GPT})
@@ -92,7 +109,7 @@ mixer.compute.equal_time_table({n: runs[n] for n in mixer.V100})
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table([v for v in mixer.training_rows(runs) if v.notebook.endswith("05_v100")])
+verdicts.table([v for v in mixer.training_rows(runs, S.profile) if v.notebook.endswith("05_v100")])
 
 # %% [markdown]
 # ## Provenance

@@ -18,9 +18,14 @@
 # claimed-better arm minus the other) with its standard error, and the chance that a difference at least this large
 # would appear if the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is
 # at most 5%; otherwise it is **inconclusive at this scale**, with the direction the data lean. Claims of equality
-# ("nearly identical", "no gain") can only be refuted. Arms that run one seed at this profile (see the landing page)
-# cannot decide a comparison. Computed facts (counts, masks, memory, the estimates) are exact. The runs are the ones
-# the previous notebooks made, reused from the run store.
+# ("nearly identical", "nearly the same") run four seeds per arm, the fewest with which a two-sided test can refute
+# them; claims that something is absent ("no benefit", "no apparent reduction") can only be refuted, by a gain
+# significant at 5%. A comparison is decided only where one of its arms learns beyond the unigram level (its loss
+# below the loss of token frequencies alone). Claims whose arms this profile does not run (the `cpu` budget would
+# give them fewer than forty steps) are listed as such, with the write-up's numbers. Computed facts (counts, the
+# mask, memory, the estimates) are exact. Which claim of the write-up each row tests, and why the others are not
+# tested, is the [claims ledger](claims-ledger). The runs are the ones the previous notebooks made, reused from the
+# run store.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -42,7 +47,18 @@ runs = S.arms(NAMES, by="name")  # reused from the run store
 
 # %% tags=["nbval-ignore-output"]
 # (the rows on time per step are measured on this machine and vary from machine to machine)
-nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs))
+nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs, profile=S.profile))
+
+# %% [markdown]
+# ## What each arm keeps of the write-up's proportions
+#
+# Each arm at this profile against its size in the write-up: width, blocks, context and batch as fractions of the
+# write-up's, its context over its width, a transformer's heads and their size, and the steps the equal-compute
+# budget buys it, relative to the flat $d_{model}=512$ mixer's, here and at the write-up's size (the proportion a
+# fixed-compute comparison rests on). Arms the `cpu` budget would give fewer than forty steps are not run there.
+
+# %%
+mixer.compute.proportions_table(NAMES, S.profile)
 
 # %% [markdown]
 # ## The compute of the gpu and paper profiles

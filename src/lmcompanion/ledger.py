@@ -4,7 +4,7 @@ Each chapter registers its write-up's claims (:func:`register`, from the chapter
 ``lmcompanion.chapters``), in the write-up's order, each with the write-up's own sentence as printed. A claim names
 the verdict row that tests it by that row's claim text (:attr:`lmcompanion.verdicts.Verdict.claim`, exactly), or
 gives the reason it is not tested. The book's build generates the ledger page from this registry and the verdict
-rows the executed notebooks glued (:func:`lmcompanion.pages.ledger`), so each claim shows its verdict at every
+rows the executed notebooks glued (:func:`lmcompanion.pages.ledger_page`), so each claim shows its verdict at every
 profile with runs; ``tests/test_ledger.py`` fails when a claim has neither a row nor a reason, or names a row that no
 notebook shows.
 """

@@ -68,6 +68,12 @@ class Settings:
         return self._train(experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides,
                                                settings=settings))
 
+    def planned(self, name: str, seed: int | None = None) -> experiments.PlannedRun:
+        """The planned run of experiment ``name`` for one seed (default: the first) at this notebook's settings,
+        untrained: what ``bench.side_by_side`` times."""
+        seed = self.seeds[0] if seed is None else seed
+        return experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides)
+
     def use(self, run: train.Run) -> train.Run:
         """Count a run read another way in this page's provenance."""
         self.used[str(run.path)] = run
@@ -308,15 +314,26 @@ def _paper_passes(cfg: RunConfig) -> str:
 # Verdicts, recorded runs, provenance
 
 
-def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verdict], profile: str | None = None):
+def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verdict], profile: str | None = None,
+                  apart: Sequence[str] = ()):
     """The verdict table of ``chapter`` at ``profile`` (default: this notebook's); the rows are also glued into
-    the executed notebook, from which the book's build generates the scorecard."""
+    the executed notebook, from which the book's build generates the scorecard.
+
+    ``apart``: the claims of rows timed on this machine's clock (``bench.side_by_side``). They are glued with the
+    others but left out of the table returned here: the notebook shows them beside the timing they come from
+    (:func:`timed_verdicts`), in a cell the smoke references do not compare, since their outcome moves with the
+    load of the machine that executes the page."""
     from myst_nb import glue
 
     profile = profile or settings.profile
     payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome} for v in rows]
     glue(f"verdicts:{profile}", json.dumps(payload), display=False)
-    return verdicts.table(rows)
+    return verdicts.table([v for v in rows if v.claim not in set(apart)])
+
+
+def timed_verdicts(rows: Sequence[verdicts.Verdict], timed: Sequence[str]):
+    """The rows of ``rows`` whose claims are in ``timed`` (those :func:`show_verdicts` keeps apart), as a table."""
+    return verdicts.table([v for v in rows if v.claim in set(timed)])
 
 
 def recorded_arms(settings: Settings, names: Sequence[str]) -> dict[str, recorded.Found]:

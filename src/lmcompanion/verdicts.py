@@ -14,6 +14,12 @@ The rule (documented once, in the prologue; tested by simulation in ``tests/test
   (a significant trend) or left inconclusive: no test shows an absence.
 - **Exact facts** (parameter counts, masks, agreement with a literal transcription): computed, not sampled; the
   chance of a wrong verdict from noise is zero, and the row says "exact".
+- **Claims of similarity** ("both completed in a similar amount of time"): a claim of no large difference, so the
+  margin it allows is stated with the claim, and :func:`similar` applies two one-sided tests (TOST) at 5%: it
+  **holds** when the difference is within the margin on both sides (each side's test at 5%), **does not hold**
+  when it lies beyond the margin on one side by the same test, and is inconclusive otherwise. Seeds are compared
+  by the permutation test above on values shifted by the margin; rounds of a side-by-side timing, which are paired,
+  by a one-sample t-test of the per-round differences.
 - **Comparisons of learning** ("embeddings A train the matcher better than embeddings B") are decided only where
   at least one arm learns the task: its loss below the chance level by the one-sided t-test at 5%
   (:func:`if_learned`). Where neither does, the comparison is inconclusive whatever its p: two arms at chance
@@ -183,6 +189,44 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
                    seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p_two) + " (two-sided)")
 
 
+def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], margin: float, *,
+            paired: bool = False, ratio: bool = False, labels: tuple[str, str] = ("A", "B"), fmt: str = ".3f",
+            unit: str = "seeds") -> Verdict:
+    """The claim "a and b differ by less than ``margin``" (a claim of *no large* difference), by two one-sided
+    tests (see the module doc): with ``paired`` (rounds of one timing) a one-sample t-test of the differences
+    a_i - b_i against -margin and +margin; otherwise the exact permutation test of the seeds shifted by the margin.
+    ``ratio``: the values are positive and the margin is a factor (> 1): a and b are compared on a log scale, i.e.
+    a / b within [1 / margin, margin]."""
+    a, b = list(a), list(b)
+    x, y, m = ([math.log(v) for v in a], [math.log(v) for v in b], math.log(margin)) if ratio else (a, b, margin)
+    if paired:
+        d = [u - v for u, v in zip(x, y)]
+        inside = max(stats.one_sample_p(d, -m, "greater"), stats.one_sample_p(d, m, "less"))
+        above, below_ = stats.one_sample_p(d, m, "greater"), stats.one_sample_p(d, -m, "less")
+        diff = stats.mean(d)
+        se = stats.std(d) / math.sqrt(len(d))
+        effect = f"x{math.exp(diff):.3f} (SE of the log ratio {se:.3f})" if ratio else f"{diff:+{fmt}} ± {se:{fmt}}"
+        n = f"{len(d)} {unit}"
+    else:
+        inside = max(stats.permutation_p(y, [u + m for u in x], "less"), stats.permutation_p([u - m for u in x], y, "less"))
+        above = stats.permutation_p(y, [u - m for u in x], "less")  # b + margin below a: a is higher by more
+        below_ = stats.permutation_p([u + m for u in x], y, "less")  # a + margin below b: a is lower by more
+        c = stats.compare(x, y)
+        diff = c.effect
+        effect = f"x{math.exp(diff):.3f} (ratio of geometric means)" if ratio else c.effect_text(fmt)
+        n = f"{len(a)} vs {len(b)}"
+    if inside <= ALPHA:
+        verdict, p, reverse = HOLDS, inside, False
+    elif min(above, below_) <= ALPHA:
+        verdict, p, reverse = FAILS, min(above, below_), True
+    else:
+        verdict, p, reverse = _lean(abs(diff) < m), inside, False
+    ours = f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}"
+    if ratio:
+        ours += f"; ratio {span([u / v for u, v in zip(a, b)], '.3f')}" if paired else ""
+    return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse))
+
+
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     """Whether every experiment of a claim has runs (recorded runs may cover only some arms)."""
     return all(runs.get(n) for n in names)
@@ -216,4 +260,4 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 
 __all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "below", "between", "claim", "counts",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
-           "table", "trend"]
+           "similar", "table", "trend"]

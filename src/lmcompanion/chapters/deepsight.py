@@ -1,5 +1,6 @@
 """The DeepSight chapter's analyses: the planning-target weights checked by hand, the δ sweep's rank correlations,
-the collapse of the planning loss, and the chapter's verdicts."""
+the collapse of the planning loss, the chapter's verdicts (with the side-by-side timing of its verdict notebook), and
+the write-up's claims in the claims ledger."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from typing import Mapping, Sequence
 import torch
 
 from .. import experiments, stats, tables
+from ..bench import SideBySide
 from ..experiments.deepsight import DELTAS
+from ..ledger import Claim, register
 from ..models.deepsight import planning_weights
 from ..verdicts import Verdict, below, between, fewer_parameters, have, in_notebook, no_trend, trend
+from . import cost
 
 CHAPTER = "deepsight"
 SWEEP = tuple(f"deepsight/mse_d{d}" for d in DELTAS)
@@ -103,28 +107,106 @@ CLAIMS = [
 ]
 
 
-def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
-    """Every claim of the write-up, from the runs of every experiment of the chapter (name -> runs)."""
+# The cost claims: "Both completed in a similar amount of time with similar memory demands, but the baseline had more
+# parameters" (DeepSight, delta = 11 with MSE, against the baseline). Timed side by side in the verdict notebook.
+TIMED = ("deepsight/mse_d11", "deepsight/baseline")
+FEWER = "DeepSight has fewer parameters than the baseline (paper size)"
+TREND = "a larger future context gives a better train loss"
+NO_TREND = "validation loss is not very correlated with delta"
+TIME = (f"DeepSight takes a similar time per training step as the baseline (within {cost.SIMILAR:g}x either way; "
+        "timed side by side)")
+MEMORY = (f"DeepSight needs similar training memory to the baseline (within {cost.SIMILAR:g}x either way; counted at "
+          "the write-up's size, or measured on a GPU)")
+
+
+def collapse_claim(name: str) -> str:
+    return f"the planning loss of '{experiments.get(name).title}' ends near zero (below {COLLAPSE_BOUND:g})"
+
+
+def verdict_rows(runs: Mapping[str, Sequence], timing: SideBySide | None = None) -> list[Verdict]:
+    """Every claim of the write-up, from the runs of every experiment of the chapter (name -> runs) and the verdict
+    notebook's side-by-side timing of :data:`TIMED` (None: the time row says it was not timed at this profile)."""
     rows = [in_notebook([between(text, metric, better, worse, runs)], f"{CHAPTER}/{nb}")[0]
             for text, metric, better, worse, nb in CLAIMS if have(runs, better, worse)]
     pub = {n: experiments.get(n).published for n in SWEEP}
     final = {split: [tables.final(runs[n], split) for n in SWEEP] for split in ("train", "val")} if have(runs, *SWEEP) else None
     rows += [] if final is None else in_notebook([
-        trend("a larger future context gives a better train loss", "train losses " + ", ".join(
+        trend(TREND, "train losses " + ", ".join(
               f"{pub[n]['train']}" for n in SWEEP) + f" (rho {stats.spearman(DELTAS, [pub[n]['train'] for n in SWEEP]):+.2f})",
               DELTAS, final["train"], direction="down"),
-        no_trend("validation loss is not very correlated with delta",
-                 f"Spearman rho {stats.spearman(DELTAS, [pub[n]['val'] for n in SWEEP]):+.2f}", DELTAS, final["val"]),
+        no_trend(NO_TREND, f"Spearman rho {stats.spearman(DELTAS, [pub[n]['val'] for n in SWEEP]):+.2f}", DELTAS,
+                 final["val"]),
     ], f"{CHAPTER}/03_future_context")
-    rows += in_notebook([fewer_parameters("DeepSight has fewer parameters than the baseline (paper size)",
-                                          "deepsight/mse_d11", "deepsight/baseline")], f"{CHAPTER}/04_baseline")
+    rows += in_notebook([fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
+                         cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, runs)],
+                        f"{CHAPTER}/04_baseline")
+    rows += in_notebook([cost.time_similar(TIME, '"a similar amount of time" (no numbers)', timing, *TIMED, runs)],
+                        f"{CHAPTER}/06_verdicts")
     for name in [n for n in PLANNING if have(runs, n)]:
         exp = experiments.get(name)
-        rows += in_notebook([below(f"the planning loss of '{exp.title}' ends near zero (below {COLLAPSE_BOUND:g})",
-                                   f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"),
-                                   COLLAPSE_BOUND)], f"{CHAPTER}/05_collapse")
+        rows += in_notebook([below(collapse_claim(name), f"{exp.published['aux']:.3e}",
+                                   tables.last_train_metric(runs[name], "aux/planning"), COLLAPSE_BOUND)],
+                            f"{CHAPTER}/05_collapse")
     return rows
 
 
-__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "HEADLINE", "OPTIONS", "PLANNING", "SWEEP", "collapse_table",
-           "delta_correlations", "hand_check", "option_panels", "verdict_rows"]
+# --- the claims ledger ------------------------------------------------------------------------------------------
+
+_C = CHAPTER
+_ROW = {text: text for text, *_ in CLAIMS}  # a claim's row, by its text (a KeyError here is a renamed row)
+_MOTIVATION = "motivation for the design, not a measured result; no experiment of the write-up tests it"
+
+
+def _printed(x: float) -> str:
+    """A small number as the write-up prints it (4.841e-9)."""
+    mantissa, exponent = f"{x:.3e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+# The write-up's claims, in its order: each names the verdict row that tests it (its claim text, exactly) or says in
+# one line why none does.
+LEDGER = register(_C, [
+    Claim(_C, "DeepSight beats, with fewer parameters, a canonical decoder-only transformer, both in train and "
+              "validation loss.", "introduction", row=_ROW["DeepSight beats the baseline in validation loss"]),
+    Claim(_C, "DeepSight beats, with fewer parameters, a canonical decoder-only transformer, both in train and "
+              "validation loss.", "introduction", row=_ROW["DeepSight beats the baseline in train loss"]),
+    Claim(_C, "DeepSight beats, with fewer parameters, a canonical decoder-only transformer", "introduction", row=FEWER),
+    Claim(_C, "autoregressive transformer models do develop abilities to plan beyond the next token via the attention "
+              "mechanism. Yet, this ability is rather weak and many failure modes can be attributed to this weakness.",
+          "Motivations", reason=_MOTIVATION),
+    Claim(_C, "deliberate planning can improve downstream next token prediction", "Motivations",
+          reason="the hypothesis the results test through the planning-loss rows; no experiment measures planning "
+                 "itself"),
+    Claim(_C, "since the encoder focuses more on understanding and decoder more on predicting next token, the encoder "
+              "becomes the natural place to expect planning to happen", "Planning loss", reason=_MOTIVATION),
+    Claim(_C, "This second option is chosen for simplicity.", "A note on E_future",
+          reason="a design choice, implemented as described (the planning-target notebook checks the weights by "
+                 "hand)"),
+    Claim(_C, "The MSE embedding loss performed better than cosine dissimilarity in both validation and train loss.",
+          "Results", row=_ROW["MSE planning loss beats cosine (validation)"]),
+    Claim(_C, "The MSE embedding loss performed better than cosine dissimilarity in both validation and train loss.",
+          "Results", row=_ROW["MSE planning loss beats cosine (train)"]),
+    Claim(_C, "MSE outperformed an equivalent model without embedding loss.", "Results",
+          row=_ROW["MSE planning loss beats no planning loss (validation)"]),
+    Claim(_C, "MSE outperformed an equivalent model without embedding loss.", "Results",
+          row=_ROW["MSE planning loss beats no planning loss (train)"]),
+    Claim(_C, "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss",
+          "Results", row=_ROW["cosine planning loss beats no planning loss (train)"]),
+    Claim(_C, "and slightly underperformed in val loss", "Results", row=_ROW["... and is slightly worse in validation loss"]),
+    *[Claim(_C, f"Planning loss {_printed(experiments.get(n).published['aux'])} ({experiments.get(n).title})",
+            "Results (the tables)", row=collapse_claim(n)) for n in PLANNING],
+    Claim(_C, "Better train loss performance is correlated with bigger future context size.", "Results", row=TREND),
+    Claim(_C, "Val loss is not very correlated.", "Results", row=NO_TREND),
+    Claim(_C, "the new model outperformed the baseline in validation and train loss", "Results",
+          row=_ROW["DeepSight beats the baseline in validation loss"]),
+    Claim(_C, "the new model outperformed the baseline in validation and train loss", "Results",
+          row=_ROW["DeepSight beats the baseline in train loss"]),
+    Claim(_C, "Both completed in a similar amount of time", "Results", row=TIME),
+    Claim(_C, "with similar memory demands", "Results", row=MEMORY),
+    Claim(_C, "but the baseline had more parameters", "Results", row=FEWER),
+])
+
+
+__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "HEADLINE", "LEDGER", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
+           "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "collapse_table", "delta_correlations", "hand_check",
+           "option_panels", "verdict_rows"]

@@ -1,20 +1,27 @@
 """The efficient hierarchical transformer chapter's analyses: the protocol both ways (the README's schedule and
 last-32 validation, the code's constant rate and last-token validation), loss against wall-clock and counted FLOPs,
-the counted inference FLOPs, the repeat-mode blind spot (loss by position within a group), and the verdicts."""
+the two upsampling modes at equal compute, the counted inference FLOPs, the repeat-mode blind spot (loss by position
+within a group), the verdicts (with the side-by-side timings of the verdict notebook), and the write-up's claims in
+the claims ledger."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from .. import experiments, models, stats, tables
+from ..bench import SideBySide
 from ..data.lm import build_source, load_tokens
 from ..experiments.hourglass import scale
+from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
 from ..train.schedules import lr_at
-from ..verdicts import INCONCLUSIVE, Verdict, between, claim, exact, have, if_learned, in_notebook
+from ..verdicts import INCONCLUSIVE, Verdict, below, between, claim, exact, have, if_learned, in_notebook, similar
+from . import cost
 
 CHAPTER = "hourglass"
 H = "hourglass/"
@@ -23,13 +30,21 @@ PROTOCOL = (ANCHOR, H + "attn_448_96_e6_constant_lr", H + "attn_448_96_e6_final_
 EXPERTS = (H + "attn_448_96_base", ANCHOR, H + "attn_448_96_e12")  # 0, 6, 12 soft experts
 EXPERT_COUNTS = (0, 6, 12)
 EXPERT_KNOBS = (H + "attn_448_96_e6_mlp6", H + "attn_448_96_e6_every1", H + "attn_448_96_e6_s0")
+MERGES = (H + "attn_448_96_e6_merge_max", H + "attn_448_96_e6_merge_mean")  # the merges the write-up compared
+BASE = H + "base_256_32"  # "a base model of 19.55M without soft experts": counted, not trained
 LENGTHS = (H + "attn_384_32_e6", H + "attn_512_32_e6", H + "attn_448_32_e6", ANCHOR)
-MODES = (ANCHOR, H + "repeat_448_96_e6", H + "attn_448_96_e6_dense", H + "repeat_448_96_e6_dense",
+# the compressor, the positions added after each compression and upsampling, the latent vectors' widths
+ENCODER_KNOBS = (H + "attn_448_96_e6_perceiver", H + "attn_448_96_e6_no_level_pos", H + "attn_448_96_e6_wide_enc",
+                 H + "attn_448_96_e6_wide_latent")
+REPEAT = H + "repeat_448_96_e6"  # the anchor with repeat upsampling
+MODES = (ANCHOR, REPEAT, H + "attn_448_96_e6_dense", H + "repeat_448_96_e6_dense",
          H + "attn_448_96_e12_latent", H + "attn_448_96_e12")
 HEADLINE = (H + "vanilla", H + "attn_384_32_e6", H + "repeat_512_32_e6")
-BLIND_SPOT = (ANCHOR, H + "repeat_448_96_e6", H + "vanilla")
-COST_ARMS = HEADLINE + (ANCHOR, H + "repeat_448_96_e6")  # the verdict notebook's cost table
-ALL = tuple(dict.fromkeys(PROTOCOL + EXPERTS + EXPERT_KNOBS + LENGTHS + MODES + HEADLINE))  # every arm trained
+BLIND_SPOT = (ANCHOR, REPEAT, H + "vanilla")
+COST_ARMS = HEADLINE + (ANCHOR, REPEAT, H + "attn_448_96_e6_perceiver")  # the verdict notebook's cost table
+# the pairs the verdict notebook times side by side: (the claimed-faster arm, the other)
+TIMED = ((REPEAT, ANCHOR), (H + "attn_448_96_e6_perceiver", ANCHOR))
+ALL = tuple(dict.fromkeys(PROTOCOL + EXPERTS + EXPERT_KNOBS + MERGES + LENGTHS + ENCODER_KNOBS + MODES + HEADLINE))
 
 def skipped_note(names: Sequence[str], profile: str) -> str:
     """Which of ``names`` this profile leaves out (as the experiments are registered: the costliest findings that
@@ -181,6 +196,76 @@ def cost_table(runs: Mapping[str, Sequence]):
     return pd.DataFrame(rows).set_index("arm")
 
 
+# --- the two upsampling modes at equal compute --------------------------------------------------------------------
+# "They have similar performance at the end of the repeat upsampling models trainings ... we still noticed that the
+# attention version scales better with compute": the two modes' validation curves on one compute axis (counted
+# training FLOPs: update number x the FLOPs of an update), the attention run read at the compute where the repeat run
+# ends, and the gap between them at each of the repeat run's evaluations.
+
+
+def _val_at_flops(run, flops: float) -> float:
+    """The run's validation loss at ``flops`` training FLOPs, interpolated linearly between its evaluations (NaN before
+    its first evaluation or after its last)."""
+    e = run.evals()
+    x = e["step"].to_numpy() * run.config.flops_per_step()
+    if flops < x[0] or flops > x[-1]:
+        return math.nan
+    return float(np.interp(flops, x, e["val"].to_numpy()))
+
+
+def mode_gaps(attn: Sequence, repeat: Sequence) -> list:
+    """Per seed (attention seed i against repeat seed i: the same data order), one frame with the compute points
+    (``FLOPs``: the repeat run's evaluations that the attention run spans) and, at each, both modes' validation loss
+    and their ``gap`` = attention - repeat (negative where attention is ahead)."""
+    import pandas as pd
+
+    frames = []
+    for a, r in zip(attn, repeat):
+        e = r.evals()
+        points = e["step"].to_numpy() * r.config.flops_per_step()
+        at = [_val_at_flops(a, f) for f in points]
+        f = pd.DataFrame({"FLOPs": points, "repeat": e["val"].to_numpy(), "attn": at}).dropna()
+        f["gap"] = f["attn"] - f["repeat"]
+        frames.append(f.reset_index(drop=True))
+    return frames
+
+
+def end_of_repeat(attn: Sequence, repeat: Sequence) -> tuple[list[float], list[float]]:
+    """(attention's validation loss at the compute where each repeat run ends, the repeat runs' final validation loss),
+    per seed: "similar performance at the end of the repeat upsampling models trainings"."""
+    ends = [r.config.flops_per_step() * r.summary["steps"] for r in repeat]
+    return [_val_at_flops(a, f) for a, f in zip(attn, ends)], tables.final(repeat, "val")
+
+
+MIN_POINTS = 3  # compute points a trend is fitted on: fewer (the smoke profile's two evaluations) decide nothing
+
+
+def gap_slopes(frames: Sequence) -> list[float]:
+    """Per seed: the least-squares slope of the gap (attention - repeat) against log10 of the training FLOPs, in nats
+    per tenfold compute; negative where attention pulls ahead as compute grows (NaN with fewer than
+    :data:`MIN_POINTS` points)."""
+    return [float(np.polyfit(np.log10(f["FLOPs"].to_numpy()), f["gap"].to_numpy(), 1)[0]) if len(f) >= MIN_POINTS
+            else math.nan for f in frames]
+
+
+def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = REPEAT):
+    """The two modes side by side: each one's final validation loss, attention's at the compute where the repeat
+    runs end, the gap at every compute point, and the gap's slope per decade of compute (per seed: mean [min, max])."""
+    import pandas as pd
+
+    a, r = runs[attn], runs[repeat]
+    frames = mode_gaps(a, r)
+    at_end, final = end_of_repeat(a, r)
+    rows = {"attention, final": stats.span(tables.final(a, "val")), "repeat, final": stats.span(final),
+            "attention at the repeat runs' final FLOPs": stats.span(at_end)}
+    n = min(len(f) for f in frames)
+    for k in range(n):
+        flops = frames[0]["FLOPs"].iloc[k]
+        rows[f"gap (attention - repeat) at {flops:.3g} FLOPs"] = stats.span([f["gap"].iloc[k] for f in frames])
+    rows["gap slope per tenfold FLOPs"] = stats.span(gap_slopes(frames))
+    return pd.DataFrame({"validation loss (nats/char)": rows}).rename_axis("upsampling at equal compute")
+
+
 def inference_flops(names: Sequence[str], baseline: str = H + "vanilla", profile: str = "paper") -> dict[str, tuple]:
     """Counted forward FLOPs per token at ``profile`` (the write-up's sizes by default): name -> (FLOPs per token,
     fraction saved against ``baseline``)."""
@@ -261,14 +346,65 @@ CLAIMS = [  # (claim, metric, better, worse, notebook)
     ("a longer encoder sequence helps (512-32 against 384-32)", "val", H + "attn_512_32_e6", H + "attn_384_32_e6",
      "03_lengths"),
     ("a longer latent sequence helps (448-96 against 448-32)", "val", ANCHOR, H + "attn_448_32_e6", "03_lengths"),
+    (PERCEIVER_WORSE := "the transformer compressor beats the Perceiver compressor (the Perceiver \"performs less "
+                        "well\")", "val", ANCHOR, H + "attn_448_96_e6_perceiver", "03_lengths"),
+    (POSITIONS := "positions added after each compression and each upsampling help (without them the loss is higher)",
+     "val", ANCHOR, H + "attn_448_96_e6_no_level_pos", "03_lengths"),
+    (WIDE_ENC := "wider latent vectors in the encoders help (level-1 width 1.5x)", "val",
+     H + "attn_448_96_e6_wide_enc", ANCHOR, "03_lengths"),
+    (WIDE_LATENT := "wider latent vectors in the latent space help (latent width 1.5x)", "val",
+     H + "attn_448_96_e6_wide_latent", ANCHOR, "03_lengths"),
+    (MERGE_MAX := "the softmax merge of the experts beats a max merge", "val", ANCHOR, H + "attn_448_96_e6_merge_max",
+     "02_experts"),
+    (MERGE_MEAN := "the softmax merge of the experts beats a mean merge", "val", ANCHOR,
+     H + "attn_448_96_e6_merge_mean", "02_experts"),
     ("DenseFormer helps with attention upsampling", "val", H + "attn_448_96_e6_dense", ANCHOR, "04_upsampling"),
-    ("attention upsampling beats repeat upsampling (448-96, 6 soft experts)", "val", ANCHOR,
-     H + "repeat_448_96_e6", "04_upsampling"),
     ("the best attention model beats the vanilla transformer", "val", H + "attn_384_32_e6", H + "vanilla",
      "05_headline"),
     ("the best repeat model beats the vanilla transformer", "val", H + "repeat_512_32_e6", H + "vanilla",
      "05_headline"),
 ]
+# The write-up's own words, where a claim has no published number (the published column of its row).
+_LATENT_SIZE = '"increasing the size of the latent vectors in the encoders or in the latent space" "also seems to help"'
+_MERGES = '"Merging via max and mean of the features was also considered, but ... this performed less well"'
+WORDS = {
+    PERCEIVER_WORSE: '"The Perceiver encoder is faster than the Transformer but performs less well"',
+    POSITIONS: '"we add positional embeddings in each encoder layer after compression and in each decoder layer after '
+               'upsampling, which seems to have helped"',
+    WIDE_ENC: _LATENT_SIZE, WIDE_LATENT: _LATENT_SIZE, MERGE_MAX: _MERGES, MERGE_MEAN: _MERGES,
+}
+
+# The upsampling claims ("We can observe that models with attention upsampling take more time than those using the
+# repeat upsampling ... Although they have similar performance at the end of the repeat upsampling models trainings
+# ... the attention version scales better with compute"), on the 448-96 anchor in both modes.
+REPEAT_FASTER = ("repeat upsampling takes less time per training step than attention upsampling (448-96, 6 soft experts; "
+                 "timed side by side)")
+PERCEIVER_FASTER = "the Perceiver compressor takes less time per training step than the transformer compressor (timed side by side)"
+TIMED_CLAIMS = (REPEAT_FASTER, PERCEIVER_FASTER)  # the rows timed side by side in the verdict notebook
+SCALES_BETTER = ("attention upsampling scales better with compute: its lead over repeat grows with training FLOPs "
+                 "(the gap at the repeat runs' evaluations, per seed)")
+COUNT_BASE = "the base model without soft experts has 19.55M parameters (as the original counts)"
+UP_TO_6 = "more experts help only up to about 6: 12 are no better than 6 (the row tests '6 lower than 12')"
+SHARED_MATCH = "shared experts match non-shared ones: 1 shared of 6 is not worse than none (the row tests 'lower')"
+SHARED_CHEAPER = ("... at lower cost: 1 shared expert of 6 costs fewer training FLOPs than none (counted at the "
+                  "write-up's sizes)")
+DENSE_REPEAT = "DenseFormer does not help with repeat upsampling (repeat without it is lower)"
+LATENT_LOSS = "the latent loss does not help (12 experts without it are lower)"
+ATTN_COSTS_MORE = "attention upsampling costs more than repeat (training FLOPs per token, counted at the write-up's sizes)"
+BLIND = ("(the notes) in repeat mode the blind offsets of a group predict worse than the offsets that see their own "
+         "group")
+COUNT_VANILLA = "the vanilla transformer has 20.48M parameters (as the original counts)"
+
+
+def similar_margin() -> float:
+    """The margin of "similar performance" in nats: the gap between the write-up's best attention and best repeat models
+    at the end of their training (best_models.png), which it calls similar."""
+    best_attn, best_repeat = (experiments.get(n).published["val"] for n in (H + "attn_384_32_e6", H + "repeat_512_32_e6"))
+    return round(abs(best_repeat - best_attn), 3)
+
+
+SIMILAR_AT_END = (f"attention and repeat upsampling reach a similar validation loss at the end of the repeat runs "
+                  f"(within {similar_margin():.2f} nats; attention read at the repeat runs' final training FLOPs)")
 
 
 def unigram_loss(data_cfg, split: str = "val") -> float:
@@ -287,11 +423,25 @@ def unigram_reference(runs: Mapping[str, Sequence]) -> tuple[str, float]:
     return "unigram loss", unigram_loss(first.config.data)
 
 
-def _not_run(text: str, names: Sequence[str]) -> Verdict:
-    """A claim whose arms the small profiles leave out (as registered): listed, so the scorecard has every claim."""
-    return Verdict(text, "", "not run at this profile", f"{INCONCLUSIVE} (not run at this profile: its arms are left "
-                   "out to keep within the time budget; the gpu and paper profiles run them)",
+def _not_run(text: str, names: Sequence[str], published: str = "") -> Verdict:
+    """A claim whose arms the small profiles leave out (as registered): listed with the write-up's number or words, so
+    the scorecard has every claim."""
+    return Verdict(text, published, "not run at this profile", f"{INCONCLUSIVE} (not run at this profile: its arms are "
+                   "left out to keep within the time budget; the gpu and paper profiles run them)",
                    seeds="0", chance="")
+
+
+def _timing(timings: Sequence[SideBySide], a: str, b: str) -> SideBySide | None:
+    return next((t for t in timings if {a, b} <= set(t.names)), None)
+
+
+def _count_row(text: str, name: str) -> Verdict:
+    """An exact row: the experiment's parameter count at the write-up's size, computed from the model, against the
+    write-up's (as the original counts: position tables out, the parameters it builds and never reads in)."""
+    ours = models.num_params(experiments.config(name, "paper", device="cpu").model)
+    published = experiments.get(name).published["params"]
+    return exact(text, f"{published / 1e6:.2f}M ({published:,} by the original's count)", f"{ours:,}",
+                 ours == published)
 
 
 def _last_token(runs: Mapping[str, Sequence], name: str) -> list[float]:
@@ -306,9 +456,10 @@ def _fewer_flops(text: str, cheaper: str, dearer: str, profile: str = "paper") -
                  f"{b / 1e6:.1f} MFLOPs per token", a < b)
 
 
-def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
-    """Every claim of the write-up the chapter tests, from the runs of its experiments (name -> runs). Cost claims
-    are judged on counted FLOPs: wall-clock on a shared CPU measures the machine's load as much as the model."""
+def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = ()) -> list[Verdict]:
+    """Every claim of the write-up the chapter tests, from the runs of its experiments (name -> runs) and the verdict
+    notebook's side-by-side timings of :data:`TIMED` (none: the time rows say they were not timed at this profile).
+    Cost claims are judged on counted FLOPs as well: time on a shared CPU is not time on a GPU."""
     unigram = unigram_reference(runs)[1] if any(runs.values()) else float("inf")
 
     def gated(v: Verdict, better: Sequence[float], worse: Sequence[float]) -> Verdict:
@@ -322,10 +473,14 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
     rows = []
     for text, metric, better, worse, nb in CLAIMS:
         if have(runs, better, worse):
-            rows += in_notebook([compared(text, metric, better, worse)], f"{CHAPTER}/{nb}")
+            v = compared(text, metric, better, worse)
+            if v.published == "no published number" and text in WORDS:
+                v = dataclasses.replace(v, published=WORDS[text])
+            rows += in_notebook([v], f"{CHAPTER}/{nb}")
         elif any(_small_profiles_leave_out(n) for n in (better, worse)):
-            rows += in_notebook([_not_run(text, (better, worse))], f"{CHAPTER}/{nb}")
-    e12, s0, rep = H + "attn_448_96_e12", H + "attn_448_96_e6_s0", H + "repeat_448_96_e6"
+            rows += in_notebook([_not_run(text, (better, worse), WORDS.get(text, published_pair_or_none(better, worse)))],
+                                f"{CHAPTER}/{nb}")
+    e12, s0, rep = H + "attn_448_96_e12", H + "attn_448_96_e6_s0", REPEAT
 
     def p(name: str) -> str:
         return str(experiments.get(name).published.get("val", "?"))
@@ -335,42 +490,46 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
 
     # 02: experts
     if have(runs, e12, ANCHOR):
-        rows += in_notebook([gated(claim("more experts help only up to about 6: 12 are no better than 6 (the row "
-                                         "tests '6 lower than 12')", f"{p(e12)} (12) vs {p(ANCHOR)} (6)", val(ANCHOR),
+        rows += in_notebook([gated(claim(UP_TO_6, f"{p(e12)} (12) vs {p(ANCHOR)} (6)", val(ANCHOR),
                                          val(e12), ("6 experts", "12 experts")), val(ANCHOR), val(e12))],
                             f"{CHAPTER}/02_experts")
     if have(runs, ANCHOR, s0):
         two_shared = experiments.get(H + "attn_384_64_e6_s2").published["val"]
-        rows += in_notebook([gated(claim("shared experts match non-shared ones: 1 shared of 6 is not worse than none "
-                                         "(the row tests 'lower')", f"{two_shared} (2 shared of 6, 384-64); none not "
-                                         "plotted", val(ANCHOR), val(s0), ("1 shared", "0 shared")),
+        rows += in_notebook([gated(claim(SHARED_MATCH, f"{two_shared} (2 shared of 6, 384-64); none not plotted",
+                                         val(ANCHOR), val(s0), ("1 shared", "0 shared")),
                                    val(ANCHOR), val(s0))], f"{CHAPTER}/02_experts")
-    rows += in_notebook([_fewer_flops("... at lower cost: 1 shared expert of 6 costs fewer training FLOPs than none "
-                                      "(counted at the write-up's sizes)", ANCHOR, s0)], f"{CHAPTER}/02_experts")
+    rows += in_notebook([_fewer_flops(SHARED_CHEAPER, ANCHOR, s0), _count_row(COUNT_BASE, BASE)],
+                        f"{CHAPTER}/02_experts")
+    # 03: the Perceiver compressor is faster
+    perceiver = H + "attn_448_96_e6_perceiver"
+    rows += in_notebook([cost.time_lower(PERCEIVER_FASTER, WORDS[PERCEIVER_WORSE], _timing(timings, perceiver, ANCHOR),
+                                         perceiver, ANCHOR, runs)], f"{CHAPTER}/07_verdicts")
     # 04: upsampling, DenseFormer, latent loss
-    dense_repeat = "DenseFormer does not help with repeat upsampling (repeat without it is lower)"
+    dense_repeat = DENSE_REPEAT
     if have(runs, H + "repeat_448_96_e6_dense", rep):
         rows += in_notebook([compared(dense_repeat, "val", rep, H + "repeat_448_96_e6_dense")],
                             f"{CHAPTER}/04_upsampling")
     elif have(runs, rep):
         rows += in_notebook([_not_run(dense_repeat, (rep, H + "repeat_448_96_e6_dense"))], f"{CHAPTER}/04_upsampling")
     if have(runs, H + "attn_448_96_e12_latent", e12):
-        rows += in_notebook([compared("the latent loss does not help (12 experts without it are lower)", "val", e12,
+        rows += in_notebook([compared(LATENT_LOSS, "val", e12,
                                       H + "attn_448_96_e12_latent")], f"{CHAPTER}/04_upsampling")
-    rows += in_notebook([_fewer_flops("attention upsampling costs more than repeat (training FLOPs per token, counted "
-                                      "at the write-up's sizes)", rep, ANCHOR)], f"{CHAPTER}/04_upsampling")
+    rows += in_notebook([_fewer_flops(ATTN_COSTS_MORE, rep, ANCHOR)], f"{CHAPTER}/04_upsampling")
+    rows += in_notebook([cost.time_lower(REPEAT_FASTER, '"models with attention upsampling take more time than those '
+                                         'using the repeat upsampling"', _timing(timings, rep, ANCHOR), rep, ANCHOR,
+                                         runs)], f"{CHAPTER}/07_verdicts")
+    if have(runs, ANCHOR, rep):
+        rows += in_notebook(_upsampling_rows(runs[ANCHOR], runs[rep], gated), f"{CHAPTER}/04_upsampling")
     # 05: the headline, scored both ways, and the inference FLOPs
     for model in (H + "attn_384_32_e6", H + "repeat_512_32_e6"):
         if have(runs, model, H + "vanilla"):
             ours, theirs = _last_token(runs, model), _last_token(runs, H + "vanilla")
             rows += in_notebook([gated(claim(
-                f"... scored as the original code scores (last token of each window): {experiments.get(model).title} "
-                "beats the vanilla transformer", f"{p(model)} vs {p(H + 'vanilla')} (the plotted numbers are scored "
-                "this way)", ours, theirs, (model.split("/")[-1], "vanilla")), ours, theirs)], f"{CHAPTER}/05_headline")
+                last_token_claim(model), f"{p(model)} vs {p(H + 'vanilla')} (the plotted numbers are scored this way)",
+                ours, theirs, (model.split("/")[-1], "vanilla")), ours, theirs)], f"{CHAPTER}/05_headline")
+    rows += in_notebook([_count_row(COUNT_VANILLA, H + "vanilla")], f"{CHAPTER}/05_headline")
     inf = inference_flops([H + "attn_384_32_e6", H + "repeat_512_32_e6"])
-    rows += in_notebook([exact(f"at least {INFERENCE_CUT:.0%} fewer FLOPs at inference than the vanilla "
-                               f"transformer ({experiments.get(n).title}; forward FLOPs per token, counted at the "
-                               "write-up's sizes)", "at least 50% (attn), more for repeat",
+    rows += in_notebook([exact(inference_claim(n), "at least 50% (attn), more for repeat",
                                f"{inf[n][1]:.1%} fewer", inf[n][1] >= INFERENCE_CUT)
                          for n in (H + "attn_384_32_e6", H + "repeat_512_32_e6")], f"{CHAPTER}/05_headline")
     # 06: the blind spot
@@ -378,12 +537,58 @@ def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
         per_seed = [position_losses(r) for r in runs[rep]]
         b = runs[rep][0].config.model.blind_spot
         rows += in_notebook([claim(
-            "(the notes) in repeat mode the blind offsets of a group predict worse than the offsets that see their "
-            "own group", "the notes: repeat-mode train loss over all positions stays well above its last-token "
+            BLIND, "the notes: repeat-mode train loss over all positions stays well above its last-token "
             "validation loss",
             [float(x[b:].mean()) for x in per_seed], [float(x[:b].mean()) for x in per_seed],
             ("seen offsets", "blind offsets"))], f"{CHAPTER}/06_blind_spot")
     return sorted(rows, key=lambda v: v.notebook)  # in reading order (stable: each notebook's rows keep theirs)
+
+
+def last_token_claim(model: str) -> str:
+    return (f"... scored as the original code scores (last token of each window): {experiments.get(model).title} "
+            "beats the vanilla transformer")
+
+
+def inference_claim(model: str) -> str:
+    return (f"at least {INFERENCE_CUT:.0%} fewer FLOPs at inference than the vanilla transformer "
+            f"({experiments.get(model).title}; forward FLOPs per token, counted at the write-up's sizes)")
+
+
+def published_pair_or_none(better: str, worse: str) -> str:
+    pb, pw = experiments.get(better).published, experiments.get(worse).published
+    return f"{pb['val']} vs {pw['val']}" if "val" in pb and "val" in pw else ""
+
+
+def _upsampling_rows(attn: Sequence, repeat: Sequence, gated) -> list[Verdict]:
+    """"Similar performance at the end of the repeat upsampling models trainings" (within :func:`similar_margin`)
+    and "the attention version scales better with compute" (the per-seed slope of the gap against log FLOPs below
+    zero, by the threshold rule over the seeds), each decided only where an arm learns beyond the unigram loss."""
+    at_end, final = end_of_repeat(attn, repeat)
+    margin = similar_margin()
+    best = experiments.get(H + "attn_384_32_e6").published["val"], experiments.get(H + "repeat_512_32_e6").published["val"]
+    if any(math.isnan(x) for x in at_end):  # an attention run that does not reach the repeat run's compute
+        end = Verdict(SIMILAR_AT_END, "", "an attention run ends before the repeat runs' final FLOPs",
+                      f"{INCONCLUSIVE} (not measurable at this profile)", seeds="0", chance="")
+    else:
+        end = gated(similar(SIMILAR_AT_END, f"similar; the best models end at {best[0]} (attn) and {best[1]} (repeat)",
+                            at_end, final, margin, labels=("attn at the repeat runs' end", "repeat, final")),
+                    at_end, final)
+    frames = mode_gaps(attn, repeat)
+    slopes = gap_slopes(frames)
+    gaps = [stats.mean([f["gap"].iloc[k] for f in frames]) for k in range(min(len(f) for f in frames))]
+    if len(gaps) < MIN_POINTS:
+        return [end, Verdict(SCALES_BETTER, '"in most experiences made we still noticed that the attention version '
+                             'scales better with compute"', "too few compute points where both modes have evaluations",
+                             f"{INCONCLUSIVE} (too few evaluations at this profile for a trend)", seeds="0",
+                             chance="")]
+    trend_row = below(SCALES_BETTER, '"in most experiences made we still noticed that the attention version scales '
+                      'better with compute"', slopes, 0.0, fmt="+.3f", log=False)
+    trend_row = dataclasses.replace(
+        trend_row, effect=f"{stats.mean(slopes):+.3f} nats per tenfold FLOPs",
+        ours=f"gap (attn - repeat) at {len(gaps)} compute points, seed means: " + ", ".join(f"{g:+.3f}" for g in gaps)
+             + f"; slope per tenfold FLOPs: {stats.span(slopes, '+.3f')}")
+    trend_row = gated(trend_row, tables.final(attn, "val"), tables.final(repeat, "val"))
+    return [end, trend_row]
 
 
 
@@ -400,8 +605,120 @@ def test_table(runs: Mapping[str, Sequence]):
     return pd.DataFrame(rows).set_index("arm")
 
 
-__all__ = ["ALL", "ANCHOR", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "EXPERTS", "EXPERT_COUNTS", "EXPERT_KNOBS",
-           "HEADLINE", "LENGTHS", "MODES", "PROTOCOL", "blind_offsets", "blind_spot_frames",
-           "blind_spot_table", "cost_curves", "cost_table", "head_input_parts", "head_input_table", "inference_flops",
-           "inference_table", "last_token_values", "lr_schedules", "position_losses", "protocol_table", "skipped_note",
-           "test_table", "verdict_rows", "window_losses"]
+# --- the claims ledger ------------------------------------------------------------------------------------------
+
+_C = CHAPTER
+_ROW = {c[0]: c[0] for c in CLAIMS}  # a claim's row, by its text (a KeyError here is a renamed row)
+_PLAN = "the author's plan or hypothesis for later work, not a result of the runs reported"
+_OTHERS = "a statement about another paper's work, not about this write-up's model"
+
+# The write-up's claims, in its order: each names the verdict row that tests it (its claim text, exactly) or says in
+# one line why none does.
+LEDGER = register(_C, [
+    Claim(_C, "We believe that composition is one of the keys to obtaining more generalist and data-efficient models.",
+          "Core Hypothesis", reason=_PLAN),
+    Claim(_C, "In addition to potentially better generalization, we also gain efficiency and parallelization capacity "
+              "for training the model", "Core Hypothesis", reason=_PLAN),
+    Claim(_C, "The paper on the cBTM architecture has already shown that training experts on subsets of the same "
+              "dataset discovered by unsupervised learning could match or even exceed the performance of a dense model.",
+          "Core Hypothesis", reason=_OTHERS),
+    Claim(_C, "They demonstrated that this was much more relevant than fine-tuning the base model on the expert model's "
+              "dataset", "Core Hypothesis", reason=_OTHERS),
+    Claim(_C, "The Perceiver encoder is faster than the Transformer", "Preliminary Explorations", row=PERCEIVER_FASTER),
+    Claim(_C, "but performs less well than the Transformer encoder", "Preliminary Explorations", row=PERCEIVER_WORSE),
+    Claim(_C, "we add positional embeddings in each encoder layer after compression and in each decoder layer after "
+              "upsampling, which seems to have helped", "Preliminary Explorations", row=POSITIONS),
+    Claim(_C, "for a certain size limit of the sequence in the latent block, it is probably more interesting to have "
+              "several channels of the same sequence (i.e., several different q, k, v) rather than to have a very long "
+              "sequence", "Preliminary Explorations",
+          reason="the postulate behind soft experts; the experts and lengths rows test what the write-up measured"),
+    Claim(_C, "if we reduce the initial latent size from K to K/m, we go in the attention module from K^2 to "
+              "s * (K/m)^2", "Preliminary Explorations",
+          reason="arithmetic of attention's cost, true by construction; the counted FLOPs rows measure the models"),
+    Claim(_C, "Merging via max and mean of the features was also considered, but according to the first experiments, "
+              "this performed less well than the chosen version", "Preliminary Explorations", row=MERGE_MAX),
+    Claim(_C, "Merging via max and mean of the features was also considered, but according to the first experiments, "
+              "this performed less well than the chosen version", "Preliminary Explorations", row=MERGE_MEAN),
+    Claim(_C, "but in return, we spend more computation time", "Preliminary Explorations",
+          reason="the softmax adds elementwise work to a few blocks, not counted as FLOPs and too small to time apart "
+                 "from the noise of a step"),
+    Claim(_C, "the longer the sequence, the more information there will be to extract. The same goes for the size of "
+              "the model", "Preliminary Explorations",
+          reason="a conjecture; the lengths rows test the measured form (longer encoder and latent sequences help)"),
+    Claim(_C, "This allows, among other things, to dedicate a space to store the information common to the experts and "
+              "thus to increase the specialization of the MLPs associated with each of them.",
+          "Preliminary Explorations", reason="a mechanism the write-up proposes and does not measure"),
+    Claim(_C, "the lack of contextual understanding due to simple replication without taking position into account can "
+              "limit expressiveness", "Preliminary Explorations", row=BLIND),
+    Claim(_C, "a base model of 19.55M without soft experts", "Experimental Setup", row=COUNT_BASE),
+    Claim(_C, "20.48M (n_layer=26, n_head=8, n_embd=256) for a vanilla transformer", "Experimental Setup",
+          row=COUNT_VANILLA),
+    Claim(_C, "A linear schedule was used which provides same performances as the cosine schedule", "Experimental Setup",
+          reason="cites another paper for the schedule; the chapter runs the README's linear schedule and the code's "
+                 "constant rate, not a cosine one"),
+    Claim(_C, "the attention upsampler scales better with the number of parameters", "Experimental Setup",
+          reason="needs both modes at several model sizes; the chapter trains one size per mode (the experts sweep is "
+                 "attention-only)"),
+    Claim(_C, "but consumes more computation time, which is to be expected", "Experimental Setup",
+          row=REPEAT_FASTER),
+    Claim(_C, "we evaluate our model on the validation set splitting it into overlapping sequences of size l=769, with "
+              "a step size of 32 and calculate the val loss over the last 32 tokens", "Experimental Setup",
+          reason="a protocol statement, followed; the protocol notebook also scores the code's last token only"),
+    Claim(_C, "The more experts there are, the better the results are up to a certain point", "Key Observations",
+          row=_ROW["6 soft experts beat none"]),
+    Claim(_C, "(generally until at least 6 you can expect good perf/compute)", "Key Observations", row=UP_TO_6),
+    Claim(_C, "Increasing the size of MLPs also seems to help", "Key Observations",
+          row=_ROW["bigger expert MLPs help (d = n against d = n/6)"]),
+    Claim(_C, "as does increasing the size of the latent vectors in the encoders or in the latent space",
+          "Key Observations", row=_ROW["a longer encoder sequence helps (512-32 against 384-32)"]),
+    Claim(_C, "as does increasing the size of the latent vectors in the encoders or in the latent space",
+          "Key Observations", row=_ROW["a longer latent sequence helps (448-96 against 448-32)"]),
+    Claim(_C, "as does increasing the size of the latent vectors in the encoders or in the latent space",
+          "Key Observations", row=WIDE_ENC),
+    Claim(_C, "as does increasing the size of the latent vectors in the encoders or in the latent space",
+          "Key Observations", row=WIDE_LATENT),
+    Claim(_C, "we can allow much larger ones with the repeat upsampling which take less time to compute than the "
+              "attention version", "Key Observations", row=REPEAT_FASTER),
+    Claim(_C, "Increasing the frequency of layers with soft experts also seems to help in the context of attention "
+              "upsampling.", "Key Observations", row=_ROW["soft experts in every latent block beat every 4th (attn)"]),
+    Claim(_C, "Sharing MLPs between experts ... guarantees similar performance in terms of log-likelihood to the classic "
+              "variant", "Key Observations", row=SHARED_MATCH),
+    Claim(_C, "while being faster since there is less attention to compute", "Key Observations", row=SHARED_CHEAPER),
+    Claim(_C, "So generally the best performing way (log-likelihood/compute) to use the attention upsampling is to "
+              "combine it with some shared experts.", "Key Observations",
+          reason="a conclusion drawn from the two shared-expert claims, each tested by its row"),
+    Claim(_C, "Using Denseformer in the latent blocks only helps for attention upsampling.", "Key Observations",
+          row=_ROW["DenseFormer helps with attention upsampling"]),
+    Claim(_C, "Using Denseformer in the latent blocks only helps for attention upsampling.", "Key Observations",
+          row=DENSE_REPEAT),
+    Claim(_C, "The latent reconstruction loss employed in Mirasol does not help here.", "Key Observations",
+          row=LATENT_LOSS),
+    Claim(_C, "models with attention upsampling take more time than those using the repeat upsampling as expected",
+          "Plot", row=REPEAT_FASTER),
+    Claim(_C, "models with attention upsampling take more time than those using the repeat upsampling as expected",
+          "Plot", row=ATTN_COSTS_MORE),
+    Claim(_C, "Although they have similar performance at the end of the repeat upsampling models trainings.", "Plot",
+          row=SIMILAR_AT_END),
+    Claim(_C, "So if one is looking purely for speed, the repeat upsampling version offers generally a good tradeoff.",
+          "Plot", reason="a conclusion from the time and similar-loss claims, each tested by its row"),
+    Claim(_C, "in most experiences made we still noticed that the attention version scales better with compute", "Plot",
+          row=SCALES_BETTER),
+    Claim(_C, "Both models are, when configure correctly, a lot faster than the vanilla transformer architecture while "
+              "achieving the same validation loss", "Plot",
+          row=_ROW["the best attention model beats the vanilla transformer"]),
+    Claim(_C, "Both models are, when configure correctly, a lot faster than the vanilla transformer architecture while "
+              "achieving the same validation loss", "Plot", row=_ROW["the best repeat model beats the vanilla transformer"]),
+    *[Claim(_C, "achieving the same validation loss (the plotted losses, scored on the last token of each window)",
+            "Plot", row=last_token_claim(n)) for n in (H + "attn_384_32_e6", H + "repeat_512_32_e6")],
+    Claim(_C, "at least 50% flops reduction at inference when we consider the attention upsampling", "Plot",
+          row=inference_claim(H + "attn_384_32_e6")),
+    Claim(_C, "and even more with the repeat version", "Plot", row=inference_claim(H + "repeat_512_32_e6")),
+])
+
+
+__all__ = ["ALL", "ANCHOR", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
+           "EXPERT_COUNTS", "EXPERT_KNOBS", "HEADLINE", "LEDGER", "LENGTHS", "MERGES", "MODES", "PROTOCOL", "REPEAT",
+           "TIMED", "TIMED_CLAIMS", "blind_offsets", "blind_spot_frames", "blind_spot_table", "cost_curves",
+           "cost_table", "end_of_repeat", "gap_slopes", "head_input_parts", "head_input_table", "inference_flops",
+           "inference_table", "last_token_values", "lr_schedules", "mode_gaps", "mode_table", "position_losses",
+           "protocol_table", "similar_margin", "skipped_note", "test_table", "verdict_rows", "window_losses"]

@@ -16,19 +16,27 @@ from typing import Mapping, Sequence
 
 import torch
 
-from .. import experiments, plots, stats, tables
+import dataclasses
+
+from .. import experiments, ledger, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError, LMCError
 from ..experiments import retrieval as rexp
 from ..train import checkpoint
-from ..verdicts import Verdict, claim, have, if_learned, in_notebook, published_pair
+from ..verdicts import INCONCLUSIVE, Verdict, claim, have, if_learned, in_notebook
+from . import verdict_forms as vf
+from .retrieval_claims import CLAIMS
+from .retrieval_rows import ROWS, Row
 
 CHAPTER = "retrieval"
 MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) for f in ("flat", "llama"))
-CONTROLS = ("retrieval/flat_d1024_c32", "retrieval/untrained_d1024_c32", "retrieval/autoencoder_d1024_c32",
-            "retrieval/transformer_matcher_d1024_c32", "retrieval/transformer_matcher_batch_axis_d1024_c32")
-RUN_NAMES = MAIN + CONTROLS[1:]
+MORE_PAIRS = ("retrieval/flat_d512_c32_550k", "retrieval/flat_d512_c128_550k")  # the paper profile only
+CONTROLS = ("retrieval/flat_d512_c32", "retrieval/untrained_d512_c32", "retrieval/untrained_d512_c128",
+            "retrieval/autoencoder_d512_c32", "retrieval/llama_d1024_c32",
+            "retrieval/transformer_matcher_llama_d1024_c32", "retrieval/transformer_matcher_batch_axis_llama_d1024_c32")
+RUN_NAMES = tuple(dict.fromkeys(MAIN + MORE_PAIRS + CONTROLS))
+METRICS = ("cosine", "l1", "l2")  # retrieval by a distance on the embeddings themselves, no training
 
 
 def chance(n_ctx: int) -> float:
@@ -79,8 +87,9 @@ def pairs_summary(cfg):
 
 
 def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
-    """One row per arm: candidates, final train and test cross-entropy and test top-1 accuracy ('mean [min, max]'
-    over seeds), chance, and the write-up's train/test numbers where it has them."""
+    """One row per arm: candidates, final train and test cross-entropy and test top-1 accuracy, the best test
+    cross-entropy and the train cross-entropy at that evaluation (the write-up's "peak"), each 'mean [min, max]' over
+    seeds; chance; and the write-up's numbers where it has them, final and peak as it says which."""
     import pandas as pd
 
     rows = []
@@ -94,10 +103,17 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
                      "train CE": stats.span(tables.final(rs, "train"), ".3f"),
                      "test CE": stats.span(tables.final(rs, "test"), ".3f"),
                      "test top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
+                     "best test CE": stats.span([float(_best_evaluation(r)["test"]) for r in rs], ".3f"),
+                     "train CE at best": stats.span([float(_best_evaluation(r)["train"]) for r in rs], ".3f"),
                      "chance CE": f"{chance(n_ctx):.3f}", "chance top-1": f"{1 / (n_ctx - 1):.3f}",
-                     "write-up train CE": exp.published.get("train", ""),
-                     "write-up test CE": exp.published.get("test", "")})
+                     "write-up train/test (final)": _pair(exp.published, "train", "test"),
+                     "write-up train/test (peak)": _pair(exp.published, "peak_train", "peak_test")})
     return pd.DataFrame(rows).set_index("arm")
+
+
+def _pair(pub: Mapping, train: str, test: str) -> str:
+    shown = [str(pub[k]) if k in pub else "" for k in (train, test)]
+    return "/".join(shown) if any(shown) else ""
 
 
 def curves(runs: Mapping[str, Sequence], names: Sequence[str]):
@@ -134,15 +150,26 @@ def _load_embeddings(path: str, sha256: str) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def cosine_top1(run) -> float:
-    """Top-1 accuracy of cosine similarity (query against each candidate, the same embeddings, no training) on the
-    run's own test items."""
+def metric_top1(run, metric: str = "cosine") -> float:
+    """Top-1 accuracy of retrieval by a metric on the same embeddings, no training, on the run's own test items:
+    ``"cosine"`` similarity (the write-up's "normalized cosine distance on the last hidden layer"), or the smallest
+    ``"l1"`` or ``"l2"`` distance ("$L^1$ or $L^2$ distance on the vectorized output layer")."""
     src, emb = _source(run)
     index, rows, labels = src.eval_draws("test")
-    q = torch.nn.functional.normalize(emb["query_test"][index], dim=-1)
-    c = torch.nn.functional.normalize(emb["target_test"][rows[:, 1:]], dim=-1)
-    scores = torch.einsum("nd,nkd->nk", q, c)
+    q, c = emb["query_test"][index], emb["target_test"][rows[:, 1:]]  # (n, d), (n, k, d)
+    if metric == "cosine":
+        scores = torch.einsum("nd,nkd->nk", torch.nn.functional.normalize(q, dim=-1),
+                              torch.nn.functional.normalize(c, dim=-1))
+    elif metric in ("l1", "l2"):
+        scores = -torch.linalg.vector_norm(c - q[:, None], ord=1 if metric == "l1" else 2, dim=-1)
+    else:
+        raise ValueError(f"unknown metric {metric!r}: cosine, l1 or l2")
     return float((scores.argmax(-1) == labels).float().mean())
+
+
+def cosine_top1(run) -> float:
+    """Top-1 accuracy of cosine similarity on the run's own test items (:func:`metric_top1`)."""
+    return metric_top1(run, "cosine")
 
 
 def bm25_top1(run) -> float:
@@ -200,9 +227,9 @@ def export(run, path: Path | str) -> Path:
 
 
 def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
-    """Per arm: the trained matcher's test top-1 beside cosine similarity on the same embeddings and BM25 on the same
-    candidates (each 'mean [min, max]' over seeds; BM25 depends on the texts only, so it varies only with the
-    candidates drawn), and chance."""
+    """Per arm: the trained matcher's test top-1 beside cosine similarity and L1 and L2 distance on the same
+    embeddings, and BM25 on the same candidates (each 'mean [min, max]' over seeds; BM25 depends on the texts only,
+    so it varies only with the candidates drawn), and chance."""
     import pandas as pd
 
     rows = []
@@ -213,7 +240,8 @@ def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
         n_ctx = rs[0].config.model.context_size
         rows.append({"arm": experiments.get(name).title, "candidates": n_ctx - 1,
                      "matcher top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
-                     "cosine top-1": stats.span([cosine_top1(r) for r in rs], ".3f"),
+                     **{f"{m if m == 'cosine' else m.upper()} top-1": stats.span([metric_top1(r, m) for r in rs], ".3f")
+                        for m in METRICS},
                      "BM25 top-1": stats.span([bm25_top1(r) for r in rs], ".3f"),
                      "chance": f"{1 / (n_ctx - 1):.3f}"})
     return pd.DataFrame(rows).set_index("arm")
@@ -222,45 +250,106 @@ def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
 # --- verdicts ---------------------------------------------------------------------------------------------------
 
 
-def _lower(text: str, published: str, better: str, worse: str, runs) -> Verdict:
-    """The claim "``better``'s matcher ends at a lower test loss than ``worse``'s", decided only where one of them
-    learns beyond chance (:func:`lmcompanion.verdicts.if_learned`; both arms have the same candidate count)."""
-    labels = (better.split("/")[-1], worse.split("/")[-1])
-    b, w = tables.final(runs[better], "test"), tables.final(runs[worse], "test")
-    pub = published or published_pair(better, worse, "test")
-    return if_learned(claim(text, pub, b, w, labels), chance(runs[better][0].config.model.context_size), b, w)
+def _best_evaluation(run):
+    """The evaluation of a run with its lowest test loss (the write-up's "peak")."""
+    ev = run.evals()
+    return ev.loc[ev["test"].idxmin()]
 
 
-def verdict_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
-    """The write-up's retrieval claims, each from the runs that test it (rows whose runs are missing are left out)."""
-    rows = []
-    for d in (1024, 512):
-        for p in (32, 128):
-            mixer, llama = f"retrieval/flat_d{d}_c{p}", f"retrieval/llama_d{d}_c{p}"
-            if not have(runs, mixer, llama):
-                continue
-            text = (f"Mixer embeddings (d_model={d}) train the matcher to a lower test loss than transformer "
-                    f"embeddings with {p - 1} candidates")
-            rows.append(_lower(text, "" if d == 1024 else "the transformer's embeddings 'hardly train at all' "
-                                                          "(no numbers)", mixer, llama, runs))
-    base = "retrieval/flat_d1024_c32"
-    for control, text, published in (
-            ("retrieval/untrained_d1024_c32", "A trained mixer's embeddings beat an untrained mixer's (31 candidates)",
-             "untrained mixers give 'poor' embeddings (no numbers)"),
-            ("retrieval/autoencoder_d1024_c32", "A CLM-trained mixer's embeddings beat a mixer autoencoder's "
-                                                "(31 candidates)", "autoencoder embeddings are 'poor' (no numbers)"),
-            ("retrieval/transformer_matcher_d1024_c32", "A bidirectional mixer matches better than a bidirectional "
-                                                        "transformer (31 candidates, the same embeddings)",
-             "the transformer matcher learns 'practically nothing' (no numbers)"),
-            ("retrieval/transformer_matcher_batch_axis_d1024_c32", "A bidirectional mixer matches better than the "
-                                                                  "original's transformer matcher (attention across "
-                                                                  "the batch axis; 31 candidates)",
-             "the transformer matcher learns 'practically nothing' (no numbers)")):
-        if have(runs, base, control):
-            rows.append(_lower(text, published, base, control, runs))
-    return in_notebook(rows, "retrieval/04_verdicts")
+def _middle(run, split: str = "test") -> float:
+    ev = run.evals()
+    return float(ev.loc[(ev["step"] - run.summary["steps"] / 2).abs().idxmin(), split])
 
 
+def _chance_of(runs: Sequence) -> float:
+    return chance(runs[0].config.model.context_size)
+
+
+def _labels(row: Row) -> tuple[str, str]:
+    return row.a.split("/")[-1], (row.b or row.a).split("/")[-1]
+
+
+def _neither(v: Verdict, what: str = "neither arm learns beyond chance") -> Verdict:
+    return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} ({what})")
+
+
+def _values(row: Row, runs, name: str) -> list[float]:
+    if row.kind == "lower_peak":
+        return [float(_best_evaluation(r)["test"]) for r in runs[name]]
+    if row.kind == "lower_train_peak":
+        return [float(_best_evaluation(r)["train"]) for r in runs[name]]
+    return tables.final(runs[name], "test")
+
+
+def row_verdict(row: Row, runs: Mapping[str, Sequence]) -> Verdict:
+    """The verdict of one row from its arms' runs. Every comparison of how well matchers learn is decided only where
+    one of its arms learns beyond chance (:func:`lmcompanion.verdicts.if_learned`)."""
+    text, pub, labels = row.text, row.published, _labels(row)
+    level = _chance_of(runs[row.a])
+    if row.kind in ("lower", "lower_peak"):
+        a, b = _values(row, runs, row.a), _values(row, runs, row.b)
+        return if_learned(claim(text, pub, a, b, labels), level, a, b)
+    if row.kind == "lower_train_peak":  # train losses, gated on the same evaluations' test losses
+        a, b = _values(row, runs, row.a), _values(row, runs, row.b)
+        gate_a, gate_b = ([float(_best_evaluation(r)["test"]) for r in runs[n]] for n in (row.a, row.b))
+        v = claim(text, pub, a, b, labels)
+        if vf.learns(gate_a, level) or vf.learns(gate_b, level):
+            return v
+        lean = "" if stats.mean(a) == stats.mean(b) else (
+            f"the data lean {'toward' if stats.mean(a) < stats.mean(b) else 'against'} the claim; ")
+        return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond chance)")
+    if row.kind == "no_gain":
+        a, b = tables.final(runs[row.a], "test"), tables.final(runs[row.b], "test")
+        v = vf.no_gain(text, pub, a, b, labels)
+        return v if vf.learns(a, level) or vf.learns(b, level) else _neither(v)
+    if row.kind == "not_below":
+        bound = level if row.level == "chance" else float(row.level)
+        what = "chance" if row.level == "chance" else "the write-up's level"
+        return vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what)
+    if row.kind == "overfits":
+        train, test = tables.final(runs[row.a], "train"), tables.final(runs[row.a], "test")
+        v = claim(text, pub, train, test, ("train", "test"))
+        return v if vf.learns(train, level) else _neither(v, "the train loss is not below chance: nothing to overfit")
+    if row.kind == "still_falling":
+        end, middle = tables.final(runs[row.a], "test"), [_middle(r) for r in runs[row.a]]
+        v = claim(text, pub, end, middle, ("end", "middle"))
+        return v if vf.learns(end, level) else _neither(v, "the matcher does not learn beyond chance")
+    if row.kind == "rises_more":
+        rise = {n: [r.summary["final"]["test"] - float(_best_evaluation(r)["test"]) for r in runs[n]]
+                for n in (row.a, row.b)}
+        v = claim(text, pub, rise[row.a], rise[row.b], labels)
+        best_b = [float(_best_evaluation(r)["test"]) for r in runs[row.b]]
+        return v if vf.learns(best_b, level) else _neither(v, "the transformer's matcher never learns beyond chance")
+    if row.kind == "metric":
+        matcher = [1 - x for x in tables.final(runs[row.a], "test_acc")]
+        other = [1 - metric_top1(r, row.metric) for r in runs[row.a]]
+        v = claim(text, pub, matcher, other, ("matcher top-1 error", f"{row.metric} top-1 error"))
+        return vf.gated(v, vf.learns(tables.final(runs[row.a], "test"), level), "chance")
+    if row.kind == "cosine_better":
+        mixer = [1 - metric_top1(r, "cosine") for r in runs[row.a]]
+        transformer = [1 - metric_top1(r, "cosine") for r in runs[row.b]]
+        return claim(text, pub, transformer, mixer, ("transformer cosine top-1 error", "mixer cosine top-1 error"))
+    raise ValueError(f"unknown row kind {row.kind!r}")
+
+
+def verdict_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
+    """The write-up's retrieval claims in its order, each from the runs that test it. With ``profile``, a claim whose
+    arms that profile does not run gets a "not run at this profile" row; otherwise rows whose runs are missing (a
+    recorded profile may cover some arms only) are left out."""
+    out = []
+    for row in ROWS:
+        if profile is not None and not all(experiments.runs_at(n, profile) for n in row.names):
+            out.append(vf.not_run(row.text, row.published, row.names, profile))
+        elif have(runs, *row.names) and min(len(runs[n]) for n in row.names) >= 2:
+            out.append(row_verdict(row, runs))
+        elif have(runs, *row.names):
+            out.append(Verdict(row.text, row.published, "one seed on a side",
+                               f"{INCONCLUSIVE} (one seed on a side at this profile: no test is possible)", seeds="1"))
+    return in_notebook(out, "retrieval/04_verdicts")
+
+
+# The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
+ledger.register(CHAPTER, CLAIMS)
 
 
 # --- the cost of the paper profile -----------------------------------------------------------------------------
@@ -286,5 +375,6 @@ def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
     return df.set_index("experiment"), total
 
 
-__all__ = ["CHAPTER", "CONTROLS", "MAIN", "RUN_NAMES", "check_exportable", "export", "autoencoder_table", "baselines", "bm25_top1", "chance", "cosine_top1",
-           "curves", "pairs_summary", "pairs_table", "rerun_estimate", "results", "verdict_rows"]
+__all__ = ["CHAPTER", "CLAIMS", "CONTROLS", "MAIN", "METRICS", "MORE_PAIRS", "ROWS", "RUN_NAMES", "autoencoder_table",
+           "baselines", "bm25_top1", "chance", "check_exportable", "cosine_top1", "curves", "export", "metric_top1",
+           "pairs_summary", "pairs_table", "rerun_estimate", "results", "row_verdict", "verdict_rows"]

@@ -17,7 +17,10 @@ under the same schedule ("all models lr were fully decayed ... only the amount o
 ``hourglass/attn_448_96_e6_constant_lr`` is the code's schedule instead (constant 4.8e-4), and
 ``hourglass/attn_448_96_e6_final_norm`` the anchor with the final norm the code builds and never applies (our default
 until it kept the models at the unigram loss at ``cpu``, issue #23); the code's last-token validation is
-computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``.
+computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``. The anchor's ablations that the
+README reports only in prose (the Perceiver compressor, no positions after compression and upsampling, wider latent
+vectors, the max and mean merges of the experts) are arms of their own; all but the Perceiver run at ``gpu`` and
+``paper`` only (:data:`GPU_ONLY`). ``hourglass/base_256_32`` is the "base model of 19.55M", registered for its count.
 
 Profiles (:data:`SCALES`): ``paper`` is the write-up's own settings (the notes §6: 768 tokens, batch 64 x 136
 accumulation = 8,704 windows per update, every stride-1 window once per epoch, 205 updates for two epochs, every
@@ -134,13 +137,16 @@ def scale(profile: str) -> Scale:
 
 
 def hourglass_config(profile: str, name: str, label: str = "256-32", *, experts: int = 0, shared: int | None = None,
-                     every: int = 4, schedule: str | None = None, **keys) -> RunConfig:
+                     every: int = 4, schedule: str | None = None, widths: tuple[float, ...] = (1, 1, 1),
+                     **keys) -> RunConfig:
     """An efficient run at ``profile``: the run config at the profile's shapes, with "Seq Length ``label``",
     ``experts`` soft experts (0: none) of which ``shared`` are shared (default: the run config's one), soft experts
-    in every ``every``-th latent block, any other model keys (``up_sampling``, ...), and ``schedule="constant"`` for
-    the code's constant learning rate (no warmup)."""
+    in every ``every``-th latent block, the profile's widths times ``widths`` (stem, level 1, latent), any other
+    model keys (``up_sampling``, ...), and ``schedule="constant"`` for the code's constant learning rate (no
+    warmup)."""
     s = scale(profile)
-    shapes = dict(vocab_size=vocab_size(s.data), context_size=s.context, n_groups=s.n_groups, n_embed=s.n_embed,
+    n_embed = tuple(round(n * f) for n, f in zip(s.n_embed, widths))
+    shapes = dict(vocab_size=vocab_size(s.data), context_size=s.context, n_groups=s.n_groups, n_embed=n_embed,
                   n_head=s.n_head, n_block_local_global=s.n_block_local_global, n_block_enc=s.n_block_enc,
                   n_block_latent=s.n_block_latent, latent_size=s.latent_size(label))
     if experts:
@@ -224,6 +230,29 @@ ARMS: dict[str, tuple[str, dict, dict]] = {
     # the final norm the original code builds (head_ln) and never applies, applied, on the anchor
     "hourglass/attn_448_96_e6_final_norm": ("448-96, 6 soft experts, attn, final norm (not in the code)",
                                             dict(ATTN, label=ANCHOR, experts=6, final_norm=True), {}),
+    # the ablations the write-up reports in prose (no plot, no number), on the anchor: the Perceiver compressor
+    # ("faster ... but performs less well"), no positions after each compression and upsampling ("seems to have
+    # helped"), wider latent vectors in the encoders and in the latent space ("increasing the size of the latent
+    # vectors ... also seems to help": their width, half again the anchor's; the latent space's soft-expert blocks
+    # grow with the square of its width, and at twice the width the model would be several times the write-up's
+    # largest), and the merges the write-up compared with its softmax ("merging via max and mean ... less well")
+    "hourglass/attn_448_96_e6_perceiver": ("448-96, 6 soft experts, Perceiver compressor, attn",
+                                           dict(ATTN, label=ANCHOR, experts=6, encoder_type="perceiver"), {}),
+    "hourglass/attn_448_96_e6_no_level_pos": ("448-96, 6 soft experts, no positions after compression and "
+                                              "upsampling, attn",
+                                              dict(ATTN, label=ANCHOR, experts=6, use_pos_embd_in_enc_dec=False), {}),
+    "hourglass/attn_448_96_e6_wide_enc": ("448-96, 6 soft experts, level-1 latents 1.5x as wide, attn",
+                                          dict(ATTN, label=ANCHOR, experts=6, widths=(1, 1.5, 1)), {}),
+    "hourglass/attn_448_96_e6_wide_latent": ("448-96, 6 soft experts, latent space 1.5x as wide, attn",
+                                             dict(ATTN, label=ANCHOR, experts=6, widths=(1, 1, 1.5)), {}),
+    "hourglass/attn_448_96_e6_merge_max": ("448-96, 6 soft experts merged by max, attn",
+                                           dict(ATTN, label=ANCHOR, experts=6, expert_merge="max"), {}),
+    "hourglass/attn_448_96_e6_merge_mean": ("448-96, 6 soft experts merged by mean, attn",
+                                            dict(ATTN, label=ANCHOR, experts=6, expert_merge="mean"), {}),
+    # "a base model of 19.55M without soft experts": the run config (256-32, repeat upsampling) without experts, for
+    # its count (19,552,768 as the original counts); no notebook trains it
+    "hourglass/base_256_32": ("base model without soft experts (the run config)", dict(label="256-32"),
+                              {"params": 19_552_768}),
 }
 
 
@@ -233,14 +262,17 @@ def _make(name: str, keys: dict):
 
 # Arms the small profiles leave out to keep the chapter within its cpu budget (12 minutes on two cores); they run at
 # the gpu and paper profiles. Each is a finding of its own (not a headline arm), and the costliest to train.
-GPU_ONLY = ("hourglass/attn_448_96_e6_every1", "hourglass/attn_448_96_e6_mlp6", "hourglass/repeat_448_96_e6_dense")
+GPU_ONLY = ("hourglass/attn_448_96_e6_every1", "hourglass/attn_448_96_e6_mlp6", "hourglass/repeat_448_96_e6_dense",
+            "hourglass/attn_448_96_e6_no_level_pos", "hourglass/attn_448_96_e6_wide_enc",
+            "hourglass/attn_448_96_e6_wide_latent", "hourglass/attn_448_96_e6_merge_max",
+            "hourglass/attn_448_96_e6_merge_mean")
 
 # Arms registered with the write-up's label and numbers that no notebook of the chapter reads yet: planned at no
 # profile, so that train-chapter trains exactly the runs the notebooks read.
 NOT_PLANNED = ("hourglass/attn_256_32_e6", "hourglass/attn_384_64_e6", "hourglass/attn_384_96_e6",
                "hourglass/attn_384_128_e6", "hourglass/attn_384_64_e6_s0", "hourglass/attn_384_64_e6_s2",
                "hourglass/attn_384_64_e6_s3", "hourglass/attn_448_96_e2", "hourglass/attn_448_96_e4",
-               "hourglass/attn_448_96_e6_every2", "hourglass/repeat_448_96_base")
+               "hourglass/attn_448_96_e6_every2", "hourglass/repeat_448_96_base", "hourglass/base_256_32")
 
 
 def _profiles(name: str) -> tuple[str, ...] | None:

@@ -110,14 +110,14 @@ def runs_at(name: str, profile: str) -> bool:
 
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
-    profile's default count from 0, or only seed 0 where the experiment runs the first seed only. None where it
-    does not run at the profile."""
+    profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
+    experiment runs the first seed only. None where it does not run at the profile."""
     exp = _experiment(name)
     if not exp.runs_at(check_profile(profile)):
         return ()
     if seeds is not None:
         return tuple(seeds)
-    n = 1 if profile in exp.first_seed_only else DEFAULT_SEEDS[profile]
+    n = 1 if profile in exp.first_seed_only else exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
     return tuple(range(n))
 
 

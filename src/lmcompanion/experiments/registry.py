@@ -7,6 +7,8 @@ An experiment declares, where it is registered, everything a planner needs (:mod
 - ``profiles``: the profiles it runs at (an arm too costly for the small profiles names only ``gpu`` and ``paper``);
 - ``first_seed_only``: the profiles at which it runs only the first of the profile's seeds (an arm that feeds a
   table rather than a comparison, kept inside a small profile's budget);
+- ``n_seeds``: profile -> how many seeds it runs there where that differs from the profile's default (an arm of a
+  claim of equality, which two-sided needs four seeds per arm to be refuted at 5%);
 - ``procedure``: the name of the procedure that trains it (:data:`PROCEDURES`): ``"trainer"``, the shared trainer,
   unless it says otherwise;
 - ``also_in``: other chapters whose notebooks read its runs.
@@ -70,6 +72,7 @@ class Experiment:
     notes: str = ""
     profiles: tuple[str, ...] = tuple(PROFILES)  # the profiles it runs at
     first_seed_only: tuple[str, ...] = ()  # profiles at which it runs the first seed only
+    n_seeds: Mapping[str, int] = field(default_factory=dict)  # profile -> seeds, where not the profile's default
     procedure: str = TRAINER  # the name of its procedure in PROCEDURES
     also_in: tuple[str, ...] = ()  # other chapters whose notebooks read its runs (the prologue reads ar_ed/baseline)
 
@@ -82,18 +85,22 @@ REGISTRY: dict[str, Experiment] = {}
 
 def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = "",
              profiles: tuple[str, ...] | None = None, first_seed_only: tuple[str, ...] = (),
-             procedure: str = TRAINER, also_in: tuple[str, ...] = ()):
+             n_seeds: Mapping[str, int] | None = None, procedure: str = TRAINER, also_in: tuple[str, ...] = ()):
     """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``, with where and how it runs."""
     profiles = tuple(PROFILES) if profiles is None else tuple(profiles)
-    unknown = [p for p in (*profiles, *first_seed_only) if p not in PROFILES]
+    n_seeds = dict(n_seeds or {})
+    unknown = [p for p in (*profiles, *first_seed_only, *n_seeds) if p not in PROFILES]
     if unknown:
         raise ValueError(f"experiment {name!r} names unknown profiles {unknown}")
+    if set(first_seed_only) & set(n_seeds) or not all(isinstance(n, int) and n >= 1 for n in n_seeds.values()):
+        raise ValueError(f"experiment {name!r}: n_seeds takes a positive count per profile, and a profile is either "
+                         "first_seed_only or in n_seeds")
 
     def deco(fn: Callable[[str], RunConfig]):
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} is registered twice")
         REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes, profiles,
-                                    tuple(first_seed_only), procedure, tuple(also_in))
+                                    tuple(first_seed_only), n_seeds, procedure, tuple(also_in))
         return fn
 
     return deco

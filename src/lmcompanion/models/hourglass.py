@@ -24,7 +24,9 @@ see their own group only through their own embedding (``group_position_losses`` 
 Soft experts ("several channels of the same sequence, i.e. several different q, k, v"): a block with E soft experts
 of which S are shared runs E' = E - S full causal attentions on the same input, gives each channel its own
 low-rank MLP output map (plus the S shared maps), and merges the channels with an elementwise softmax over the
-channel axis of their own outputs: out = sum_e softmax_e(y) * y_e.
+channel axis of their own outputs: out = sum_e softmax_e(y) * y_e. The write-up "also considered" merging "via max
+and mean of the features" (``expert_merge``): out = max_e y_e, or mean_e y_e, elementwise; the original's code has
+only the softmax merge.
 
 Config names and the original's (``AnyModalMirasolConfig`` at d1c302b2; the run config is ``run_config()``):
 
@@ -43,8 +45,11 @@ Config names and the original's (``AnyModalMirasolConfig`` at d1c302b2; the run 
     qk_norm: always on in the original. New switches for the original's quirks, each documented at its field:
     global_ln1, attn_skip_twice, perceiver_original_mask, tie_head (the vanilla baseline), pad_inputs_to; and
     final_norm, which applies head_ln (the original builds it and never applies it, as our default).
-    Not implemented: nb_mem_token (0 in every reported run), muP (off in the run config; it cannot be built with
-    it), init_weight='spike_no_more' (the run config uses 'nanogpt', the only init here).
+    mup <- muP (the vanilla baseline's: attention scaled by 1 / head size, logits divided by the width, the muP init;
+    the original's per-layer learning rates are not kept: the shared trainer gives every parameter one rate);
+    expert_merge: new, the merges the write-up compares with the softmax (not in the original's code).
+    Not implemented: nb_mem_token (0 in every reported run), muP for the hierarchical model (off in the run config,
+    and the original cannot build it with it), init_weight='spike_no_more' (the run config uses 'nanogpt').
 
 Choices where the write-up is silent: no final norm before the head by default, as the original (it builds
 ``head_ln`` but never applies it) and as in the runs behind the write-up's numbers; ``final_norm=True`` applies it.
@@ -141,6 +146,7 @@ class HourglassConfig(ConfigBase):
     same_kv_for_soft_experts: bool = False  # one k, v shared by the channels (q: n -> E'n, kv: n -> 2n)
     apply_soft_experts_every: int = 4  # block j (0-based) is a soft-expert block when (j + 1) % this == 0
     coeff_soft_expert_mlp_dim: int = 1  # each expert map is 4n -> d with d = coeff * n // E
+    expert_merge: Literal["softmax", "max", "mean"] = "softmax"  # how the channels merge (the write-up's alternatives)
     soft_experts_in: tuple[Literal["latent", "enc"], ...] = ("latent",)  # "enc": in the transformer compressor
     dense_former: bool = False  # DenseFormer weighted averages between latent blocks
     latent_loss: Literal["cos_similarity"] | None = None  # Mirasol's latent prediction loss after the latent stack
@@ -150,6 +156,10 @@ class HourglassConfig(ConfigBase):
     attn_skip_twice: bool = False  # attn: add the skip after the blocks too (the original); False = once (Hourglass)
     learnable_skip: bool = False  # x = r S + (1 - r) x with a learned r per level (randn init) instead of x + S
     gradient_checkpointing: bool = False  # recompute the latent blocks in the backward pass (memory only)
+    # muP, the vanilla baseline's (the original's HEAD vanilla config sets muP=True): attention scaled by 1/hs instead
+    # of 1/sqrt(hs), logits divided by the width, and the muP init; a model with levels cannot have it (nor could the
+    # original's). The original's per-layer learning rates (lr / fan-in) are not kept: one rate for every parameter.
+    mup: bool = False
 
     # ---- derived sizes
     @property
@@ -207,6 +217,9 @@ class HourglassConfig(ConfigBase):
         require(0.0 <= self.latent_loss_coeff < 1.0,
                 f"model.latent_loss_coeff must lie in [0, 1) (loss = (1 - c) CE + c latent), got {self.latent_loss_coeff}")
         require(not self.dense_former or self.n_block_latent >= 1, "model.dense_former needs model.n_block_latent >= 1")
+        require(not self.mup or not self.levels,
+                "model.mup is the vanilla baseline's option (no levels): the original cannot build the hierarchical "
+                "model with muP either; set mup=False or latent_size=()")
 
     def _validate_levels(self) -> None:
         if not self.levels:
@@ -299,13 +312,14 @@ def _norm(c: HourglassConfig, n: int) -> nn.Module:
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_head: int, dropout_p: float,
-           mask: torch.Tensor | None = None) -> torch.Tensor:
+           mask: torch.Tensor | None = None, mup: bool = False) -> torch.Tensor:
     """softmax(q k^T / sqrt(hs) + mask) v over ``n_head`` heads on (..., T, C) tensors with any leading axes;
-    causal when no boolean ``mask`` (True = attend) is given."""
+    causal when no boolean ``mask`` (True = attend) is given; muP scales by 1 / hs instead."""
     *lead, Tq, C = q.shape
     hs = C // n_head
     q, k, v = (t.reshape(-1, t.size(-2), n_head, hs).transpose(1, 2) for t in (q, k, v))  # (N, nh, T, hs)
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None,
+                                       scale=1.0 / hs if mup else None)
     return y.transpose(1, 2).reshape(*lead, Tq, C)  # (..., T, C)
 
 
@@ -320,7 +334,7 @@ class Attention(nn.Module):
 
     def __init__(self, c: HourglassConfig, n_in: int, n_out: int, channels: int | None = None):
         super().__init__()
-        self.n_out, self.n_head, self.dropout = n_out, c.n_head, c.dropout
+        self.n_out, self.n_head, self.dropout, self.mup = n_out, c.n_head, c.dropout, c.mup
         self.channels = channels
         E = channels or 1
         self.same_kv = bool(channels) and c.same_kv_for_soft_experts
@@ -343,7 +357,7 @@ class Attention(nn.Module):
             q, k, v = (t.unflatten(-1, (E, C)).movedim(-2, -3) for t in qkv)  # (..., E', T, C)
         # QK-norm: one norm over the full width, before the split into heads
         q, k = self.qk_norm(q), self.qk_norm(k)
-        y = attend(q, k, v, self.n_head, self.dropout if self.training else 0.0)  # (..., E', T, C)
+        y = attend(q, k, v, self.n_head, self.dropout if self.training else 0.0, mup=self.mup)  # (..., E', T, C)
         y = self.resid_dropout(self.residual_proj(y))
         return y if self.channels else y.squeeze(-3)
 
@@ -399,9 +413,14 @@ class SoftExpertMLP(nn.Module):
         return self.dropout(self.experts_proj(z))  # (..., E', T, n)
 
 
-def merge_experts(y: torch.Tensor) -> torch.Tensor:
+def merge_experts(y: torch.Tensor, how: str = "softmax") -> torch.Tensor:
     """(..., E', T, C) -> (..., T, C): "a convex combination of the s different features with the coefficients coming
-    from a softmax applied to them": out = sum_e softmax_e(y) * y_e, elementwise per feature, no router."""
+    from a softmax applied to them": out = sum_e softmax_e(y) * y_e, elementwise per feature, no router. "Merging via
+    max and mean of the features was also considered": ``how="max"``, out = max_e y_e; ``"mean"``, out = mean_e y_e."""
+    if how == "max":
+        return y.amax(dim=-3)
+    if how == "mean":
+        return y.mean(dim=-3)
     return (y.softmax(dim=-3) * y).sum(dim=-3)
 
 
@@ -415,7 +434,7 @@ class Block(nn.Module):
 
     def __init__(self, c: HourglassConfig, n_in: int, n_out: int, ln_1: bool = True, soft_experts: bool = False):
         super().__init__()
-        self.soft_experts = soft_experts
+        self.soft_experts, self.merge = soft_experts, c.expert_merge
         self.ln_1 = _norm(c, n_in) if ln_1 else None
         self.attn = Attention(c, n_in, n_out, c.expert_channels if soft_experts else None)
         self.up = nn.Sequential(nn.Linear(n_in, n_out, bias=c.bias), nn.Dropout(c.dropout)) if n_in != n_out else None
@@ -431,7 +450,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.streams(x)
-        return merge_experts(y) if self.soft_experts else y
+        return merge_experts(y, self.merge) if self.soft_experts else y
 
 
 def local_global(x: torch.Tensor, local_blocks: nn.ModuleList, global_blocks: nn.ModuleList,
@@ -607,12 +626,22 @@ class Hourglass(LanguageModel):
 
     def _init_weights(self) -> None:
         """'nanogpt': N(0, 0.02) for Linear and Embedding weights, zero biases; attention and MLP output projections
-        and the expert maps N(0, 0.02 / sqrt(2 n_resid)); the experts' d -> n map keeps 0.02."""
+        and the expert maps N(0, 0.02 / sqrt(2 n_resid)); the experts' d -> n map keeps 0.02. muP (the vanilla
+        baseline's): every Linear N(0, 0.02 / sqrt(n)), the MLP's output map (fan-in 4n) N(0, 0.02 / sqrt(4n)), the
+        token embedding (tied to the head) zero, the position table N(0, 0.02)."""
         c = self.config
         init_gpt_weights(self, c.n_resid)  # scales every *.residual_proj.weight by n_resid
         for name, p in self.named_parameters():
             if name.endswith("experts"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c.n_resid))
+        if c.mup:
+            n = c.n_embed[0]
+            for module in self.modules():
+                if isinstance(module, nn.Linear):
+                    nn.init.normal_(module.weight, mean=0.0, std=0.02 / math.sqrt(n))
+            for block in self.latent:
+                nn.init.normal_(block.mlp.residual_proj.weight, mean=0.0, std=0.02 / math.sqrt(4 * n))
+            nn.init.zeros_(self.wte.weight)
 
     # ---- counting
 
@@ -729,6 +758,8 @@ class Hourglass(LanguageModel):
         x, latent_loss = self.hourglass(self.embed(F.pad(idx, (0, Tp - T))))
         x = x[:, :T]  # (B, T, C_0)
         logits = self.lm_head(x if self.ln_f is None else self.ln_f(x))  # (B, T, V)
+        if c.mup:
+            logits = logits / c.n_embed[0]  # muP: the output layer's multiplier 1 / width
         loss, aux = None, {}
         if latent_loss is not None:
             aux["latent"] = latent_loss

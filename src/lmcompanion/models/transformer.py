@@ -4,8 +4,10 @@
   rotate-half convention), pre-RMSNorm blocks (eps 1e-6, weight only), SiLU-gated MLP of inner width 4d
   (gate, up d -> 4d; down 4d -> d), no biases, a final RMSNorm, an untied LM head, causal SDPA attention.
 - **Original GPT** (HF ``OpenAIGPTLMHeadModel``): learned absolute positions, *post*-LayerNorm blocks
-  (x = LN(x + attn(x)); x = LN(x + mlp(x)), eps 1e-5), exact-GELU MLP 4d, biases everywhere, dropout 0.1 on the
-  embeddings, attention probabilities and residuals, a tied head, no final norm.
+  (x = LN(x + attn(x)); x = LN(x + mlp(x)), eps 1e-5), an MLP 4d with the *tanh* GELU, biases everywhere, dropout
+  0.1 on the embeddings, attention probabilities and residuals, a tied head, no final norm. HF's
+  ``OpenAIGPTConfig(afn="gelu")`` maps "gelu" to ``gelu_new``, the tanh approximation
+  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), not the exact erf GELU (which differs by up to about 1e-3).
 - **Transformer-mixer hybrids** (Llama blocks plus the flat mixer's masked L x L conv, imported from
   :mod:`.mixer`): *sequential* ("transfixer", the original's ``MixerLayer`` on the attention output),
   ``a = attn(RMSNorm(x)); x = x + a + conv(a)``; *parallel*, ``h = RMSNorm(x); x = x + attn(h) + conv(h)``. The
@@ -19,8 +21,10 @@ token conv keeps PyTorch's default (HF's ``_init_weights`` does not touch Conv1d
 Names: ``n_embed`` = hidden_size / n_embd (d), ``n_layer`` = num_hidden_layers, ``n_head`` = num_attention_heads,
 ``context_size`` = n_positions (the longest input).
 
-:func:`training_memory` (both families) estimates the bytes of a training step on the meta device, for the
-write-up's memory-versus-context tables.
+:func:`training_memory` (both families) estimates the bytes of a training step on the meta device. It is the first
+version of :func:`lmcompanion.memory.training_memory`, which counts every model family the same way and is what the
+chapters use; this copy stays, unchanged, because this module's code is part of the key of every mixer and
+transformer run (removing it would retrain them all). Both give the same numbers (``tests/test_memory.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ class TransformerConfig(ConfigBase):
     positions: Literal["rope", "learned"] = "rope"  # rotary q and k (Llama) or a learned table added to the input (GPT)
     rope_theta: float = 10_000.0  # RoPE base
     block: Literal["pre", "post"] = "pre"  # pre-norm blocks + final norm (Llama), or post-norm, no final norm (GPT)
-    mlp: Literal["swiglu", "gelu"] = "swiglu"  # inner 4d: down(SiLU(gate x) * up x) (Llama) or Linear-GELU-Linear (GPT)
+    # inner 4d: down(SiLU(gate x) * up x) (Llama), Linear-GELU-Linear with the exact GELU, or with the tanh GELU (GPT)
+    mlp: Literal["swiglu", "gelu", "gelu_tanh"] = "swiglu"
     bias: bool = False  # biases in every Linear and LayerNorm
     tie_weights: bool = False  # the LM head shares the token embedding matrix
     dropout: float = 0.0  # on the embeddings, the attention probabilities and both residual branches (GPT: 0.1)
@@ -95,7 +100,7 @@ def gpt_config(n_embed: int = 512, n_layer: int = 8, n_head: int = 4, *, vocab_s
     """The write-up's ``OpenAIGPTLMHeadModel(OpenAIGPTConfig(n_positions=512, n_embd=d, ...))`` with HF defaults."""
     return TransformerConfig(vocab_size=vocab_size, context_size=context_size, n_embed=n_embed, n_layer=n_layer,
                              n_head=n_head, norm="layer", norm_eps=1e-5, positions="learned", block="post",
-                             mlp="gelu", bias=True, tie_weights=True, dropout=dropout)
+                             mlp="gelu_tanh", bias=True, tie_weights=True, dropout=dropout)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,6 +141,16 @@ class RotaryCausalSelfAttention(CausalSelfAttention):
         return self.resid_dropout(self.residual_proj(y))
 
 
+class TanhGeluMLP(MLP):
+    """HF OpenAIGPT's MLP: Linear C -> 4C, GELU in its tanh form (``ACT_FNS["gelu"]`` is ``gelu_new``), Linear 4C -> C,
+    dropout; the shared MLP's layers and names, only the activation differs."""
+
+    def __init__(self, n_embed: int, bias: bool, dropout: float):
+        super().__init__(n_embed, bias, dropout)
+        # gelu_new(x) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+        self.gelu = nn.GELU(approximate="tanh")
+
+
 class SwiGLU(nn.Module):
     """Llama's MLP: down(SiLU(gate(x)) * up(x)), inner width 4C."""
 
@@ -163,7 +178,7 @@ class TransformerBlock(nn.Module):
         self.norm_1 = norm_layer(c)
         self.attn = RotaryCausalSelfAttention(c.n_embed, c.n_head, c.bias, c.dropout, causal=c.causal)
         self.norm_2 = norm_layer(c)
-        self.mlp = SwiGLU(c.n_embed, c.bias, c.dropout) if c.mlp == "swiglu" else MLP(c.n_embed, c.bias, c.dropout)
+        self.mlp = {"swiglu": SwiGLU, "gelu": MLP, "gelu_tanh": TanhGeluMLP}[c.mlp](c.n_embed, c.bias, c.dropout)
         # the flat mixer's masked T x T conv with bias ("MixerLayer(512)")
         self.mixer = MaskedTokenConv(c.context_size, c.context_size, causal=c.causal) if c.hybrid != "none" else None
 
@@ -271,6 +286,9 @@ def training_memory(model_config, batch_size: int = 1, include_head: bool = Fals
                     dtype: torch.dtype = torch.float32, device: str = "meta") -> dict[str, int]:
     """Bytes of one training step of a mixer or transformer, counted without allocating (``device="meta"``).
 
+    Kept for the run keys (see the module doc): new code calls :func:`lmcompanion.memory.training_memory`, the same
+    method for every model family.
+
     Builds the model, runs forward and backward on a zero batch of ``context_size`` tokens, and counts
     - ``parameters``, ``buffers`` (the mixers' bool masks), ``gradients`` (of the parameters that get one: not
       the head's without it) and ``optimizer_state`` (AdamW: two fp32 tensors per parameter);
@@ -327,5 +345,5 @@ def training_memory(model_config, batch_size: int = 1, include_head: bool = Fals
     return memory
 
 
-__all__ = ["RotaryCausalSelfAttention", "SwiGLU", "Transformer", "TransformerBlock", "TransformerConfig",
+__all__ = ["RotaryCausalSelfAttention", "SwiGLU", "TanhGeluMLP", "Transformer", "TransformerBlock", "TransformerConfig",
            "apply_rope", "gpt_config", "llama_config", "norm_layer", "rope_cos_sin", "training_memory"]

@@ -1,11 +1,16 @@
 """The masked-mixer chapter (causal language models): which arms each notebook reads, and the verdict of every
 claim of the write-up's CLM part.
 
+**Rows.** The claims are data (:mod:`.rows`: the write-up's words, the two arms, the numbers it quotes, in its
+order); this module decides them. A comparison of two trained arms is decided only where one of them learns beyond
+the unigram level (:func:`.facts.unigram_loss`); a claim of equality needs four seeds per arm, a claim that
+something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
+the ledger (:mod:`.claims`), registered here with :mod:`lmcompanion.ledger`.
+
 **Seeds.** How many seeds each arm runs at each profile is declared where the arms are registered
-(:mod:`lmcompanion.experiments.mixer`: the headline arms get the profile's seeds, the others the first seed only at
-``smoke`` and ``cpu``, where their pairwise verdicts are then "inconclusive at this scale" by construction, and the
-chapter says so); the notebooks read them through the plan (``S.arms``). Ask for more seeds with the notebooks'
-``n_seeds`` parameter (it applies to every arm), or run the ``gpu`` profile, where every arm gets three.
+(:mod:`lmcompanion.experiments.mixer`: the profile's three, four for the arms of claims of equality, and one at
+``smoke`` outside the headline arms; arms the ``cpu`` budget would starve are not run there); the notebooks read
+them through the plan (``S.arms``). A notebook's ``n_seeds`` parameter applies to every arm.
 """
 
 from __future__ import annotations
@@ -14,12 +19,16 @@ import dataclasses
 import math
 from typing import Mapping, Sequence
 
-from ... import experiments, nb, stats, tables
+from ... import experiments, ledger, nb, stats, tables
 from ...stats import span
-from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, between, chance_text, claim, exact, have, in_notebook,
-                         published_pair, trend)
+from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, chance_text, claim, exact, have, if_learned, in_notebook,
+                         trend)
 from ...experiments import mixer as exp
-from . import analysis, compute
+from .. import verdict_forms as vf
+from . import analysis, compute, facts
+from . import rows as rows_
+from .claims import CLAIMS
+from .rows import OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
 
 CHAPTER = "mixer"
 
@@ -32,13 +41,16 @@ LLAMA_D = ["mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d512", "mixer/ll
 FLAT_D = ["mixer/flat_d256", "mixer/flat_d512", "mixer/flat_d1024", "mixer/flat_d2048"]
 EXPANDED_D = ["mixer/expanded_d256", "mixer/expanded_d512", "mixer/expanded_d1024"]
 HEADS = ["mixer/llama_d512", "mixer/llama_d512_h8", "mixer/llama_d512_h4", "mixer/llama_d512_h2"]
+ETA_3060 = ["mixer/llama_d512_h4", "mixer/llama_d512_h4_eta005"]  # the code's learning rate and the text's
 BATCH = ["mixer/flat_d1024", "mixer/flat_d1024_b32"]
-SCALING = list(dict.fromkeys(LLAMA_D + FLAT_D + EXPANDED_D + HEADS + BATCH))
+DEEP = ["mixer/deep_d64", "mixer/flat_d1024_b32"]  # 64 layers of width 64 against 8 of width 1024
+SCALING = list(dict.fromkeys(LLAMA_D + FLAT_D + EXPANDED_D + HEADS + ETA_3060 + BATCH + DEEP))
 PARALLEL = ["mixer/flat_d512", "mixer/parallel2_d512", "mixer/parallel4_d512"]
 POSITIONAL = ["mixer/flat_d1024", "mixer/positional_first", "mixer/positional_every"]
-V100 = ["mixer/llama_tuned", "mixer/kernel4", "mixer/extra_linear", "mixer/heads2", "mixer/hybrid_sequential",
-        "mixer/hybrid_parallel"]
-GPT = ["mixer/flat_d512", "mixer/gpt"]
+V100 = ["mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_tuned", "mixer/kernel4", "mixer/extra_linear",
+        "mixer/heads2", "mixer/hybrid_sequential", "mixer/hybrid_parallel"]
+HYBRID_3060 = ["mixer/flat_d512", "mixer/llama_d512_h4", "mixer/hybrid_rtx3060"]
+GPT = ["mixer/flat_d512", "mixer/gpt_h16", "mixer/gpt"]
 GENERATION = FIRST  # the write-up's samples: the d=256 mixer and the d=128 Llama of its first comparison
 # The arms each notebook trains, in reading order (an arm is trained by the first notebook that uses it).
 NOTEBOOK_ARMS = {
@@ -46,7 +58,7 @@ NOTEBOOK_ARMS = {
     "02_flat_vs_expanded": FLAT_EXPANDED,
     "03_scaling": SCALING,
     "04_variants": list(dict.fromkeys(PARALLEL + POSITIONAL)),
-    "05_v100": list(dict.fromkeys(V100 + GPT)),
+    "05_v100": list(dict.fromkeys(V100 + HYBRID_3060 + GPT)),
     "07_generation": GENERATION,
 }
 
@@ -71,7 +83,12 @@ def by_title(runs: Mapping[str, Sequence]) -> dict[str, Sequence]:
 
 
 def results(runs: Mapping[str, Sequence]):
-    """tables.results of runs keyed by experiment name, beside the write-up's numbers."""
+    """tables.results of runs keyed by experiment name, beside the write-up's numbers (a one-line note when none of
+    the arms runs at this profile)."""
+    if not runs:
+        import pandas as pd
+
+        return pd.DataFrame({"note": ["these arms are not run at this profile (see the landing page)"]})
     return tables.results(by_title(runs), published=nb.published(list(runs)))
 
 
@@ -82,7 +99,8 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], l
             fmt: str = ".3f") -> Verdict:
     """The claim that two arms are about equal: refuted by a significant difference either way (two-sided, each
     side at 2.5%), otherwise inconclusive (a test cannot show equality). With 3 seeds per arm the smallest
-    two-sided chance is 2/20 = 0.10, so such a claim needs at least 4 seeds per arm to be refuted."""
+    two-sided chance is 2/20 = 0.10, so such a claim needs at least 4 seeds per arm to be refuted (the arms of
+    these claims are registered with four: ``experiments.mixer.EQUALITY``)."""
     c = stats.compare(a, b)
     p_two = min(1.0, 2 * min(c.p_claim, c.p_reverse))
     smallest = min(1.0, 2 / math.comb(c.n_a + c.n_b, c.n_a))  # the smallest two-sided chance these seeds allow
@@ -101,20 +119,6 @@ def untestable(text: str, published: str, a: Sequence[float], b: Sequence[float]
                    seeds=f"{len(a)} vs {len(b)}", effect=f"{stats.mean(a) - stats.mean(b):+{fmt}}", chance="")
 
 
-def _compare(kind, text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
-             fmt: str = ".3f") -> Verdict:
-    if min(len(a), len(b)) < 2:
-        return untestable(text, published, a, b, labels, fmt)
-    return kind(text, published, a, b, labels, fmt)
-
-
-def _between(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
-    if min(len(runs[better]), len(runs[worse])) >= 2:
-        return between(text, metric, better, worse, runs)
-    return untestable(text, published_pair(better, worse, metric), tables.final(runs[better], metric), tables.final(runs[worse], metric),
-                      (_short(better), _short(worse)))
-
-
 def _short(name: str) -> str:
     return name.split("/")[-1]
 
@@ -123,71 +127,13 @@ def _pub(name: str, key: str):
     return experiments.get(name).published.get(key)
 
 
-# (claim, metric, better, worse, notebook[, published]): "better reaches a lower final <metric> than worse" at fixed
-# compute; ``published`` (a function, read when the row is made) when the write-up's numbers are not the arms' own
-CLAIMS = [
-    ("at fixed compute the expanded mixer (d=256) reaches a lower validation loss than Llama (d=128)", "val",
-     "mixer/expanded_d256", "mixer/llama_d128", "01_mixer_vs_llama"),
-    ("at fixed compute the expanded mixer (d=256) reaches a lower training loss than Llama (d=128)", "train",
-     "mixer/expanded_d256", "mixer/llama_d128", "01_mixer_vs_llama"),
-    ("at fixed compute the flat mixer (d=512) reaches a lower validation loss than Llama (d=512)", "val",
-     "mixer/flat_d512", "mixer/llama_d512", "01_mixer_vs_llama"),
-    ("at fixed compute the flat mixer beats the expanded one (d=256, validation)", "val",
-     "mixer/flat_d256", "mixer/expanded_d256", "02_flat_vs_expanded"),
-    ("at fixed compute the flat mixer beats the expanded one (d=512, validation)", "val",
-     "mixer/flat_d512", "mixer/expanded_d512", "02_flat_vs_expanded"),
-    ("at fixed compute the flat mixer beats the expanded one (d=1024, validation)", "val",
-     "mixer/flat_d1024", "mixer/expanded_d1024", "03_scaling"),
-    ("the flat mixer at d=1024 beats d=2048 at fixed compute (validation)", "val",
-     "mixer/flat_d1024", "mixer/flat_d2048", "03_scaling"),
-    ("Llama d=512 beats d=1024 at fixed compute (validation)", "val",
-     "mixer/llama_d512", "mixer/llama_d1024", "03_scaling"),
-    ("4 heads beat 16 heads for Llama d=512 (validation)", "val", "mixer/llama_d512_h4", "mixer/llama_d512",
-     "03_scaling"),
-    ("4 heads beat 8 heads for Llama d=512 (validation)", "val", "mixer/llama_d512_h4", "mixer/llama_d512_h8",
-     "03_scaling"),
-    ("4 heads beat 2 heads for Llama d=512 (validation)", "val", "mixer/llama_d512_h4", "mixer/llama_d512_h2",
-     "03_scaling"),
-    ("batch 32 (and its learning rate) beats batch 16 for the flat d=1024 mixer (validation)", "val",
-     "mixer/flat_d1024_b32", "mixer/flat_d1024", "03_scaling"),
-    ("a positional channel written after every block hurts (validation)", "val",
-     "mixer/flat_d1024", "mixer/positional_every", "04_variants"),
-    ("the original GPT learns less than the masked mixer at fixed compute (validation)", "val",
-     "mixer/flat_d512", "mixer/gpt", "05_v100", lambda: f"{_pub('mixer/gpt', 'mixer_val')} (the mixer it names) vs "
-                                                     f"{_pub('mixer/gpt', 'val')}; the flat d=512 mixer tested "
-                                                     f"here: {_pub('mixer/flat_d512', 'val')}"),
-    ("the sequential transformer-mixer hybrid beats the tuned Llama (validation)", "val",
-     "mixer/hybrid_sequential", "mixer/llama_tuned", "05_v100"),
-    ("an extra linear layer after the embedding improves the kernel-4 mixer (validation)", "val",
-     "mixer/extra_linear", "mixer/kernel4", "05_v100"),
-    ("the two-headed mixer beats the kernel-4 mixer (training)", "train", "mixer/heads2", "mixer/kernel4", "05_v100"),
-]
-
-# (claim, published, a, b, notebook): "a and b reach about the same final validation loss"
-SIMILAR = [
-    ("2 parallel convolutions reach 'very similar or perhaps slightly worse' fixed-compute loss than the flat mixer",
-     "1.842 (flat) vs about the same", "mixer/parallel2_d512", "mixer/flat_d512", "04_variants"),
-    ("4 parallel convolutions give 'no apparent fixed-compute loss reduction'", "no number",
-     "mixer/parallel4_d512", "mixer/flat_d512", "04_variants"),
-    ("a positional channel at the input gives 'virtually no change in performance'", "no number",
-     "mixer/positional_first", "mixer/flat_d1024", "04_variants"),
-    ("the parallel transformer-mixer hybrid gives no gain over the tuned Llama", "1.55/1.61 vs 1.55/1.61 (Llama with Flash Attention 2)",
-     "mixer/hybrid_parallel", "mixer/llama_tuned", "05_v100"),
-]
+LEVEL = "the unigram level"  # what a loss must beat for a comparison of two arms to rest on anything learned
 
 
-TIMED = "(measured on this machine)"  # ends the claims decided by measured time, which vary from machine to machine
 
 
-def timed(rows: Sequence[Verdict], keep: bool = True) -> list[Verdict]:
-    """The rows decided by time measured on this machine (``keep=True``) or the others (``keep=False``)."""
-    return [v for v in rows if v.claim.endswith(TIMED) == keep]
-
-
-def _speed_claim(runs, fast: str, slow: str, text: str, published: str) -> Verdict:
-    a = [compute.seconds_per_step(r) for r in runs[fast]]
-    b = [compute.seconds_per_step(r) for r in runs[slow]]
-    return _compare(claim, text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
+def _levels(runs: Sequence, metric: str) -> float:
+    return facts.unigram_of(runs, "train" if metric == "train" else "val")
 
 
 def _equal_steps(runs, a: str, b: str, split: str):
@@ -195,46 +141,111 @@ def _equal_steps(runs, a: str, b: str, split: str):
     return step, compute.at_step(runs[a], step, split), compute.at_step(runs[b], step, split)
 
 
-def training_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
-    """The claims decided by training runs (experiment name -> runs; arms without runs are left out)."""
+def _neither_learns(v: Verdict) -> Verdict:
+    return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (neither arm learns beyond {LEVEL})")
+
+
+def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
+    """The verdict of one two-arm claim from the arms' runs (each arm with runs)."""
+    labels = (_short(p.a), _short(p.b))
+    if p.kind in ("steps", "similar_steps"):
+        step, a, b = _equal_steps(runs, p.a, p.b, p.metric)
+        where = f" at step {step}"
+    else:
+        a, b, where = tables.final(runs[p.a], p.metric), tables.final(runs[p.b], p.metric), ""
+    if min(len(a), len(b)) < 2:
+        return untestable(p.text, p.published, a, b, labels)
+    level = _levels(runs[p.a], p.metric)
+    learned = vf.learns(a, level) or vf.learns(b, level)
+    if p.kind in ("fixed", "steps"):
+        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL)
+    else:
+        v = (vf.no_gain if p.kind == "no_gain" else similar)(p.text, p.published, a, b, labels)
+        v = v if learned else _neither_learns(v)
+    return dataclasses.replace(v, ours=v.ours + where) if where else v
+
+
+def _not_run_here(names: Sequence[str], profile: str | None) -> bool:
+    return profile is not None and not all(experiments.runs_at(n, profile) for n in names)
+
+
+
+
+def timed(rows: Sequence[Verdict], keep: bool = True) -> list[Verdict]:
+    """The rows decided by time measured on this machine (``keep=True``) or the others (``keep=False``)."""
+    return [v for v in rows if v.claim.endswith(TIMED) == keep]
+
+
+def _per_step(runs) -> list[float]:
+    return [compute.seconds_per_step(r) for r in runs]
+
+
+def _speed_claim(runs, fast: str, slow: str, text: str, published: str) -> Verdict:
+    a, b = _per_step(runs[fast]), _per_step(runs[slow])
+    if min(len(a), len(b)) < 2:
+        return untestable(text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
+    v = claim(text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
+    return dataclasses.replace(v, ours=f"{v.ours} s/step; ratio {stats.mean(b) / stats.mean(a):.2f}x")
+
+
+def _ratio_claim(runs, fast: str, slow: str, text: str, published: str, lo: float, hi: float) -> Verdict:
+    """Each run of ``slow``'s seconds per step over ``fast``'s mean: between lo and hi."""
+    base = stats.mean(_per_step(runs[fast]))
+    return vf.ratio_within(text, published, [t / base for t in _per_step(runs[slow])], lo, hi)
+
+
+
+
+
+def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
+    """"there is minimal overfitting after 5.6 epochs ... for the mixer": each run's final validation loss against
+    its validation loss at the evaluation nearest the run's middle (lower at the end: still learning, no
+    overfitting). Runs that see less than one pass over their data cannot overfit it: then inconclusive."""
+    text, name = OVERFIT
+    rs = runs[name]
+    final, middle = tables.final(rs, "val"), [_at_middle(r, "val") for r in rs]
+    published = f"{_pub(name, 'train')}/{_pub(name, 'val')} (train/validation) after 5.6 epochs"
+    labels = ("end", "middle")
+    if min(len(final), len(middle)) < 2:
+        return untestable(text, published, final, middle, labels)
+    v = claim(text, published, final, middle, labels)
+    passes = nb.passes(rs[0].config)
+    v = dataclasses.replace(v, ours=f"{v.ours}; {passes:.2f} passes over the training stories" if passes else v.ours)
+    if passes is not None and passes < 1:
+        v = dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (less than one pass over the data: overfitting cannot "
+                                           "show)")
+    return v
+
+
+def _at_middle(run, split: str) -> float:
+    ev = run.evals()
+    i = (ev["step"] - run.summary["steps"] / 2).abs().idxmin()
+    return float(ev.loc[i, split])
+
+
+def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
+    """The claims decided by training runs (experiment name -> runs). With ``profile``, a claim whose arms that
+    profile does not run gets a "not run at this profile" row; claims whose arms have no runs otherwise (recorded
+    runs may cover only some arms) are left out."""
     rows = []
-    for text, metric, better, worse, notebook, *published in CLAIMS:
-        if have(runs, better, worse):
-            v = _between(text, metric, better, worse, runs)
-            if published:
-                v = dataclasses.replace(v, published=published[0]())
+    for p in PAIRS:
+        if _not_run_here((p.a, p.b), profile):
+            rows += in_notebook([vf.not_run(p.text, p.published, (p.a, p.b), profile)], f"{CHAPTER}/{p.notebook}")
+        elif have(runs, p.a, p.b):
+            rows += in_notebook([pair_row(p, runs)], f"{CHAPTER}/{p.notebook}")
+    if have(runs, OVERFIT[1]):
+        rows += in_notebook([overfitting_row(runs)], f"{CHAPTER}/01_mixer_vs_llama")
+    for text, fast, slow, published, bounds, notebook, _ in SPEED:
+        if have(runs, fast, slow):
+            v = (_speed_claim(runs, fast, slow, text, published) if bounds is None
+                 else _ratio_claim(runs, fast, slow, text, published, *bounds))
             rows += in_notebook([v], f"{CHAPTER}/{notebook}")
-    for text, published, a, b, notebook in SIMILAR:
-        if have(runs, a, b):
-            v = _compare(similar, text, published, tables.final(runs[a], "val"), tables.final(runs[b], "val"),
-                         (_short(a), _short(b)))
-            rows += in_notebook([v], f"{CHAPTER}/{notebook}")
-    if have(runs, *FIRST):
-        step, a, b = _equal_steps(runs, *FIRST, "val")
-        rows += in_notebook([
-            _compare(similar, f"at equal steps the mixer and Llama are 'nearly identical' (validation, step {step})",
-                    f"{_pub(FIRST[0], 'val_equal_steps')} vs {_pub(FIRST[1], 'val_equal_steps')}", a, b,
-                    (_short(FIRST[0]), _short(FIRST[1]))),
-            _speed_claim(runs, *FIRST, "a training step of the mixer takes less time than one of Llama "
-                         f"(the write-up: 'around six times as fast') {TIMED}", "about 6x"),
-        ], f"{CHAPTER}/01_mixer_vs_llama")
-    for flat, expanded in (FLAT_EXPANDED[:2], FLAT_EXPANDED[2:]):
-        if have(runs, flat, expanded):
-            rows += in_notebook([_speed_claim(runs, flat, expanded, f"a flat mixer step is faster than an expanded "
-                                              f"one ({_short(flat)} vs {_short(expanded)}) {TIMED}",
-                                              "flat mixers train faster per step")],
-                                f"{CHAPTER}/02_flat_vs_expanded")
-    if have(runs, "mixer/parallel2_d512", "mixer/flat_d512"):
-        step, a, b = _equal_steps(runs, "mixer/parallel2_d512", "mixer/flat_d512", "train")
-        rows += in_notebook([_compare(claim, f"at equal steps 2 parallel convolutions reach a lower training loss than the "
-                                   f"flat mixer (step {step})", "1.845 vs 1.886 at 354,000 steps", a, b,
-                                   ("parallel2_d512", "flat_d512"))], f"{CHAPTER}/04_variants")
-    for label, names in (("flat mixer", FLAT_D[:3]), ("expanded mixer", EXPANDED_D)):
+    for label, names in TRENDS.items():
         if have(runs, *names):
-            pub = ", ".join(str(_pub(n, "val")) for n in names)
-            d = [experiments.get(n).build("paper").model.n_embed for n in names]
-            rows += in_notebook([trend(f"the {label}'s validation loss falls as d_model grows from "
-                                       f"{d[0]} to {d[-1]}", pub, d, [tables.final(runs[n], "val") for n in names],
+            pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
+                             else ("val",)) for n in names], "validation, the tables")
+            d = [exp.ARMS[n].n_embed for n in names]
+            rows += in_notebook([trend(rows_.trend_text(label), pub, d, [tables.final(runs[n], "val") for n in names],
                                        direction="down")], f"{CHAPTER}/03_scaling")
     return rows
 
@@ -242,7 +253,7 @@ def training_rows(runs: Mapping[str, Sequence]) -> list[Verdict]:
 def count_rows() -> list[Verdict]:
     counts = analysis.count_table()
     return in_notebook([
-        exact("our models have the original code's parameter counts at the write-up's sizes",
+        exact(rows_.COUNTS,
               f"{len(counts)} models (reference notes)", f"{int(counts['agree'].sum())} of {len(counts)} agree "
               f"({int((counts['counted from'] != 'the original code').sum())} of them with the notes' count of a "
               "design no original runs)", bool(counts["agree"].all())),
@@ -252,10 +263,19 @@ def count_rows() -> list[Verdict]:
 def liveness_rows() -> list[Verdict]:
     unread = {e: analysis.unread_weights(e) for e in (1, 2, 4)}
     return in_notebook([
-        exact("with the causal mask, every expansion above 1 leaves token-mixing weights that never get a gradient "
-              "(and e = 1 none)", "the write-up's argument (figure)",
+        exact(rows_.LIVENESS, "the write-up's argument (figure)",
               ", ".join(f"e={e}: {n:,} unread" for e, n in unread.items()) + " (one block, d = L = 64)",
               unread[1] == 0 and unread[2] > 0 and unread[4] > unread[2]),
+    ], f"{CHAPTER}/02_flat_vs_expanded")
+
+
+def worked_example_rows() -> list[Verdict]:
+    table = facts.worked_example_table()
+    return in_notebook([
+        exact(rows_.WORKED,
+              "m(W) = [[2, 1, 1], [0, 1, 4], [0, 0, 1]]; output tokens 2x0, x0 + x1, x0 + 4x1 + x2",
+              f"{int(table['agree'].sum())} of {len(table)} matrix rows agree (computed by MaskedTokenConv)",
+              bool(table["agree"].all())),
     ], f"{CHAPTER}/02_flat_vs_expanded")
 
 
@@ -273,34 +293,74 @@ def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
     ours = "; ".join(f"{n} layers: mixer +{grow['mixer'][n]:,.0f}, transformer +{grow['transformer'][n]:,.0f} MB"
                      for n in layers)
     return in_notebook([
-        exact("a mixer needs less training memory than a same-width transformer at every context from 1,024 tokens "
-              "(4, 8, 16 layers, d = 1024)", "the tables of the 'Memory' section", f"{'every' if below else 'not every'} "
+        exact(rows_.MEMORY_LESS, "the tables of the 'Memory' section", f"{'every' if below else 'not every'} "
               "cell (counted, fp32)", below),
-        exact("the mixer's training memory grows far more slowly with context than the transformer's (512 to 2,048 "
-              "tokens)", published, ours + " (counted)", all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers)),
+        exact(rows_.MEMORY_GROWTH, published, ours + " (counted)", all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers)),
+    ], f"{CHAPTER}/06_memory")
+
+
+LLAMA128, MIXER256 = "Llama d=128, 16 heads", "expanded mixer d=256 (the first comparison's)"
+LLAMA256, FLAT512 = "Llama d=256, 16 heads", "flat mixer d=512"
+
+
+def batch16_rows() -> list[Verdict]:
+    """The write-up's batch-16 memory figures, against our count (fp32, the chapter's memory method)."""
+    c = facts.batch16_counted()
+    gb = {k: v["training_step"] / 2**30 for k, v in c.items()}
+    r1, r2 = gb[LLAMA128] / gb[MIXER256], gb[LLAMA256] / gb[FLAT512]
+    pub = facts.BATCH16_GB
+    return in_notebook([
+        exact(rows_.BATCH16_LLAMA,
+              f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB (Training); "
+              f"{pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB (Mixer Inference)",
+              f"{gb[LLAMA128]:.2f} vs {gb[MIXER256]:.2f} GB counted (fp32): {r1:.2f}x", r1 > 1),
+        exact(rows_.BATCH16_DOUBLE,
+              f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
+              f"{gb[LLAMA256]:.2f} vs {gb[FLAT512]:.2f} GB counted (fp32): {r2:.2f}x", r2 > 2),
     ], f"{CHAPTER}/06_memory")
 
 
 def jl_rows() -> list[Verdict]:
     rows = []
-    for what, log10_m, pub in analysis.JL_PUBLISHED:
+    for text, (what, log10_m, pub) in zip(rows_.JL, analysis.JL_PUBLISHED):
         n = analysis.jl_dimension(log10_m)
-        rows.append(exact(f"Johnson-Lindenstrauss: 8 ln m for m = {what} is about {pub}", f"{pub}",
-                          f"{n:,.0f}", abs(n - pub) <= 0.1 * pub))
+        rows.append(exact(text, f"{pub}", f"{n:,.0f}", abs(n - pub) <= 0.1 * pub))
     return in_notebook(rows, f"{CHAPTER}/08_dimensions")
 
 
+def width_estimate_rows() -> list[Verdict]:
+    ok = facts.shapes_within()
+    closest = min(facts.STANDARD_SHAPES.items(), key=lambda kv: max(abs(kv[1](d) / p - 1)
+                                                                    for d, p in facts.WIDTH_ESTIMATES.items()))
+    counts = " / ".join(f"{closest[1](d) / 1e6:,.1f}M" for d in facts.WIDTH_ESTIMATES)
+    return in_notebook([
+        exact(rows_.WIDTHS,
+              " and ".join(f"{p / 1e6:,.0f} million (width {d:,})" for d, p in facts.WIDTH_ESTIMATES.items()),
+              (f"within {facts.ABOUT:.0%} at both widths: {', '.join(ok)}" if ok else
+               f"no declared standard shape within {facts.ABOUT:.0%} at both widths; the closest, "
+               f"{closest[0]}: {counts}"), bool(ok)),
+    ], f"{CHAPTER}/08_dimensions")
+
+
 def exact_rows(memory: Mapping | None = None) -> list[Verdict]:
-    """The claims decided by computation: parameter counts, the mask's dead weights, memory, Johnson-Lindenstrauss."""
-    return count_rows() + liveness_rows() + memory_rows(memory) + jl_rows()
+    """The claims decided by computation: parameter counts, the mask, memory, the background's estimates."""
+    return (count_rows() + worked_example_rows() + liveness_rows() + memory_rows(memory) + batch16_rows()
+            + width_estimate_rows() + jl_rows())
 
 
-def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None) -> list[Verdict]:
-    """Every claim of the write-up's CLM part, from the runs of the chapter's experiments (name -> runs)."""
-    return training_rows(runs) + exact_rows(memory)
+def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None,
+                 profile: str | None = None) -> list[Verdict]:
+    """Every claim of the write-up's CLM part, from the runs of the chapter's experiments (name -> runs), in the
+    write-up's order; with ``profile``, the claims whose arms it does not run are listed as such."""
+    return rows_.in_write_up_order(training_rows(runs, profile) + exact_rows(memory))
 
 
-__all__ = ["BATCH", "CHAPTER", "CLAIMS", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION", "GPT",
-           "HEADLINE", "HEADS", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "PARALLEL", "POSITIONAL",
-           "SCALING", "SIMILAR", "TIMED", "V100", "analysis", "by_title", "compute", "count_rows",
-           "exact_rows", "jl_rows", "liveness_rows", "memory_rows", "notebook_estimates", "results", "similar", "timed", "training_rows", "untestable", "verdict_rows"]
+# The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
+ledger.register(CHAPTER, CLAIMS)
+
+__all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION",
+           "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LEVEL", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
+           "PARALLEL", "POSITIONAL", "Pair", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
+           "CLAIMS", "by_title", "compute", "count_rows", "exact_rows", "facts", "jl_rows", "liveness_rows",
+           "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "results", "similar", "timed",
+           "training_rows", "untestable", "verdict_rows", "width_estimate_rows", "worked_example_rows"]

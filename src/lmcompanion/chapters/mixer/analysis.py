@@ -15,11 +15,12 @@ from typing import Mapping, Sequence
 import pandas as pd
 import torch
 
-from ... import experiments, models
+from ... import experiments, memory, models
 from ...data import stories
 from ...experiments import mixer as exp
+from ...memory import training_memory  # the shared method (lmcompanion.memory), re-exported under its old name here
 from ...models.mixer import MixerConfig, fixed_window_generate, token_weight_census
-from ...models.transformer import llama_config, training_memory
+from ...models.transformer import llama_config
 
 # --- parameter counts ----------------------------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ def independent_count(name: str, changes: Mapping[str, object] | None = None) ->
     """The parameters of experiment ``name`` at the write-up's size (with ``changes`` to its model: ``n_embed``,
     ``n_head`` or a mixer field), counted from the architecture's description, not from the model code."""
     arm, changes = exp.ARMS[name], dict(changes or {})
-    V, L, n = 4096, 512, 8
+    V, L, n = 4096, 512, 8 * arm.depth
     d, h = int(changes.pop("n_embed", arm.n_embed)), int(changes.pop("n_head", arm.n_head))
     if arm.family == "mixer":
         m = {**arm.mixer, **changes}
@@ -190,21 +191,8 @@ def growth_table(counted: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def measure_memory_cuda(family: str, n_layer: int, context: int) -> float:
     """MB of ``torch.cuda.max_memory_allocated`` over one unbatched fp32 forward and backward without the LM head
-    (NaN when it does not fit)."""
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
-    model = None
-    try:
-        model = models.build(memory_config(family, n_layer, context), device="cuda").train()
-        idx = torch.zeros(1, context, dtype=torch.long, device="cuda")
-        model.hidden(idx).sum().backward()
-        torch.cuda.synchronize()
-        return torch.cuda.max_memory_allocated() / 2**20
-    except torch.cuda.OutOfMemoryError:
-        return float("nan")
-    finally:
-        del model
-        torch.cuda.empty_cache()
+    (NaN when it does not fit): :func:`lmcompanion.memory.measure_cuda` on the table's cell."""
+    return memory.measure_cuda(memory_config(family, n_layer, context)) / 2**20
 
 
 def memory_measured(limit_gb: float | None = None) -> dict[str, pd.DataFrame] | None:

@@ -60,6 +60,34 @@ def arm_table(names: Sequence[str], profile: str) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("experiment")
 
 
+def proportions_table(names: Sequence[str], profile: str, reference: str = "mixer/flat_d512") -> pd.DataFrame:
+    """What each arm keeps of the write-up's proportions at ``profile``: its width, depth, context and batch as
+    fractions of the write-up's; its heads and head size here and there; its context over its width (L/d); its
+    steps, and those steps relative to ``reference``'s, here and at the write-up's size (equal compute decides how
+    many steps each arm gets, so this ratio is what a fixed-compute comparison keeps); and whether it runs here."""
+    ref_here, ref_paper = exp.steps_for(reference, profile), exp.steps_for(reference, "paper")
+    rows = []
+    for name in names:
+        here, paper = (experiments.config(name, p, device="cpu") for p in (profile, "paper"))
+        m, w = here.model, paper.model
+        heads = (f"{getattr(m, 'n_head', 1)} x {m.n_embed // getattr(m, 'n_head', 1)} / "
+                 f"{getattr(w, 'n_head', 1)} x {w.n_embed // getattr(w, 'n_head', 1)}") if m.family != "mixer" else ""
+        rows.append({
+            "experiment": name,
+            "runs here": "yes" if experiments.runs_at(name, profile) else f"no (not at {profile})",
+            "width": f"{m.n_embed} = {m.n_embed / w.n_embed:.3g} of {w.n_embed}",
+            "blocks": f"{m.n_layer} of {w.n_layer}",
+            "context L": f"{m.context_size} of {w.context_size}",
+            "L / d here (write-up)": f"{m.context_size / m.n_embed:.2g} ({w.context_size / w.n_embed:.2g})",
+            "heads x head size here / write-up": heads,
+            "batch": f"{here.train.global_batch} of {paper.train.global_batch}",
+            "steps here": f"{here.train.max_steps:,}",
+            f"steps / {reference.split('/')[-1]}'s here (write-up)":
+                f"{here.train.max_steps / ref_here:.2f} ({paper.train.max_steps / ref_paper:.2f})",
+        })
+    return pd.DataFrame(rows).set_index("experiment")
+
+
 def budget_table(profile: str) -> pd.DataFrame:
     """The compute budget of a profile: counted training FLOPs per run, and where the number comes from."""
     budget = exp.budget(profile)
@@ -241,6 +269,6 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
 
 
-__all__ = ["arm_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
+__all__ = ["arm_table", "proportions_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
            "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
            "MINUTES", "seconds_per_step", "speed_ratio_table", "time_estimate"]

@@ -1,0 +1,247 @@
+"""Facts of the write-up's CLM part that are computed, not trained: its 3 x 3 worked masking example, the parameter
+counts it estimates for widths 350 and 1,300, the training memory of its batch-16 models, and the unigram loss that
+every comparison of trained arms is gated on.
+
+The write-up's own numbers here are quoted (:data:`WORKED_EXAMPLE`, :data:`WIDTH_ESTIMATES`, :data:`BATCH16_GB`);
+everything beside them is computed by the package's models (the mask by :class:`MaskedTokenConv` itself, memory by
+the chapter's memory method, ``training_memory``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ... import models
+from ...data import stories
+from ...models.mixer import MaskedTokenConv, MixerConfig
+from ...models.transformer import llama_config
+from . import analysis
+
+# --- the worked masking example ("Language Mixer Basics") -----------------------------------------------------
+
+# The write-up's matrices, quoted: the token-mixing weights W (each column one output token's filter), the
+# upper-triangular mask U, and the coefficients of x_0, x_1, x_2 in each output token of X * m(W).
+WORKED_EXAMPLE = {
+    "W": ((2, 1, 1), (1, 1, 4), (1, 3, 1)),
+    "U": ((1, 1, 1), (0, 1, 1), (0, 0, 1)),
+    "m(W)": ((2, 1, 1), (0, 1, 4), (0, 0, 1)),
+    "X * m(W)": ((2, 0, 0), (1, 1, 0), (1, 4, 1)),  # row i: output token i = sum_t coefficient_t x_t
+}
+
+
+def worked_example() -> dict[str, np.ndarray]:
+    """The example computed by the model's own masked convolution: a ``MaskedTokenConv(3, 3)`` holding the write-up's
+    W (transposed: the original's rows are output tokens, the write-up's columns are, which is why its code masks
+    with ``tril`` where the text masks with an upper triangle), no bias; its output for the token basis X = I is the
+    coefficient of every input token in every output token. Also returns the mask and the masked weights, in the
+    write-up's orientation."""
+    W = torch.tensor(WORKED_EXAMPLE["W"], dtype=torch.float64)
+    conv = MaskedTokenConv(3, 3, bias=False).double()
+    with torch.no_grad():
+        conv.weight.copy_(W.T.unsqueeze(-1))  # (out, in, 1): row i is output token i's filter, column i of W
+        coefficients = conv(torch.eye(3, dtype=torch.float64).unsqueeze(0))[0]  # out[i, t] = d out_i / d x_t
+    mask = conv.mask[..., 0].T.to(torch.int64)  # back to the write-up's orientation: U
+    return {"W": W.numpy(), "U": mask.numpy(), "m(W)": (W * mask).numpy(), "X * m(W)": coefficients.numpy()}
+
+
+def worked_example_table() -> pd.DataFrame:
+    """Each matrix of the example: the write-up's printed one beside ours, row by row."""
+    ours = worked_example()
+    rows = []
+    for name, printed in WORKED_EXAMPLE.items():
+        for i, row in enumerate(printed):
+            rows.append({"matrix": name, "row": i, "write-up": " ".join(f"{v:g}" for v in row),
+                         "computed": " ".join(f"{v:g}" for v in ours[name][i]),
+                         "agree": bool(np.array_equal(np.asarray(row, float), ours[name][i].astype(float)))})
+    return pd.DataFrame(rows).set_index(["matrix", "row"])
+
+
+def worked_example_figure():
+    """The four matrices of the example as computed (W, the mask U, m(W) = W ∘ U, and the coefficient of x_t in
+    output token i), each cell annotated."""
+    import matplotlib.pyplot as plt
+
+    ours = worked_example()
+    titles = {"W": "W", "U": "mask U", "m(W)": "m(W) = W ∘ U", "X * m(W)": "output token i: coefficient of x_t"}
+    fig, axes = plt.subplots(1, 4, figsize=(10.0, 2.8))
+    for ax, (name, m) in zip(axes, ours.items()):
+        ax.imshow(m, cmap="Blues", vmin=0, vmax=4)
+        for (i, j), v in np.ndenumerate(m):
+            ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=11)
+        ax.set_title(titles[name], fontsize=9)
+        ax.set_xticks(range(3), [f"x{j}" if name == "X * m(W)" else str(j) for j in range(3)])
+        ax.set_yticks(range(3), [f"out {i}" if name == "X * m(W)" else str(i) for i in range(3)])
+    fig.tight_layout()
+    return fig
+
+
+# --- the parameter estimates for widths 350 and 1,300 ("Background") --------------------------------------------
+
+# "If these hidden widths were used for standard transformer model architectures, the resulting models would are
+# around 100 million (350 hidden width) and 995 million (1300 hidden width) parameters."
+WIDTH_ESTIMATES = {350: 100e6, 1300: 995e6}
+ABOUT = 0.10  # "around": within 10%, the tolerance of the chapter's other estimates (Johnson-Lindenstrauss)
+
+
+def gpt2_params(d: int, n_layer: int, vocab: int = 50257, positions: int = 1024) -> int:
+    """GPT-2's shape (HF ``GPT2LMHeadModel``): pre-LayerNorm blocks of 12 d^2 + 13 d (qkv, projection, MLP 4d, two
+    LayerNorms, biases), a final LayerNorm, learned positions, the head tied to the embedding."""
+    return n_layer * (12 * d * d + 13 * d) + 2 * d + vocab * d + positions * d
+
+
+def llama2_params(d: int, n_layer: int = 32, vocab: int = 32000) -> int:
+    """Llama 2 7B's shape (HF ``LlamaForCausalLM``): per block q, k, v, o (4 d^2), a SwiGLU MLP of inner width 8d/3
+    rounded up to a multiple of 256 (11,008 at d = 4,096), two RMSNorms; a final RMSNorm, untied embeddings."""
+    inner = 256 * math.ceil(8 * d / 3 / 256)
+    return n_layer * (4 * d * d + 3 * d * inner + 2 * d) + d + 2 * vocab * d
+
+
+# The standard shapes the row is judged on, declared before computing (GPT-2's four sizes, and Llama 2 7B's shape,
+# the one model the write-up's background names), and one shape found afterwards by searching depths and
+# vocabularies for the write-up's two numbers, shown but not judged.
+STANDARD_SHAPES = {
+    "GPT-2 small shape (12 layers)": lambda d: gpt2_params(d, 12),
+    "GPT-2 medium shape (24 layers)": lambda d: gpt2_params(d, 24),
+    "GPT-2 large shape (36 layers)": lambda d: gpt2_params(d, 36),
+    "GPT-2 XL shape (48 layers)": lambda d: gpt2_params(d, 48),
+    "Llama 2 7B shape (32 layers)": lambda d: llama2_params(d),
+}
+FOUND_SHAPE = ("found by search: 32 layers of 16 d^2 (attention, SwiGLU of inner width 4d), untied embeddings "
+               "of 50,257 tokens", lambda d: 32 * (16 * d * d + 2 * d) + d + 2 * 50257 * d)
+
+
+def width_estimates_table() -> pd.DataFrame:
+    """Parameters of each standard shape at widths 350 and 1,300, beside the write-up's estimates."""
+    rows = []
+    for label, count in [*STANDARD_SHAPES.items(), FOUND_SHAPE]:
+        row = {"shape": label}
+        for d, pub in WIDTH_ESTIMATES.items():
+            n = count(d)
+            row[f"width {d:,}"] = f"{n / 1e6:,.1f}M"
+            row[f"width {d:,} / write-up"] = f"{n / pub:.2f}"
+        row["judged"] = label != FOUND_SHAPE[0]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("shape")
+
+
+def shapes_within(tolerance: float = ABOUT) -> list[str]:
+    """The declared standard shapes whose counts at both widths are within ``tolerance`` of the write-up's."""
+    return [label for label, count in STANDARD_SHAPES.items()
+            if all(abs(count(d) / pub - 1) <= tolerance for d, pub in WIDTH_ESTIMATES.items())]
+
+
+# --- training memory at batch 16 ("Training", "Mixer Inference", "Flat Mixers Train Faster") --------------------
+
+# The write-up's figures, quoted (GB of GPU memory to train at batch 16 on 512 tokens): the Llama d=128 "exceeds 10
+# GB" against 2.4 GB for the mixer of double the width (Training); the same models at 10.7 GB and 1.8 GB "for 16-bit
+# training" (Mixer Inference); the flat d=512 mixer at 3.59 GB, the d=256 transformer at "more than double".
+BATCH16_GB = {"llama_d128": (10.0, 10.7), "mixer_d256": (2.4, 1.8), "flat_d512": (3.59,)}
+BATCH16_MODELS = {
+    "Llama d=128, 16 heads": lambda: llama_config(128, 8, 16),
+    "expanded mixer d=256 (the first comparison's)": lambda: MixerConfig(n_embed=256, n_layer=8, expansion=2),
+    "flat mixer d=256": lambda: MixerConfig(n_embed=256, n_layer=8),
+    "flat mixer d=512": lambda: MixerConfig(n_embed=512, n_layer=8),
+    "Llama d=256, 16 heads": lambda: llama_config(256, 8, 16),
+}
+BATCH16_QUOTED = {
+    "Llama d=128, 16 heads": "more than 10 (Training); 10.7 (Mixer Inference)",
+    "expanded mixer d=256 (the first comparison's)": "2.4 (Training); 1.8 (Mixer Inference)",
+    "flat mixer d=256": "",
+    "flat mixer d=512": "3.59",
+    "Llama d=256, 16 heads": "'more than double' the flat d=512 mixer's",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def batch16_counted() -> dict[str, dict[str, int]]:
+    """Bytes of one training step at batch 16 on 512 tokens (V = 4,096, 8 blocks, the LM head included, AdamW state),
+    counted without allocating by the chapter's memory method (``training_memory``), fp32."""
+    return {label: analysis.training_memory(make(), batch_size=16, include_head=True)
+            for label, make in BATCH16_MODELS.items()}
+
+
+def measure_training_cuda(model_config, batch_size: int = 16) -> float:
+    """GB of ``torch.cuda.max_memory_allocated`` over one fp32 AdamW training step at ``batch_size`` (NaN when it
+    does not fit)."""
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    model = opt = None
+    try:
+        model = models.build(model_config, device="cuda").train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        idx = torch.zeros(batch_size, model.context_size, dtype=torch.long, device="cuda")
+        model(idx, idx).loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() / 2**30
+    except torch.cuda.OutOfMemoryError:
+        return float("nan")
+    finally:
+        del model, opt
+        torch.cuda.empty_cache()
+
+
+def batch16_table(measured: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """The batch-16 models: the write-up's GB beside ours counted (fp32: parameters, gradients, AdamW state and the
+    most activation bytes alive at once), and measured on this machine's GPU where there is one."""
+    rows = []
+    for label, m in batch16_counted().items():
+        row = {"model (8 blocks, 512 tokens, batch 16)": label, "write-up (GB)": BATCH16_QUOTED[label],
+               "counted: training step (GB)": f"{m['training_step'] / 2**30:.2f}",
+               "of which parameters, gradients, AdamW (GB)": f"{(m['parameters'] + m['gradients'] + m['optimizer_state']) / 2**30:.2f}"}
+        if measured is not None:
+            v = measured.get(label, float("nan"))
+            row["measured here (GB)"] = "did not fit" if math.isnan(v) else f"{v:.2f}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model (8 blocks, 512 tokens, batch 16)")
+
+
+def batch16_measured() -> dict[str, float] | None:
+    """The same models measured on this machine's GPU (None without one)."""
+    if not torch.cuda.is_available():
+        return None
+    return {label: measure_training_cuda(make()) for label, make in BATCH16_MODELS.items()}
+
+
+def batch16_ratio(numerator: str, denominator: str) -> float:
+    c = batch16_counted()
+    return c[numerator]["training_step"] / c[denominator]["training_step"]
+
+
+# --- the unigram level -----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def unigram_loss(data_cfg, context: int, split: str = "val") -> float:
+    """Cross-entropy (nats per target) on ``split``'s examples of the unigram model fitted to the training split's
+    targets (add-one smoothed): the examples and targets the runs are evaluated on (each story cut to ``context``
+    tokens, left-padded, pad targets ignored). A model whose loss is not below it has learned token frequencies at
+    most, and a comparison of two such models rests on nothing."""
+    tokens = stories.load_tokens(data_cfg)
+
+    def targets(s: str) -> np.ndarray:
+        ex = stories.Examples(tokens, s, context, data_cfg.packing)
+        t = stories.targets_of(ex.rows(torch.arange(len(ex))))
+        return t[t >= 0].numpy()
+
+    counts = np.bincount(targets("train"), minlength=tokens.vocab_size) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[targets(split)].mean())
+
+
+def unigram_of(runs: Sequence, split: str = "val") -> float:
+    """The unigram loss of these runs' data and context (the first run's)."""
+    cfg = runs[0].config
+    return unigram_loss(cfg.data, cfg.model.context_size, split)
+
+
+__all__ = ["ABOUT", "BATCH16_GB", "BATCH16_MODELS", "FOUND_SHAPE", "STANDARD_SHAPES", "WIDTH_ESTIMATES",
+           "WORKED_EXAMPLE", "batch16_counted", "batch16_measured", "batch16_ratio", "batch16_table", "gpt2_params",
+           "llama2_params", "measure_training_cuda", "shapes_within", "unigram_loss", "unigram_of", "width_estimates_table",
+           "worked_example", "worked_example_figure", "worked_example_table"]

@@ -1,0 +1,151 @@
+"""The rows of the retrieval chapter's verdict table, as data, in the write-up's order: each claim of its
+"Accurate Representation and Retrieval" section that a row tests, in its words, the arms that decide it, which of
+their numbers it compares (final values, or each arm at its best test evaluation, the write-up's "peak"), and the
+numbers it quotes (read from the experiments' ``published`` dicts by
+:func:`lmcompanion.chapters.verdict_forms.quote`). How each row is decided is in :mod:`.retrieval`; the ledger of
+the section's claims is :mod:`.retrieval_claims`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import verdict_forms as vf
+
+R = "retrieval/"
+TT = ("train", "test")
+PEAK = ("peak_train", "peak_test")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One claim. ``kind``:
+
+    - ``"lower"``: ``a``'s matcher ends at a lower test loss than ``b``'s; ``"lower_peak"``: at each arm's best test
+      evaluation; ``"lower_train_peak"``: the train loss at each arm's best test evaluation;
+    - ``"no_gain"``: ``a`` does not end lower than ``b`` (test);
+    - ``"not_below"``: ``a``'s final test loss does not fall below ``level`` (``"chance"``: ln(candidates));
+    - ``"overfits"``: ``a``'s final train loss is below its final test loss;
+    - ``"still_falling"``: ``a``'s test loss is lower at the end than at the run's middle evaluation;
+    - ``"rises_more"``: ``b``'s test loss rises more from its best to the end than ``a``'s;
+    - ``"metric"``: on ``a``'s embeddings the trained matcher's top-1 error is lower than the ``metric``'s
+      (``"cosine"``, ``"l1"``, ``"l2"``); ``"cosine_better"``: cosine's top-1 error is lower on ``b``'s embeddings
+      (a transformer's) than on ``a``'s.
+    """
+
+    text: str
+    kind: str
+    a: str
+    b: str = ""
+    quote: tuple[vf.Quote, ...] = ()
+    note: str = ""
+    level: float | str = "chance"
+    metric: str = ""
+    notebook: str = "04_verdicts"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.a, self.b) if self.b else (self.a,)
+
+    @property
+    def published(self) -> str:
+        return vf.quote(self.quote, self.note)
+
+
+ROWS = [
+    # the metrics on the embeddings themselves
+    Row("on a trained mixer's embeddings cosine similarity retrieves worse than a trained matcher (top-1, "
+        "d_model=1024, 31 candidates)", "metric", R + "flat_d1024_c32", metric="cosine",
+        note="'a trained mixer performs very poorly when a cosine distance metric is used' (no number)"),
+    Row("cosine similarity retrieves better from a transformer's embeddings than from a mixer's (top-1, "
+        "d_model=1024, 31 candidates)", "cosine_better", R + "flat_d1024_c32", R + "llama_d1024_c32",
+        note="'an aligment between this metric on the output and ... the transformer model'; 'No such guarantees are "
+             "present for the mixer' (no number)"),
+    Row("on a trained mixer's embeddings L1 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
+        "candidates)", "metric", R + "flat_d1024_c32", metric="l1",
+        note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)"),
+    Row("on a trained mixer's embeddings L2 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
+        "candidates)", "metric", R + "flat_d1024_c32", metric="l2",
+        note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)"),
+    # d_model 1024, 31 candidates
+    Row("with 31 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
+        "each at its best evaluation", "lower_peak", R + "flat_d1024_c32", R + "llama_d1024_c32",
+        (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
+        "train/test; the transformer's at its peak, the mixer's not said to be one"),
+    Row("with 31 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
+        "lower", R + "flat_d1024_c32", R + "llama_d1024_c32",
+        (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
+        "train/test; the transformer's final loss is not given, only its peak"),
+    # d_model 1024, 127 candidates
+    Row("with 127 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
+        "each at its best evaluation", "lower_peak", R + "flat_d1024_c128", R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", TT), ("transformer", R + "llama_d1024_c128", PEAK)),
+        "train/test; the transformer's at its peak, the mixer's final and still falling"),
+    Row("with 127 candidates, mixer embeddings (d_model=1024) reach a lower train loss than transformer embeddings, "
+        "each at its best test evaluation", "lower_train_peak", R + "flat_d1024_c128", R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", ("train",)), ("transformer", R + "llama_d1024_c128", ("peak_train",))),
+        "train, the transformer's at its peak"),
+    Row("with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
+        "lower", R + "flat_d1024_c128", R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", ("test",)), ("transformer", R + "llama_d1024_c128", ("test",))),
+        "test, both final: 'the training run ends at 2.98 test loss'"),
+    Row("with mixer embeddings and 127 candidates the test loss still falls at the end of training",
+        "still_falling", R + "flat_d1024_c128", quote=(("mixer", R + "flat_d1024_c128", ("test",)),),
+        note="test; 'the test loss continues to decrease even after 200 epochs'"),
+    Row("with transformer embeddings and 127 candidates the matcher overfits: its test loss rises from its best more "
+        "than with mixer embeddings", "rises_more", R + "flat_d1024_c128", R + "llama_d1024_c128",
+        (("transformer", R + "llama_d1024_c128", ("peak_test", "test")),), "test, its peak and its end"),
+    # d_model 512, 31 candidates: the best transformer of the RTX 3060's 12 hours
+    Row("with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 transformer's",
+        "lower", R + "flat_d512_c32", R + "llama_d512_c32",
+        (("transformer", R + "llama_d512_c32", ("test",)), ("mixer", R + "flat_d512_c32", TT)),
+        "the transformer's train and test 'at 3.43', the mixer's train/test; final"),
+    Row("the best 3060 transformer's embeddings (d_model=512) give virtually no learning with 31 candidates",
+        "not_below", R + "llama_d512_c32", quote=(("transformer", R + "llama_d512_c32", ("test",)),),
+        note="train and test; the level is chance, ln 31"),
+    # 550k pairs (the paper profile only)
+    Row("with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 31 candidates",
+        "lower", R + "flat_d512_c32_550k", R + "flat_d512_c32",
+        (("200k pairs", R + "flat_d512_c32", ("test_200k",)), ("550k pairs", R + "flat_d512_c32_550k", ("test",))),
+        "test"),
+    Row("with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 127 candidates",
+        "lower", R + "flat_d512_c128_550k", R + "flat_d512_c128",
+        (("550k pairs", R + "flat_d512_c128_550k", ("test",)),), "test; no number for 200k pairs"),
+    # untrained embeddings
+    Row("a trained mixer's embeddings beat an untrained mixer's (d_model=512, 31 candidates)", "lower",
+        R + "flat_d512_c32", R + "untrained_d512_c32",
+        (("trained", R + "flat_d512_c32", ("test",)), ("untrained", R + "untrained_d512_c32", ("test_floor",))),
+        "test; the untrained's 'not below'"),
+    Row("an untrained mixer's embeddings (d_model=512) give practically no learning with 127 candidates",
+        "not_below", R + "untrained_d512_c128", note="no number; the level is chance, ln 127"),
+    Row("an untrained mixer's embeddings (d_model=512) overfit with 31 candidates: the train loss ends below the "
+        "test loss", "overfits", R + "untrained_d512_c32", note="'severe overfitting' (no number)"),
+    Row("an untrained mixer's embeddings (d_model=512) give a test loss not below 3.2 with 31 candidates",
+        "not_below", R + "untrained_d512_c32", quote=(("untrained", R + "untrained_d512_c32", ("test_floor",)),),
+        note="'loss not below 3.2'", level=3.2),
+    # the autoencoder
+    Row("an autoencoder's embeddings are no better than an untrained mixer's for retrieval learning (d_model=512, 31 "
+        "candidates)", "no_gain", R + "autoencoder_d512_c32", R + "untrained_d512_c32", note="no number"),
+    Row("a CLM-trained mixer's embeddings beat a mixer autoencoder's (d_model=512, 31 candidates)", "lower",
+        R + "flat_d512_c32", R + "autoencoder_d512_c32", (("CLM-trained", R + "flat_d512_c32", ("test",)),),
+        "test; no number for the autoencoder"),
+    # a transformer as the matcher
+    Row("on a transformer's embeddings a bidirectional mixer matches better than a bidirectional transformer "
+        "(d_model=1024, 31 candidates)", "lower", R + "llama_d1024_c32", R + "transformer_matcher_llama_d1024_c32",
+        note="'far worse than the bidirectional mixer' (no number)"),
+    Row("on a transformer's embeddings a bidirectional mixer matches better than the original's transformer matcher "
+        "(attention across the batch axis; d_model=1024, 31 candidates)", "lower", R + "llama_d1024_c32",
+        R + "transformer_matcher_batch_axis_llama_d1024_c32",
+        note="'far worse than the bidirectional mixer' (no number)"),
+    Row("a bidirectional transformer matcher learns practically nothing from a transformer's embeddings "
+        "(d_model=1024, 31 candidates)", "not_below", R + "transformer_matcher_llama_d1024_c32",
+        note="'practically no learning occurs' (no number); the level is chance, ln 31"),
+    # embedding models of various sizes
+    Row("with 127 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 "
+        "transformer's", "lower", R + "flat_d512_c128", R + "llama_d512_c128",
+        note="'for embedding models of various sizes' (no number)"),
+]
+
+ALL_CLAIMS = [r.text for r in ROWS]
+
+__all__ = ["ALL_CLAIMS", "ROWS", "Row"]
