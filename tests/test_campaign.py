@@ -57,11 +57,17 @@ def test_the_default_gpu_plan_fits_25_minutes_trains_the_notebooks_runs_and_leav
     assert set(kinds[2 + len(campaign.BENCH):]) == {"run"}
     assert [s.priority for s in all_steps] == list(range(1, len(all_steps) + 1))
     runs = [s for s in all_steps if s.kind == "run"]
-    # one road: each group's runs are the plan's (three seeds per arm, the runs they read first)
+    # one road: each group's runs are the plan's (each arm's seeds as registered: three, four for the arms of claims
+    # of equality; the runs they read first), and together the plan's runs of every group
+    planned = set()
     for g in campaign.GROUPS:
-        ids = [r.id for r in experiments.plan(list(g.names), "gpu", device="cpu")]
-        assert {s.name for s in runs if s.group is g} <= set(ids)
-        assert {r.seed for r in experiments.plan(list(g.names), "gpu", device="cpu")} == {0, 1, 2}
+        group_plan = experiments.plan(list(g.names), "gpu", device="cpu")
+        assert {s.name for s in runs if s.group is g} <= {r.id for r in group_plan}
+        planned |= {r.id for r in group_plan}
+        for name in g.names:
+            seeds = {r.seed for r in group_plan if r.name == name}
+            assert seeds == set(experiments.seeds_of(name, "gpu")) and len(seeds) >= 3, (name, seeds)
+    assert {s.name for s in runs} == planned
     assert len({s.name for s in runs}) == len(runs)
     # tier 1 (a decisive comparison per chapter) comes first, cheapest first, then tier 2 cheapest first
     cost = {g: sum(s.minutes for s in runs if s.group is g) for g in campaign.GROUPS}
@@ -73,6 +79,26 @@ def test_the_default_gpu_plan_fits_25_minutes_trains_the_notebooks_runs_and_leav
     complete = {s.group.chapter for s in plan if s.claims}
     assert complete == {"mixer", "hourglass", "retrieval", "ar_ed"}
     assert left and left[0].group.chapter == "deepsight" and left[0].group.tier == 1
+
+
+def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_rows():
+    from lmcompanion.chapters import ar_ed, deepsight, hourglass, mixer
+
+    grouped = {n for g in campaign.GROUPS for n in g.names}
+    for chapter in (ar_ed, deepsight, hourglass, mixer):
+        assert set(chapter.HEADLINE) <= grouped, f"{chapter.CHAPTER}: {sorted(set(chapter.HEADLINE) - grouped)}"
+    decided = campaign.group_claims()
+    assert all(decided[g] for g in campaign.GROUPS), [g.label for g in campaign.GROUPS if not decided[g]]
+    # each claim is a verdict row of its chapter (by its text), listed once, with the group that completes its arms
+    for g in campaign.GROUPS:
+        rows = dict(campaign._arm_claims(g.chapter))
+        for text in decided[g]:
+            assert text in rows or text in g.claims, (g.chapter, text)
+            if text in rows:
+                assert set(rows[text]) <= {n for h in campaign.GROUPS[:campaign.GROUPS.index(g) + 1] for n in h.names}
+                assert set(rows[text]) & set(g.names), (g.label, text)
+    texts = [t for g in campaign.GROUPS for t in decided[g]]
+    assert len(texts) == len(set(texts))
 
 
 def _cut_off_at(monkeypatch, name):

@@ -9,8 +9,9 @@ H100 and a priority (its position in :func:`steps`):
    nccl run through torchrun. On a CPU (the rehearsal) the same checks with their CPU counterparts.
 2. ``bench``: :func:`lmcompanion.bench.bench` on a GPT-2-small shape (:func:`gpt2_small`) and on one gpu model per
    model family of the chapters (:data:`BENCH`): tokens/s, MFU against the device's dense bf16 peak, peak memory.
-3. ``run``: the runs that decide each chapter's headline claims, three seeds per arm (the profile's seeds, as
-   :func:`lmcompanion.experiments.plan` gives them: the same runs the notebooks read), in :data:`GROUPS` order: first
+3. ``run``: the runs that decide each chapter's headline claims, three seeds per arm (the seeds each arm is
+   registered with, as :func:`lmcompanion.experiments.plan` gives them: four for the arms of a claim of equality; the
+   same runs the notebooks read), in :data:`GROUPS` order: first
    one decisive comparison per chapter, cheapest first, then the rest of the chapters' headline arms.
 
 The plan within ``--budget-min`` is the prefix of that order whose estimates fit; what does not fit is left for a
@@ -65,6 +66,8 @@ from .chapters import ar_ed as ar_ed_chapter
 from .chapters import deepsight as deepsight_chapter
 from .chapters import hourglass as hourglass_chapter
 from .chapters import mixer as mixer_chapter
+from .chapters import retrieval_rows
+from .chapters.mixer import rows as mixer_rows
 from .config import TrainConfig, check_profile
 from .data import LMDataConfig, corpora, lm, stories
 from .errors import LMCError, Terminated
@@ -104,13 +107,14 @@ COMPILE_RTOL = {"bfloat16": 2e-2, "float16": 2e-2, "float32": 1e-4}
 
 @dataclass(frozen=True)
 class Group:
-    """The arms of one comparison (or set of comparisons) of a chapter, trained together, three seeds each."""
+    """The arms of one comparison (or set of comparisons) of a chapter, trained together, each arm with its seeds as
+    registered (three at gpu; four for the arms of a claim of equality)."""
 
     chapter: str
     label: str
     names: tuple[str, ...]
     tier: int  # 1: the chapter's one decisive headline comparison; 2: the rest of its headline arms
-    claims: tuple[str, ...] = ()  # for chapters without a table of pairwise claims (retrieval, formal_ed)
+    claims: tuple[str, ...] = ()  # verdict rows not in a chapter's table of arms (formal_ed's)
 
 
 _MIXER_MAIN = tuple(mixer_chapter.MAIN)
@@ -127,9 +131,8 @@ GROUPS: tuple[Group, ...] = (
     Group("mixer", "the flat mixer against Llama at d=512, fixed compute", _MIXER_MAIN, 1),  # 1.5 min
     Group("hourglass", "the best attention and repeat hourglass models against the vanilla transformer",
           tuple(hourglass_chapter.HEADLINE), 1),  # 2.4 min
-    Group("retrieval", "matching on mixer against Llama embeddings, d=1024, 31 candidates", _RETRIEVAL_D1024_C32, 1,
-          claims=("Mixer embeddings (d_model=1024) train the matcher to a lower test loss than transformer embeddings "
-                  "with 31 candidates",)),  # 4.8 min
+    Group("retrieval", "matching on mixer against Llama embeddings, d=1024, 31 candidates", _RETRIEVAL_D1024_C32,
+          1),  # 4.8 min
     Group("ar_ed", "the combined model (MSE embedding loss + subtraction) against the decoder-only baseline",
           ("ar_ed/mse_pos_sub", "ar_ed/baseline"), 1),  # 7.4 min
     Group("deepsight", "DeepSight (MSE planning loss, delta = 11) against the baseline",
@@ -137,16 +140,14 @@ GROUPS: tuple[Group, ...] = (
     Group("mixer", "flat against expanded mixers at d=256 and d=512", ("mixer/flat_d256", "mixer/expanded_d512"),
           2),  # 1.9 min
     Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
-          tuple(mixer_chapter.FIRST), 2),  # 2.8 min
+          tuple(mixer_chapter.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
     Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
     Group("ar_ed", "positional subtraction alone and no embedding loss", ("ar_ed/pos_sub", "ar_ed/no_loss"), 2),  # 7.5
     Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
           ("formal_ed/adamw", "formal_ed/ed_training"), 2,
           claims=("Trained with AdamW, the model solves the task",
                   "ED-Training (θ ← θ − η∇J per example) reduces the loss")),  # 7.8 min
-    Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2,
-          claims=tuple(f"Mixer embeddings (d_model={d}) train the matcher to a lower test loss than transformer "
-                       f"embeddings with {c} candidates" for d, c in ((1024, 127), (512, 31), (512, 127)))),  # 11.7
+    Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2),  # 12.5
 )
 
 # One gpu model per model family the chapters train with the shared trainer (the retrieval matcher reads another
@@ -155,14 +156,16 @@ BENCH = ("ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "mixer/flat
          "hourglass/attn_384_32_e6", "formal_ed/adamw")
 
 
-def _pair_claims(chapter: str) -> list[tuple[str, str, str]]:
-    """(claim, better, worse) of every pairwise claim a chapter's verdict rows make (from its own tables)."""
+def _arm_claims(chapter: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(claim, arms) of every verdict row of a chapter that its trained arms decide, from the chapter's own tables:
+    the pairwise claims of AR-ED, DeepSight and the hourglass, the mixer's pairs and the retrieval chapter's rows."""
     if chapter in ("ar_ed", "deepsight", "hourglass"):
         table = {"ar_ed": ar_ed_chapter, "deepsight": deepsight_chapter, "hourglass": hourglass_chapter}[chapter]
-        return [(text, better, worse) for text, _, better, worse, *_ in table.CLAIMS]
+        return [(text, (better, worse)) for text, _, better, worse, *_ in table.CLAIMS]
     if chapter == "mixer":
-        return ([(text, better, worse) for text, _, better, worse, *_ in mixer_chapter.CLAIMS]
-                + [(text, a, b) for text, _, a, b, _ in mixer_chapter.SIMILAR])
+        return [(p.text, (p.a, p.b)) for p in mixer_rows.PAIRS]
+    if chapter == "retrieval":
+        return [(r.text, r.names) for r in retrieval_rows.ROWS]
     return []
 
 
@@ -173,8 +176,7 @@ def group_claims() -> dict[Group, tuple[str, ...]]:
     out = {}
     for g in GROUPS:
         done |= set(g.names)
-        found = [text for text, better, worse in _pair_claims(g.chapter)
-                 if better in done and worse in done and text not in listed]
+        found = [text for text, arms in _arm_claims(g.chapter) if set(arms) <= done and text not in listed]
         listed |= set(found)
         out[g] = tuple(found) + g.claims
     return out
@@ -1228,7 +1230,7 @@ def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:
 FAMILY_CASES = ("ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "formal_ed/adamw", "mixer/flat_d512",
                 "mixer/llama_d512", "mixer/gpt", "mixer/hybrid_sequential", "mixer/hybrid_parallel",
                 "hourglass/attn_384_32_e6", "hourglass/repeat_512_32_e6", "hourglass/vanilla",
-                "retrieval/autoencoder_d1024", "retrieval/flat_d1024_c32", "retrieval/transformer_matcher_d1024_c32")
+                "retrieval/autoencoder_d512", "retrieval/flat_d1024_c32", "retrieval/transformer_matcher_llama_d1024_c32")
 
 
 def one_step(name: str, *, compile: bool, dtype: str = "bf16", profile: str = "smoke") -> dict:
