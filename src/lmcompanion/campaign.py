@@ -93,6 +93,8 @@ CHECK_BASE_S, CHECK_COMPILE_S = 60.0, 30.0
 # book's estimate gives them (lmcompanion.estimate).
 BENCH_SETUP_S, BENCH_COMPILE_S = 15.0, 45.0
 BENCH_STEPS, BENCH_WARMUP = 10, 3
+# At the small profiles (the rehearsal) a bench only has to run its code path: 2 timed steps after 1 untimed.
+REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP = 2, 1
 # compile against eager: steps each way, and the tolerance on each step's training loss (relative). Under bf16
 # autocast a matrix product rounds to 8 bits of mantissa (2^-9 = 2e-3 relative per rounding) and Inductor fuses and
 # reorders the arithmetic, so compiled and eager losses differ by about that much and drift a little over steps;
@@ -235,8 +237,14 @@ def gpt2_small(profile: str, device: str = "auto") -> PlannedRun:
     return PlannedRun(cfg, RANDOM_TOKENS, profile)
 
 
-def _bench_minutes(cfg: RunConfig) -> float:
-    n = BENCH_STEPS + BENCH_WARMUP + 1
+def _bench_counts(profile: str) -> tuple[int, int]:
+    """(timed steps, untimed warm-up steps) of a bench at ``profile``."""
+    small = check_profile(profile) in ("smoke", "cpu")
+    return (REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP) if small else (BENCH_STEPS, BENCH_WARMUP)
+
+
+def _bench_minutes(cfg: RunConfig, profile: str) -> float:
+    n = sum(_bench_counts(profile)) + 1
     timed = cfg.replace(train=cfg.train.replace(max_steps=n, eval_interval=n, eval_batches=1, warmup_steps=0,
                                                 decay_steps=None))
     seconds = estimate.seconds(timed) - estimate.RUN_OVERHEAD_S + BENCH_SETUP_S
@@ -262,7 +270,7 @@ def steps(profile: str = "gpu", *, device: str = "auto", seeds: int | None = Non
     families = compiled or tuple(s.run.config.model.family for s in runs[:1])
     check = Step("check", "check", (CHECK_BASE_S + CHECK_COMPILE_S * len(families)) / 60, 0, families=families)
     benches = [gpt2_small(profile, device)] + [experiments.planned(n, profile, 0, device=device) for n in BENCH]
-    bench_steps = [Step(f"bench/{r.name.removeprefix('bench/')}", "bench", _bench_minutes(r.config), 0, r)
+    bench_steps = [Step(f"bench/{r.name.removeprefix('bench/')}", "bench", _bench_minutes(r.config, profile), 0, r)
                    for r in benches]
     out = [check, *bench_steps, *runs]
     for i, s in enumerate(out):
@@ -811,7 +819,8 @@ def check(step: Step, all_steps: Sequence[Step], profile: str, device: str, log:
 
 
 def bench_step(step: Step) -> dict:
-    result = bench(step.run, steps=BENCH_STEPS, warmup=BENCH_WARMUP)
+    n, warmup = _bench_counts(step.run.profile)
+    result = bench(step.run, steps=n, warmup=warmup)
     m = step.run.config.model
     result["shape"] = {k: v for k, v in dataclasses.asdict(m).items()
                        if k in ("n_layer", "n_embed", "n_head", "context_size", "vocab_size")}
