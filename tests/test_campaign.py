@@ -115,9 +115,13 @@ def _cut_off_at(monkeypatch, name):
 
 def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut_off_loses_one_step(
         tmp_path, monkeypatch, capsys):
+    # every step of the plan, each arm with one seed (the smoke profile's two would double the runs, about two
+    # minutes more on a 2-core CI machine, and rehearse no other code)
     out, tgz = tmp_path / "rehearsal", tmp_path / "campaign.tgz"
-    args = ["campaign", "--profile", "smoke", "--device", "cpu", "-o", str(out), "--archive", str(tgz)]
-    all_steps = campaign.steps("smoke", device="cpu")
+    args = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", str(out), "--archive", str(tgz)]
+    all_steps = campaign.steps("smoke", device="cpu", seeds=1)
+    assert {s.run.name for s in all_steps if s.kind == "run"} == {
+        s.run.name for s in campaign.steps("smoke", device="cpu") if s.kind == "run"}  # every arm of the full plan
     runs = [s for s in all_steps if s.kind == "run"]
     cut = runs[6]
     real = _cut_off_at(monkeypatch, cut.name)
