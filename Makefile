@@ -52,6 +52,7 @@ help:
 	@echo "make test                 unit tests + nbval + warning-free smoke build"
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
+	@echo "make gpu-rehearsal        one training step of every model family under bf16 autocast and torch.compile on the CPU"
 	@echo "make clean | clean-runs   remove build products | the run store (runs/)"
 
 # The lock first (exact versions, hash-checked, nothing else: --no-deps), then the pinned torch (its dependencies are
@@ -130,7 +131,8 @@ nbval: $(INSTALLED)
 	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) && \
 	  $(BIN)python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg tests/nbval && \
-	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py; \
+	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py && \
+	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
 	  status=$$?; rm -rf $$runs; exit $$status
 
 # The book rendered from the smoke references, with warnings as errors.
@@ -152,6 +154,12 @@ references: $(INSTALLED)
 	      --profile smoke || exit 1; \
 	  done && $(BIN)python tests/regression.py dump $$runs tests/nbval/runs.json; \
 	  status=$$?; rm -rf $$runs; exit $$status
+
+# Before a GPU slot (README, "A GPU slot"): one training step of every model family under bf16 autocast, eagerly and
+# under torch.compile, on the CPU, so that dtype and graph errors appear here. About 11 minutes on the 2-core build
+# machine (Inductor compiles 15 models), so not part of `make test`.
+gpu-rehearsal: $(INSTALLED)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q -p no:cacheprovider tests/gpu_rehearsal.py
 
 clean:
 	rm -rf _build $(NB_OUT) book/generated

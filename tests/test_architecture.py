@@ -32,7 +32,7 @@ LAYERS = {
     6: ["lmcompanion.experiments*"],
     7: ["lmcompanion.plots", "lmcompanion.tables"],
     8: ["lmcompanion.verdicts", "lmcompanion.recorded"],
-    9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench", "lmcompanion.pages"],
+    9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench", "lmcompanion.pages", "lmcompanion.campaign"],
     10: ["lmcompanion.cli", "lmcompanion.__main__"],
 }
 

@@ -23,6 +23,9 @@
   bench-cpu [CHAPTER...] [--against REV] [--profile P] [--rounds N]
                                               per chapter's representative run: tokens/s, GFLOP/s against the
                                               measured peak, where a step's time goes; REV's code side by side
+  campaign [--profile gpu] [--budget-min 25] [--plan] [-o DIR] [--max-minutes M] [--archive FILE]
+           [--pack DIR] [--from-pack DIR]     one GPU slot: the CUDA-path check, benches, and the runs that decide
+                                              each chapter's headline claims, recorded as they finish (resumable)
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import signal
 import sys
 import time
 
-from . import __version__, experiments, models, pages, recorded, train
+from . import __version__, campaign, experiments, models, pages, recorded, train
 from .bench import bench, cpu_book
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
@@ -179,11 +182,30 @@ def _cmd_bench_cpu(args) -> None:
         print(table.to_string())
 
 
+def _cmd_campaign(args) -> int:
+    campaign.default_data_dir()
+    if args.pack:
+        campaign.make_pack(args.pack, args.profile, budget_min=args.budget_min, wheels=args.wheels, seeds=args.seeds)
+        return 0
+    manifest = None
+    if args.from_pack:
+        manifest = campaign.unpack(args.from_pack)
+        print(f"run keys: {campaign.check_keys(manifest, args.profile, args.seeds)} agree with the pack's", flush=True)
+    if args.plan:
+        campaign.print_plan(campaign.steps(args.profile, device=args.device, seeds=args.seeds), args.budget_min,
+                            args.profile)
+        return 0
+    return campaign.run(args.profile, device=args.device, out=args.output, budget_min=args.budget_min,
+                        max_minutes=args.max_minutes, seeds=args.seeds, archive=args.archive,
+                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's "
-                                       "own default, cpu in every notebook of the book).")
+                                       "own default, cpu in every notebook of the book; campaign, which plans a GPU "
+                                       "slot: gpu).")
     p.add_argument("--version", action="version", version=f"lmcompanion {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     profiles = ", ".join(PROFILES)
@@ -291,6 +313,25 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--clock", choices=("cpu", "wall"), help="cpu: this thread's CPU time (the default with one "
                                                             "thread: a loaded machine's waits left out); wall")
     s.set_defaults(fn=_cmd_bench_cpu)
+    s = sub.add_parser("campaign", help="one GPU slot: check, benches and the headline runs, in priority order")
+    s.add_argument("--profile", default="gpu", help=f"one of {profiles} (default: gpu; smoke rehearses it on a CPU)")
+    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    s.add_argument("--budget-min", type=float, default=campaign.DEFAULT_BUDGET_MIN,
+                   help="minutes for the whole campaign, over all its commands (default: %(default)g)")
+    s.add_argument("--seeds", type=int, help="seeds per arm (default: the profile's, as registered)")
+    s.add_argument("--plan", action="store_true", help="print every step with its estimated H100 minutes, a total, "
+                                                       "and what is left for a second slot")
+    s.add_argument("-o", "--output", help="recorded runs and the campaign's reports (default: book/recorded)")
+    s.add_argument("--max-minutes", type=float, help="stop this command after so many minutes (a run checkpoints; "
+                                                     f"exit {campaign.MORE_TO_DO}: run the same command again)")
+    s.add_argument("--archive", help="rewrite a .tar.gz of the output folder after every step")
+    s.add_argument("--retry-failed", action="store_true", help="try the steps that failed before again")
+    s.add_argument("--pack", metavar="DIR", help="write what a GPU machine without network needs (wheels, corpus "
+                                                 "files, token caches, a manifest) to DIR, and nothing else")
+    s.add_argument("--wheels", help="with --pack: the Python 3.12 wheels (default: ../shared/wheels/py312-x86_64)")
+    s.add_argument("--from-pack", metavar="DIR", help="verify the pack in DIR and read the corpora from it (offline)")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=_cmd_campaign)
     return p
 
 
@@ -298,7 +339,7 @@ def report(fn) -> int:
     """Run ``fn()`` as a command: the package's errors become a message and exit 2; an interrupt (Ctrl-C, or
     SIGTERM/SIGHUP during training) a message saying how to resume, and exit 128 + the signal."""
     try:
-        fn()
+        code = fn()
     except LMCError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -310,7 +351,7 @@ def report(fn) -> int:
         print("interrupted: a checkpoint of the last finished step was kept; run the same command to resume",
               file=sys.stderr)
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def main(argv=None) -> int:

@@ -37,6 +37,9 @@ from .train import Run, RunStore
 from .train.store import DIGESTS, RECORDED as MARKER, SUMMARY, SUMMARY_DIGEST, _slug, write_summary
 
 FORMAT = "lmcompanion-recorded-run/1"
+# A folder beside the profiles' folders that holds a GPU campaign's own reports (its check, bench and progress: see
+# lmcompanion.campaign), not recorded runs: import_dir leaves it alone.
+REPORTS = "campaign"
 
 
 def default_dir() -> Path:
@@ -190,7 +193,8 @@ def import_dir(folder: Path | None = None, store: RunStore | None = None) -> lis
     store and renamed into place, so an import that fails halfway leaves no half-imported run."""
     folder = Path(folder) if folder is not None else default_dir()
     store = store or RunStore()
-    paths_found = sorted(p for p in folder.rglob("*.json") if p.is_file()) if folder.is_dir() else []
+    paths_found = sorted(p for p in folder.rglob("*.json")
+                         if p.is_file() and p.relative_to(folder).parts[0] != REPORTS) if folder.is_dir() else []
     records = [(path, *_read(path)) for path in paths_found]
     imported = []
     for path, record, cfg, data in records:
@@ -273,5 +277,5 @@ def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStor
     return out
 
 
-__all__ = ["FORMAT", "Found", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of",
+__all__ = ["FORMAT", "Found", "REPORTS", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of",
            "recorded_profile", "write"]
