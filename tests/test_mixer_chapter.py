@@ -14,7 +14,7 @@ from lmcompanion import experiments, models, nb
 from lmcompanion.chapters import mixer
 from lmcompanion.chapters.mixer import analysis
 from lmcompanion.errors import ConfigError
-from lmcompanion.models.transformer import training_memory
+from lmcompanion.memory import training_memory
 from lmcompanion.experiments import mixer as exp
 from lmcompanion.verdicts import FAILS, HOLDS, INCONCLUSIVE
 

@@ -15,17 +15,15 @@ on a batch of zeros and counts, with a dispatch mode that sees every tensor crea
 - ``peak_during_pass``: the most bytes of tensors created during forward and backward alive at once (activations,
   temporaries and the parameter gradients as they appear);
 - ``one_pass`` = parameters + buffers + peak_during_pass, and ``training_step`` = one_pass + optimizer_state;
-- ``masked_weight_copies``: the masked token-conv weights a mixer's forward creates (0 for other families; see
-  :func:`lmcompanion.models.transformer.training_memory`'s note on the original mixer).
+- ``masked_weight_copies``: the masked token-conv weights ``W * mask`` a mixer's forward creates and the convs save
+  (already inside ``saved_for_backward`` and ``peak_during_pass``; 0 for other families). The original masks in
+  place and saves no such copy, so its footprint is about ``one_pass - masked_weight_copies - buffers`` (its own
+  forward allocates a temporary fp32 mask per block instead).
 
 It counts an eager fp32 pass: no autocast, no ``torch.compile``, no fused attention (on the meta device attention
 takes SDPA's math path and saves the T x T probabilities). A GPU run under bf16 autocast with flash attention holds
 less; :func:`measure_cuda` measures a pass there, and a run trained on CUDA records its own peak
 (``summary["peak_mem_bytes"]``, :func:`recorded_peak`). Two families counted the same way compare like with like.
-
-The first version of this method lives on in :mod:`lmcompanion.models.transformer` (``training_memory``, for the
-mixers and transformers only), unchanged: the code of a model module is part of the key of every run of that family,
-so removing it there would retrain every mixer and transformer run. It gives the same numbers as this one.
 """
 
 from __future__ import annotations

@@ -21,10 +21,7 @@ token conv keeps PyTorch's default (HF's ``_init_weights`` does not touch Conv1d
 Names: ``n_embed`` = hidden_size / n_embd (d), ``n_layer`` = num_hidden_layers, ``n_head`` = num_attention_heads,
 ``context_size`` = n_positions (the longest input).
 
-:func:`training_memory` (both families) estimates the bytes of a training step on the meta device. It is the first
-version of :func:`lmcompanion.memory.training_memory`, which counts every model family the same way and is what the
-chapters use; this copy stays, unchanged, because this module's code is part of the key of every mixer and
-transformer run (removing it would retrain them all). Both give the same numbers (``tests/test_memory.py``).
+Training memory is counted by :func:`lmcompanion.memory.training_memory`, one method for every model family.
 """
 
 from __future__ import annotations
@@ -35,14 +32,11 @@ from typing import ClassVar, Literal
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from ..config import ConfigBase, require
 from .base import LanguageModel, ModelOutput, cross_entropy
 from .layers import MLP, CausalSelfAttention
-from .mixer import MaskedMixer, MaskedTokenConv, MixerConfig
+from .mixer import MaskedTokenConv
 
 
 @dataclass(frozen=True)
@@ -256,94 +250,5 @@ class Transformer(LanguageModel):
         return ModelOutput(logits, loss, {})
 
 
-# --------------------------------------------------------------------------------------------------
-# Training memory (the write-up's memory-versus-context tables)
-
-
-class _LiveBytes(TorchDispatchMode):
-    """Follows every tensor storage created while active: bytes alive now, and the peak."""
-
-    def __init__(self, exclude: set[int]):
-        super().__init__()
-        self.exclude, self.live, self.peak = exclude, {}, 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self.live = {k: v for k, v in self.live.items() if not v[0].expired()}
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                storage = t.untyped_storage()
-                if storage._cdata not in self.live and storage._cdata not in self.exclude:
-                    self.live[storage._cdata] = (StorageWeakRef(storage), storage.nbytes())
-        self.peak = max(self.peak, sum(n for _, n in self.live.values()))
-        return out
-
-
-_MODEL_OF = {MixerConfig: MaskedMixer, TransformerConfig: Transformer}
-
-
-def training_memory(model_config, batch_size: int = 1, include_head: bool = False,
-                    dtype: torch.dtype = torch.float32, device: str = "meta") -> dict[str, int]:
-    """Bytes of one training step of a mixer or transformer, counted without allocating (``device="meta"``).
-
-    Kept for the run keys (see the module doc): new code calls :func:`lmcompanion.memory.training_memory`, the same
-    method for every model family.
-
-    Builds the model, runs forward and backward on a zero batch of ``context_size`` tokens, and counts
-    - ``parameters``, ``buffers`` (the mixers' bool masks), ``gradients`` (of the parameters that get one: not
-      the head's without it) and ``optimizer_state`` (AdamW: two fp32 tensors per parameter);
-    - ``saved_for_backward``: the tensors autograd saves (``saved_tensors_hooks``), each storage once, parameters
-      and buffers left out;
-    - ``peak_during_pass``: the most bytes of tensors created during forward and backward alive at once
-      (activations, temporaries and the parameter gradients as they appear);
-    - ``one_pass`` = parameters + buffers + peak_during_pass (the write-up's "forward and backward pass"), and
-      ``training_step`` = one_pass + optimizer_state;
-    - ``masked_weight_copies``: bytes of the masked token-conv weights ``W * mask`` the forward creates and the
-      convs save (already inside ``saved_for_backward`` and ``peak_during_pass``). The original masks in place
-      and saves no such copy, so its footprint is about ``one_pass - masked_weight_copies - buffers`` (its own
-      forward allocates a temporary fp32 mask per block instead).
-
-    ``include_head=False`` is the write-up's "without a language modeling head": the blocks (and the transformer's
-    final norm) run on the embedding output and the sum of the last hidden state is backpropagated; the head's
-    weights are still counted in ``parameters``. On the meta device attention takes SDPA's math path, which saves
-    the T x T probabilities (as HF's eager attention does); fused kernels (flash, memory-efficient) save O(T).
-    ``device="cpu"`` runs the same count on real tensors (tiny configs only).
-    """
-    if type(model_config) not in _MODEL_OF:
-        raise TypeError(f"training_memory takes a MixerConfig or a TransformerConfig, got {type(model_config).__name__}")
-    with torch.device(device):
-        model = _MODEL_OF[type(model_config)](model_config).to(dtype).train()
-    params = {p.untyped_storage()._cdata: p for p in model.parameters()}
-    buffers = {b.untyped_storage()._cdata: b for b in model.buffers()}
-    n_params = sum(p.numel() for p in params.values())
-    saved: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        if storage._cdata not in params and storage._cdata not in buffers:
-            saved[storage._cdata] = storage.nbytes()
-        return t
-
-    idx = torch.zeros(batch_size, model.context_size, dtype=torch.long, device=device)
-    tracker = _LiveBytes(exclude=set(params) | set(buffers))
-    with tracker, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(idx, torch.zeros_like(idx)).loss if include_head else model.hidden(idx).sum()
-        out.backward()
-    memory = {
-        "parameters": sum(p.untyped_storage().nbytes() for p in params.values()),
-        "buffers": sum(b.untyped_storage().nbytes() for b in buffers.values()),
-        "gradients": sum(p.grad.untyped_storage().nbytes() for p in params.values() if p.grad is not None),
-        "optimizer_state": 2 * 4 * n_params,
-        "saved_for_backward": sum(saved.values()),
-        "peak_during_pass": tracker.peak,
-        # one masked copy of each token-conv weight per forward, saved by the conv (part of the two above)
-        "masked_weight_copies": sum(m.weight.untyped_storage().nbytes() for m in model.modules()
-                                    if isinstance(m, MaskedTokenConv)),
-    }
-    memory["one_pass"] = memory["parameters"] + memory["buffers"] + memory["peak_during_pass"]
-    memory["training_step"] = memory["one_pass"] + memory["optimizer_state"]
-    return memory
-
-
 __all__ = ["RotaryCausalSelfAttention", "SwiGLU", "TanhGeluMLP", "Transformer", "TransformerBlock", "TransformerConfig",
-           "apply_rope", "gpt_config", "llama_config", "norm_layer", "rope_cos_sin", "training_memory"]
+           "apply_rope", "gpt_config", "llama_config", "norm_layer", "rope_cos_sin"]
