@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from lmcompanion.errors import ConfigError
 from lmcompanion.models.mixer import (MaskedMixer, MaskedTokenConv, MixerConfig, causal_mask, fixed_window_generate,
                                       token_mixer, token_weight_census, token_weight_liveness)
-from lmcompanion.models.transformer import (Transformer, TransformerConfig, gpt_config, llama_config, rope_cos_sin,
-                                            training_memory)
+from lmcompanion.memory import training_memory
+from lmcompanion.models.transformer import Transformer, TransformerConfig, gpt_config, llama_config, rope_cos_sin
 
 V, L, D = 13, 6, 8
 TINY = MixerConfig(vocab_size=V, context_size=L, n_embed=D, n_layer=2)
