@@ -317,15 +317,20 @@ def print_plan(all_steps: Sequence[Step], budget_min: float, profile: str, out=p
         extra = f"  {p:8.1f}" if p is not None else ""
         return f"{s.priority:>3}  {s.kind:<5}  {s.name:<58}  {s.minutes:6.2f} min  {cum:6.1f}{extra}"
 
+    def show(steps) -> float:
+        """Print the steps with their running total and the claims each decides; return the total."""
+        cum = 0.0
+        for s in steps:
+            cum += s.minutes
+            out(line(s, cum))
+            for c in s.claims:
+                out(f"{'':>16}decides: [{s.group.chapter}] {c}")
+        return cum
+
     out(f"campaign at the {profile} profile, budget {budget_min:g} min (minutes estimated on one H100: "
         "lmcompanion.estimate for runs, stated allowances for the check and the benches)")
     out(f"{'#':>3}  {'kind':<5}  {'step':<58}  {'estimate':>10}  {'cum.':>6}  {'passes':>8}")
-    cum = 0.0
-    for s in plan:
-        cum += s.minutes
-        out(line(s, cum))
-        for c in s.claims:
-            out(f"{'':>16}decides: [{s.group.chapter}] {c}")
+    cum = show(plan)
     kinds = {k: sum(1 for s in plan if s.kind == k) for k in ("check", "bench", "run")}
     out(f"total {cum:.1f} min (estimated on one H100; {kinds['check']} check, {kinds['bench']} benches, "
         f"{kinds['run']} runs), budget {budget_min:g} min")
@@ -333,12 +338,7 @@ def print_plan(all_steps: Sequence[Step], budget_min: float, profile: str, out=p
         out("left for a second slot: nothing")
     else:
         out(f"left for a second slot, in this order ({sum(s.minutes for s in left):.1f} min, {len(left)} steps):")
-        cum = 0.0
-        for s in left:
-            cum += s.minutes
-            out(line(s, cum))
-            for c in s.claims:
-                out(f"{'':>16}decides: [{s.group.chapter}] {c}")
+        show(left)
     if with_passes:
         rows = passes_table(all_steps)
         if rows:

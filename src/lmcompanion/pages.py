@@ -62,15 +62,19 @@ def _cell(v: dict) -> str:
     return f"{v['verdict']}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
+def _book_order(chapters) -> list[str]:
+    """Chapter names in the book's order; chapters it does not list come last, by name."""
+    order = list(CHAPTER_TITLES)
+    return sorted(set(chapters), key=lambda c: (order.index(c) if c in order else len(order), c))
+
+
 def scorecard(root: Path, prefix: str = "notebooks") -> str:
     """The scorecard page (MyST markdown) from the executed notebooks under ``root``."""
     rows = []
     for _, _, nb in executed_notebooks(root):
         rows += glued_verdicts(nb)
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
-    order = list(CHAPTER_TITLES)  # the book's order; chapters it does not list come last, by name
-    chapters = sorted(dict.fromkeys(r["chapter"] for r in rows),
-                      key=lambda c: (order.index(c) if c in order else len(order), c))
+    chapters = _book_order({r["chapter"] for r in rows})
     lines = ["(scorecard)=", "# Scorecard", "",
              "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
              "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
@@ -172,8 +176,7 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
              f"{_counts(checks)}. A verdict far below the write-up's scale may change at its scale; every row with its "
              "numbers is on the {ref}`scorecard <scorecard>`.", ""]
     if chapter is None:
-        order = list(CHAPTER_TITLES)
-        chapters = sorted({r["chapter"] for r in rows}, key=lambda c: (order.index(c) if c in order else len(order), c))
+        chapters = _book_order({r["chapter"] for r in rows})
         lines += ["| chapter | " + " | ".join(f"claims about training: {badge(o)}" for o in (HOLDS, FAILS, INCONCLUSIVE))
                   + " | exact checks of our code |", "|---|---:|---:|---:|---|"]
         for c in chapters:
@@ -210,8 +213,7 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
     claims = registered_claims()
     rows = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)]
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
-    order = list(CHAPTER_TITLES)
-    chapter_names = sorted(claims, key=lambda c: (order.index(c) if c in order else len(order), c))
+    chapter_names = _book_order(claims)
     lines = ["(claims-ledger)=", "# Claims ledger", "",
              "Every claim of every write-up, in the write-up's order and words: either the verdict row that tests it, "
              "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`), or "

@@ -45,10 +45,8 @@ COLLAPSING = ("ar_ed/mse", "ar_ed/cosine", "ar_ed/mse_pos_sub")  # the runs with
 TIMED = ("ar_ed/mse_pos_sub", "ar_ed/baseline")
 FEWER = "the combined model has fewer parameters than the baseline (paper size)"
 SMALLER = "the smaller baseline has fewer parameters than the combined model (paper size)"
-TIME = (f"the combined model takes a similar time per training step as the baseline (within {cost.SIMILAR:g}x either "
-        "way; timed side by side)")
-MEMORY = (f"the combined model needs similar training memory to the baseline (within {cost.SIMILAR:g}x either way; "
-          "counted at the write-up's size, or measured on a GPU)")
+TIME = cost.time_claim("the combined model")
+MEMORY = cost.memory_claim("the combined model")
 
 
 def collapse_claim(name: str) -> str:

@@ -33,6 +33,18 @@ SIMILAR = 1.25
 MEMORY_PROFILE = "paper"  # the write-up's size and micro-batch
 
 
+def time_claim(subject: str) -> str:
+    """The text of a chapter's "similar time" claim for ``subject`` against the baseline."""
+    return (f"{subject} takes a similar time per training step as the baseline (within {SIMILAR:g}x either way; "
+            "timed side by side)")
+
+
+def memory_claim(subject: str) -> str:
+    """The text of a chapter's "similar memory demands" claim for ``subject`` against the baseline."""
+    return (f"{subject} needs similar training memory to the baseline (within {SIMILAR:g}x either way; counted at "
+            "the write-up's size, or measured on a GPU)")
+
+
 def _short(name: str) -> str:
     return name.split("/")[-1]
 

@@ -130,10 +130,8 @@ TIMED = ("deepsight/mse_d11", "deepsight/baseline")
 FEWER = "DeepSight has fewer parameters than the baseline (paper size)"
 TREND = "a larger future context gives a better train loss"
 NO_TREND = "validation loss is not very correlated with delta"
-TIME = (f"DeepSight takes a similar time per training step as the baseline (within {cost.SIMILAR:g}x either way; "
-        "timed side by side)")
-MEMORY = (f"DeepSight needs similar training memory to the baseline (within {cost.SIMILAR:g}x either way; counted at "
-          "the write-up's size, or measured on a GPU)")
+TIME = cost.time_claim("DeepSight")
+MEMORY = cost.memory_claim("DeepSight")
 
 
 def collapse_claim(name: str) -> str:
