@@ -197,6 +197,16 @@ def test_the_text_and_the_code_learning_rates_are_both_arms():
                   "mixer/llama_d512_h4_eta005": 0.005}
 
 
+def test_the_smoke_cap_keeps_the_text_arm_faster_and_leaves_the_larger_profiles_alone():
+    """Smoke caps learning rates at 0.02 (the eta=0.005 Llamas were kernel-dependent at 0.1); the text's arm still
+    trains faster than the code's there, and no larger profile is capped."""
+    def lr(name, profile):
+        return experiments.config(name, profile, device="cpu").train.lr
+    assert lr("mixer/llama_d512_h4_eta005", "smoke") == 0.02 > lr("mixer/llama_d512_h4", "smoke") == 0.01
+    assert all(exp.scale(p).max_lr is None for p in ("cpu", "gpu", "paper"))
+    assert lr("mixer/llama_d512_h4_eta005", "cpu") == pytest.approx(10 * lr("mixer/llama_d512_h4", "cpu"))
+
+
 def test_the_worked_masking_example_is_the_write_ups():
     from lmcompanion.chapters.mixer import facts
 
