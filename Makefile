@@ -126,14 +126,17 @@ unit: $(INSTALLED)
 # Re-execute the committed smoke references in a fresh run store and compare their outputs (exactly, after the
 # sanitizer removes decimal numbers and verdict words); then compare every number the runs recorded with
 # tests/nbval/runs.json within the tolerance of tests/regression.py. Both run with THREADS threads, as the book's
-# notebooks do and `make references` did, so the check does not depend on the machine's core count.
+# notebooks do and `make references` did, so the check does not depend on the machine's core count. The rehearsal's
+# compiled kernels go to a fresh Inductor cache: a shared one may hold kernels built for another instruction set
+# (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed).
 nbval: $(INSTALLED)
-	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) && \
+	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) \
+	  TORCHINDUCTOR_CACHE_DIR=$$runs-inductor && \
 	  $(BIN)python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg tests/nbval && \
 	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py && \
 	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
-	  status=$$?; rm -rf $$runs; exit $$status
+	  status=$$?; rm -rf $$runs $$runs-inductor; exit $$status
 
 # The book rendered from the smoke references, with warnings as errors.
 smoke-book: $(INSTALLED)

@@ -277,3 +277,21 @@ def test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.split()[-1]) == len(manifest["run_keys"]) > 80
+
+
+def test_the_check_builds_every_family_and_compares_compiled_with_eager_without_dropout():
+    """The check's steps need a batch source for every family: a retrieval matcher's is made by its procedure from
+    another run's embeddings, which no run has made when the check comes first (it once failed with a ConfigError),
+    so random embeddings stand in; and dropout is off, since eager and compiled code draw different masks (the
+    hourglass's 0.1 once put their losses 0.5% apart at fp32)."""
+    from lmcompanion.train import trainer
+
+    matcher = experiments.config("retrieval/flat_d1024_c32", "smoke", device="cpu")
+    s = trainer.setup(matcher, source=campaign._check_source(matcher))
+    batch = s.source.train_batches(0)[0]
+    assert batch["x"].shape[-1] == matcher.model.n_embed and bool(s.model(**batch).loss.isfinite())
+    assert campaign._check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
+    hg = experiments.config("hourglass/vanilla", "smoke", device="cpu")
+    assert hg.model.dropout > 0 and campaign._without_dropout(hg).model.dropout == 0.0
+    assert campaign._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout) \
+        == hg.model  # nothing else changes

@@ -70,6 +70,7 @@ from .chapters import retrieval_rows
 from .chapters.mixer import rows as mixer_rows
 from .config import TrainConfig, check_profile
 from .data import LMDataConfig, corpora, lm, stories
+from .data.retrieval import RetrievalSource
 from .errors import LMCError, Terminated
 from .experiments import PlannedRun, Procedure
 from .models.baseline import BaselineConfig
@@ -266,7 +267,7 @@ def steps(profile: str = "gpu", *, device: str = "auto", seeds: int | None = Non
         if group_runs:
             runs[-1].claims = claims[g]
     compiled = tuple(dict.fromkeys(s.run.config.model.family for s in runs
-                                   if s.run.config.train.compile and s.run.procedure.fn is None))
+                                   if s.run.config.train.compile))
     families = compiled or tuple(s.run.config.model.family for s in runs[:1])
     check = Step("check", "check", (CHECK_BASE_S + CHECK_COMPILE_S * len(families)) / 60, 0, families=families)
     benches = [gpt2_small(profile, device)] + [experiments.planned(n, profile, 0, device=device) for n in BENCH]
@@ -494,6 +495,29 @@ def _nccl_version() -> str:
     return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
 
 
+def _check_source(cfg: RunConfig):
+    """The batch source of a check's few steps: the trainer's own (None), except for a retrieval matcher, whose
+    source is made by its procedure from another run's embeddings, which no run of the slot has made when the check
+    runs first: random embeddings of the matcher's width stand in (the check tests the model's graph, dtypes and
+    optimizer, not what it learns)."""
+    if getattr(cfg.data, "kind", None) != "retrieval":
+        return None
+    g = torch.Generator().manual_seed(cfg.seed)
+    n, d = 4 * max(cfg.model.context_size, cfg.train.batch_size), cfg.model.n_embed
+    emb = {f"{kind}_{split}": torch.randn(n, d, generator=g) for kind in ("query", "target")
+           for split in ("train", "test")}
+    return RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed)
+
+
+def _without_dropout(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with every dropout rate of its model at 0: eager and compiled code draw different dropout masks, so
+    their losses agree only without dropout."""
+    model = cfg.model
+    zero = {f.name: 0.0 for f in dataclasses.fields(model)
+            if "dropout" in f.name and isinstance(getattr(model, f.name), float) and getattr(model, f.name) > 0}
+    return cfg.replace(model=dataclasses.replace(model, **zero)) if zero else cfg
+
+
 def _first_batch(s: trainer.Session) -> dict:
     return {k: v.to(s.device) for k, v in s.source.train_batches(0)[0].items()}
 
@@ -502,7 +526,7 @@ def _probe_autocast(cfg: RunConfig) -> dict:
     """One forward under the trainer's own set-up and autocast: the dtype of every Linear output, of the logits and of
     the loss, and the optimizer the trainer made."""
     with trainer.memory_guard(cfg, "the autocast probe"):
-        s = trainer.setup(cfg)
+        s = trainer.setup(cfg, source=_check_source(cfg))
     seen: set[str] = set()
     hooks = [m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
              for m in s.model.modules() if isinstance(m, torch.nn.Linear)]
@@ -551,7 +575,7 @@ def check_autocast(run_cfgs: Sequence[RunConfig], device: str) -> dict:
 
 def _losses(cfg: RunConfig, n: int) -> tuple[list[float], list[float]]:
     """The objective of ``n`` training steps of ``cfg`` from its initial weights, and each step's seconds."""
-    s = trainer.setup(cfg)
+    s = trainer.setup(cfg, source=_check_source(cfg))
     losses, seconds = [], []
     for step in range(n):
         t0 = time.perf_counter()
@@ -565,9 +589,9 @@ def _losses(cfg: RunConfig, n: int) -> tuple[list[float], list[float]]:
 
 
 def compile_against_eager(cfg: RunConfig, n: int = COMPILE_STEPS) -> dict:
-    """The same initial weights and batches, ``n`` steps eager and ``n`` steps under ``torch.compile``: each step's
-    loss compared within :data:`COMPILE_RTOL` of the autocast dtype."""
-    cfg = cfg.replace(train=cfg.train.replace(deterministic=False, compile=False))
+    """The same initial weights and batches, ``n`` steps eager and ``n`` steps under ``torch.compile``, dropout off
+    (:func:`_without_dropout`): each step's loss compared within :data:`COMPILE_RTOL` of the autocast dtype."""
+    cfg = _without_dropout(cfg.replace(train=cfg.train.replace(deterministic=False, compile=False)))
     eager, t_eager = _losses(cfg, n)
     compiled, t_compiled = _losses(cfg.replace(train=cfg.train.replace(compile=True)), n)
     dtype = _dtype_name(trainer.autocast_dtype(cfg.train, cfg.device)) or "float32"
