@@ -19,3 +19,15 @@ def test_the_cost_table_has_a_row_per_profile_and_few_enough_columns_to_show_the
 
 def test_three_significant_digits_with_thousands_separators():
     assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == ["1,230", "0.0123", "2.00", "1,000,000", "0"]
+
+
+def test_a_legend_never_gives_a_scaled_model_the_published_size():
+    from lmcompanion import models
+
+    here = models.num_params(experiments.config("hourglass/vanilla", "cpu", device="cpu").model)
+    assert here < 2e6  # the cpu model is far smaller than the write-up's
+    label = nb.arm_label("hourglass/vanilla", "cpu")
+    assert label == f"Baseline transfo ({here / 1e6:.3g}M here; 20.48M in the write-up)"
+    assert nb.arm_label("hourglass/vanilla", "paper") == "Baseline transfo (20.48M)"
+    assert nb.arm_label("mixer/llama_d512", "cpu") == experiments.get("mixer/llama_d512").title  # no size: unchanged
+    assert nb.published(["hourglass/vanilla"])[label]["val"] == 2.565  # tables find the numbers under the label

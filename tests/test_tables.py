@@ -44,3 +44,21 @@ def test_the_closing_sentence_ranks_the_arms_from_their_runs_beside_the_write_up
     assert other.endswith("The write-up ranks them otherwise: b 2.0; c 2.1; a 2.2.")
     assert "write-up" not in tables.ranking_sentence(groups, published={"a": {"val": 2.2}})  # not all published
     assert [tables.sig3(x) for x in (2.9134, 0.012345, 1234.5)] == ["2.91", "0.0123", "1,230"]
+
+
+def test_the_best_validation_column_shows_only_where_it_differs_from_the_final_one():
+    import pandas as pd
+
+    class Finished:
+        def __init__(self, vals):
+            self._ev = pd.DataFrame({"step": range(1, len(vals) + 1), "train": vals, "val": vals})
+            self.summary = {"params": 10, "final": {"train": vals[-1], "val": vals[-1]}}
+
+        def evals(self):
+            return self._ev
+
+    falling = {"a": [Finished([3.0, 2.5, 2.0])], "b": [Finished([3.0, 2.8, 2.7])]}
+    assert "val (best)" not in tables.results(falling).columns
+    rising = {**falling, "c": [Finished([3.0, 2.0, 2.4])]}
+    table = tables.results(rising)
+    assert table.loc["c", "val (best)"] == "2.000" and table.loc["c", "val (final)"] == "2.400"

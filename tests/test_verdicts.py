@@ -51,3 +51,15 @@ def test_outcome_of_refuses_what_is_not_a_verdict():
 def test_p_is_given_to_two_digits_and_always_as_a_decimal():
     assert [verdicts.chance_text(p) for p in (0.05, 1.0, 1 / 3, 0.0025, 0.0004)] == [
         "p = 0.05", "p = 1.00", "p = 0.33", "p = 0.0025", "p < 0.001"]
+
+
+def test_the_verdict_table_fits_a_page_in_five_columns_with_the_evidence_in_one():
+    from lmcompanion.verdicts import Verdict, table
+
+    rows = [Verdict("a beats b", "2.10 vs 2.20", "2.0 [1.9, 2.1]", "holds", seeds="3 vs 3", effect="-0.26 ± 0.01",
+                    chance="p = 0.05"),
+            Verdict("count", "100", "100", "holds", seeds="", effect="", chance="exact (no sampling)")]
+    t = table(rows)
+    assert len(t.columns) == 5 and list(t.index) == [1, 2]
+    assert list(t.iloc[:, 3]) == ["3 vs 3 · -0.26 ± 0.01 · p = 0.05", "exact (no sampling)"]
+    assert t.columns[3] == "seeds · effect ± SE · chance if equal"

@@ -42,8 +42,8 @@ tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedd
 # write-up. "final" is the last estimate, which is what the write-up's tables report; "best" is the lowest.
 # Each cell is the mean over seeds with the [lowest, highest] seed.
 
-# %% mystnb={"figure": {"caption": "Train and validation loss with a cosine, an MSE, or no embedding loss (mean over seeds; bands span the seeds).", "name": "ar-ed-embedding-loss-curves"}}
-fig = plots.loss_curves(runs)
+# %% mystnb={"figure": {"caption": "Train and validation loss with a cosine, an MSE, or no embedding loss (mean over seeds; bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-embedding-loss-curves"}}
+fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The embedding loss during training (unscaled, logged every step it is recorded), for the two runs that have one. Log scale.", "name": "ar-ed-embedding-loss-values"}}
 fig = plots.train_metric({k: v for k, v in runs.items() if k != "no embedding loss and no pos sub"}, "aux/embedding",

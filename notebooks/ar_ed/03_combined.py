@@ -36,8 +36,8 @@ ARMS = ["ar_ed/pos_sub", "ar_ed/mse", "ar_ed/mse_pos_sub"]
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedding loss"))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of subtraction alone, the MSE embedding loss alone, and both combined (mean over seeds, bands span the seeds).", "name": "ar-ed-combined-curves"}}
-fig = plots.loss_curves(runs)
+# %% mystnb={"figure": {"caption": "Train and validation loss of subtraction alone, the MSE embedding loss alone, and both combined (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-combined-curves"}}
+fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The embedding loss (unscaled) of the MSE runs with coefficient 1 (no subtraction) and coefficient 8 (with subtraction). Log scale.", "name": "ar-ed-combined-embedding-loss"}}
 fig = plots.train_metric({k: v for k, v in runs.items() if k != "with pos embed sub"}, "aux/embedding",

@@ -37,8 +37,8 @@ ARMS = ["deepsight/cosine_d11", "deepsight/mse_d11", "deepsight/no_loss"]
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "planning loss"))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss with an MSE, a cosine, or no planning loss at delta = 11 (mean over seeds, bands span the seeds).", "name": "deepsight-loss-types-curves"}}
-fig = plots.loss_curves(runs)
+# %% mystnb={"figure": {"caption": "Train and validation loss with an MSE, a cosine, or no planning loss at delta = 11 (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-loss-types-curves"}}
+fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The planning loss (unscaled) during training. Log scale.", "name": "deepsight-planning-loss-curves"}}
 fig = plots.train_metric(S.arms(["deepsight/cosine_d11", "deepsight/mse_d11"]), "aux/planning",

@@ -38,8 +38,8 @@ ARMS = [f"deepsight/mse_d{d}" for d in DELTAS]
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "planning loss"))
 
-# %% mystnb={"figure": {"caption": "Validation loss against training step for each future context size delta, as the write-up draws its comparison (mean over seeds, bands span the seeds).", "name": "deepsight-delta-curves"}}
-fig = plots.loss_curves(runs, splits=("val",))
+# %% mystnb={"figure": {"caption": "Validation loss against training step for each future context size delta, as the write-up draws its comparison (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-delta-curves"}}
+fig = plots.loss_curves(runs, splits=("val",), reference=nb.unigram(runs))
 
 # %% [markdown]
 # The final values of those curves, and of the train loss, against δ:

@@ -50,14 +50,14 @@ tables.results(runs, published=nb.published(ARMS))
 # %%
 hourglass.protocol_table(runs, ("val",))
 
-# %% mystnb={"figure": {"caption": "Validation loss against training FLOPs (counted: updates x tokens per update x training FLOPs per token). Mean over seeds, bands span the seeds.", "name": "hourglass-headline-flops"}}
+# %% mystnb={"figure": {"caption": "Validation loss against training FLOPs (counted: updates x tokens per update x training FLOPs per token). Mean over seeds, bands span the seeds. Dashed: the unigram loss, what character frequencies alone give.", "name": "hourglass-headline-flops"}}
 curves = hourglass.cost_curves(runs)
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss against training FLOPs"}, xlabel="training FLOPs",
-                   ylabel="cross-entropy (nats/token)", logx=True)
+                   ylabel="cross-entropy (nats/token)", logx=True, reference=nb.unigram(runs, ("val",)))
 
-# %% tags=["nbval-ignore-output"] mystnb={"figure": {"caption": "Validation loss against training minutes measured in this build (update number x the arm's mean seconds per update). The axis depends on the machine.", "name": "hourglass-headline-minutes"}}
+# %% tags=["nbval-ignore-output"] mystnb={"figure": {"caption": "Validation loss against training minutes measured in this build (update number x the arm's mean seconds per update). The axis depends on the machine. Dashed: the unigram loss.", "name": "hourglass-headline-minutes"}}
 fig = plots.curves(curves, "minutes", {"val": "validation loss against wall-clock"}, xlabel="training minutes",
-                   ylabel="cross-entropy (nats/token)")
+                   ylabel="cross-entropy (nats/token)", reference=nb.unigram(runs, ("val",)))
 
 # %% tags=["nbval-ignore-output"]
 hourglass.cost_table(runs)

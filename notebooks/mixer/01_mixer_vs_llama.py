@@ -64,8 +64,8 @@ mixer.results(runs)
 print(f"unigram loss on these examples: validation {mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'val'):.3f}, "
       f"training {mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'train'):.3f} (nats per token)")
 
-# %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair (mean over seeds, bands span the seeds).", "name": "mixer-vs-llama-curves"}}
-fig = plots.loss_curves(mixer.by_title(runs))
+# %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-vs-llama-curves"}}
+fig = plots.loss_curves(mixer.by_title(runs), reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "Loss against counted training compute: the fixed-compute view. Every arm ends at the same budget.", "name": "mixer-vs-llama-compute"}}
 fig = mixer.compute.loss_vs_compute(mixer.by_title(runs))

@@ -57,8 +57,8 @@ mixer.results({n: runs[n] for n in mixer.PARALLEL})
 # %%
 mixer.compute.equal_steps_table(runs, [(mixer.PARALLEL[1], mixer.PARALLEL[0]), (mixer.PARALLEL[2], mixer.PARALLEL[0])])
 
-# %% mystnb={"figure": {"caption": "Flat mixer and 2 or 4 parallel convolutions: train and validation loss against step (equal steps; the next figure shows the same runs against counted compute).", "name": "mixer-parallel-curves"}}
-fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.PARALLEL}))
+# %% mystnb={"figure": {"caption": "Flat mixer and 2 or 4 parallel convolutions: train and validation loss against step (equal steps; the next figure shows the same runs against counted compute). Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-parallel-curves"}}
+fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.PARALLEL}), reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The same runs against counted compute.", "name": "mixer-parallel-compute"}}
 fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.PARALLEL}))
@@ -69,8 +69,8 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.PA
 # %%
 mixer.results({n: runs[n] for n in mixer.POSITIONAL})
 
-# %% mystnb={"figure": {"caption": "No positional channel, one written at the input, one re-written after every block.", "name": "mixer-positional-curves"}}
-fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.POSITIONAL}))
+# %% mystnb={"figure": {"caption": "No positional channel, one written at the input, one re-written after every block. Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-positional-curves"}}
+fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.POSITIONAL}), reference=nb.unigram(runs))
 
 # %% [markdown]
 # ## Verdicts of this page

@@ -89,8 +89,8 @@ mixer.results({n: runs[n] for n in mixer.HYBRID_3060})
 # %%
 mixer.results({n: runs[n] for n in mixer.GPT})
 
-# %% mystnb={"figure": {"caption": "The flat d=512 mixer and the original GPT: loss against step.", "name": "mixer-gpt-curves"}}
-fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.GPT}))
+# %% mystnb={"figure": {"caption": "The flat d=512 mixer and the original GPT: loss against step. Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-gpt-curves"}}
+fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.GPT}), reference=nb.unigram(runs))
 
 # %% [markdown]
 # ## What the hardware measured

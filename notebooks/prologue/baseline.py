@@ -69,8 +69,8 @@ nb.data_table(cfg)
 runs = S.runs("ar_ed/baseline")
 tables.results({"baseline": runs})
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the baseline against optimizer steps, estimated in eval mode (mean over seeds; the band spans the lowest to the highest seed).", "name": "prologue-loss-curves"}}
-fig = plots.loss_curves({"baseline": runs})
+# %% mystnb={"figure": {"caption": "Train and validation loss of the baseline against optimizer steps, estimated in eval mode (mean over seeds; the band spans the lowest to the highest seed). Dashed: the unigram loss, what token frequencies alone give.", "name": "prologue-loss-curves"}}
+fig = plots.loss_curves({"baseline": runs}, reference=nb.unigram({"baseline": runs}))
 
 # %% [markdown]
 # ## A sample

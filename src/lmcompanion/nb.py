@@ -19,12 +19,13 @@ import functools
 import hashlib
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from . import env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
-from .config import check_profile, flat_keys
+from .config import PROFILES, check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers
 from .data.lm import tokenizer
 from .errors import ConfigError
@@ -102,7 +103,7 @@ class Settings:
             if planned.name in names:
                 out.setdefault(planned.name, []).append(self._train(planned))
         ordered = {n: sorted(out[n], key=lambda r: r.seed) for n in names if n in out}
-        return {experiments.get(n).title if by == "title" else n: rs for n, rs in ordered.items()}
+        return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
 
     def seed_table(self, names: Sequence[str]):
         """Which seeds each experiment of ``names`` runs with at this profile (and where it does not run)."""
@@ -166,9 +167,25 @@ def shows(sentence: str):
     return Markdown(f"**What this page shows.** {sentence}")
 
 
+def unigram(groups: Mapping[str, Sequence[train.Run]], splits: Sequence[str] = ("train", "val")
+            ) -> tuple[str, dict[str, float]]:
+    """("unigram loss", {split: its value}) on the first run's data, for a loss plot's dashed reference line (each
+    panel its split's): what token frequencies alone give (the data layer's ``unigram_loss`` of a token stream, or
+    of a story corpus's examples at the run's context)."""
+    first = next(rs[0] for rs in groups.values() if rs)
+    cfg = first.config
+    if isinstance(cfg.data, stories.StoriesDataConfig):
+        return "unigram loss", {s: stories.unigram_loss(cfg.data, cfg.model.context_size, s) for s in splits}
+    if isinstance(cfg.data, lm.LMDataConfig):
+        return "unigram loss", {s: lm.unigram_loss(cfg.data, s) for s in splits}
+    raise ConfigError(f"no unigram loss for {type(cfg.data).__name__} data")
+
+
 def published(names: Sequence[str]) -> dict[str, dict]:
-    """The write-up's label -> its published numbers (train, val, aux, params), for tables.results."""
-    return {experiments.get(n).title: dict(experiments.get(n).published) for n in names}
+    """The write-up's label -> its published numbers (train, val, aux, params), for tables.results: under every
+    label :func:`arm_label` gives the experiment at a profile it runs at."""
+    return {arm_label(n, p): dict(experiments.get(n).published) for n in names for p in PROFILES
+            if experiments.runs_at(n, p)}
 
 
 def config_diff(names: Sequence[str], profile: str):
@@ -198,6 +215,25 @@ def _get(cfg, dotted: str):
     for part in dotted.split("."):
         cfg = getattr(cfg, part)
     return cfg
+
+
+_SIZE_IN_TITLE = re.compile(r"\((\d+(?:\.\d+)?)M\)")
+
+
+def arm_label(name: str, profile: str) -> str:
+    """The write-up's label of an experiment for tables and legends. A label that names the write-up's model size
+    ("Baseline transfo (20.48M)") names the model's own size at a smaller profile beside it ("(0.65M here; 20.48M
+    in the write-up)"), so that a legend never gives a scaled model the published size."""
+    title = experiments.get(name).title
+    if profile == "paper" or not _SIZE_IN_TITLE.search(title):
+        return title
+    here = models.num_params(experiments.config(name, profile, device="cpu").model)
+
+    def size(m: re.Match) -> str:
+        if abs(here / 1e6 - float(m.group(1))) < 0.01:  # the write-up's size, as it prints it
+            return m.group(0)
+        return f"({here / 1e6:.3g}M here; {m.group(1)}M in the write-up)"
+    return _SIZE_IN_TITLE.sub(size, title)
 
 
 def params_table(names: Sequence[str], profile: str):
@@ -279,6 +315,13 @@ def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[exper
 _sig3 = tables.sig3  # three significant digits, thousands separated
 
 
+def _seen(cfg: RunConfig) -> str:
+    """What a run trains on, counted (RunConfig.tokens()), with its unit where it is not tokens: a retrieval
+    matcher's targets are query items."""
+    unit = getattr(cfg.data, "unit", "tokens")
+    return f"{cfg.tokens():,}" + ("" if unit == "tokens" else f" {unit}")
+
+
 def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]] | None = None):
     """What each experiment costs, one row per experiment and profile (this notebook's, then gpu and paper, as far
     as the experiment runs there), in four columns that fit a page: the tokens and training FLOPs of one run
@@ -293,7 +336,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     for name in names:
         here = (runs or {}).get(name) or []
         cfg = experiments.config(name, settings.profile, device="cpu")
-        rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": f"{cfg.tokens():,}",
+        rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
                      "PFLOP/run": _sig3(cfg.flops() / 1e15), "estimated time/run (one H100)": "",
                      "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
                                            f"({len(here)} runs, this build)" if here else "")})
@@ -304,7 +347,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
                 continue
             rec = found[profile].runs.get(name, []) if profile in found else []
             cfg = plan[0].config
-            rows.append({"experiment": name, "profile": profile, "tokens/run": f"{cfg.tokens():,}",
+            rows.append({"experiment": name, "profile": profile, "tokens/run": _seen(cfg),
                          "PFLOP/run": _sig3(cfg.flops() / 1e15),
                          "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
                          "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:,.1f} min "
@@ -326,8 +369,8 @@ def scale_table(settings: Settings, names: Sequence[str]):
         rows.append({"experiment": name,
                      f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
                      "parameters (write-up)": f"{models.num_params(paper.model):,}",
-                     f"tokens/run ({settings.profile})": f"{here.tokens():,}",
-                     "tokens/run (write-up)": f"{paper.tokens():,}",
+                     f"tokens/run ({settings.profile})": _seen(here),
+                     "tokens/run (write-up)": _seen(paper),
                      f"passes over the data ({settings.profile})": f"{p_here:.2f}" if p_here is not None else "",
                      "passes (write-up)": p_paper})
     return pd.DataFrame(rows).set_index("experiment")

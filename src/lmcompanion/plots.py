@@ -61,18 +61,33 @@ def _stack(frames, column: str):
     return steps[:n], np.stack([f[column].to_numpy()[:n] for f in frames])
 
 
+Reference = tuple[str, "float | Mapping[str, float]"]
+
+
+def _reference(ax, reference: Reference | None, column: str) -> None:
+    """``reference`` (label, value), e.g. the unigram loss, as a dashed horizontal line; its value may be one number
+    for every panel or one per panel's column (a panel whose column it lacks gets none)."""
+    if reference is None:
+        return
+    label, value = reference
+    if isinstance(value, Mapping):
+        if column not in value:
+            return
+        value = value[column]
+    ax.axhline(value, color="0.4", linestyle="--", linewidth=1, label=label)
+
+
 def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,
-                title: str | None = None, logy: bool = False, reference: tuple[str, float] | None = None,
+                title: str | None = None, logy: bool = False, reference: Reference | None = None,
                 ylabel: str = "cross-entropy (nats/token)"):
     """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm; and
-    ``reference`` (label, loss), e.g. the unigram loss, as a dashed horizontal line."""
+    ``reference`` (label, loss or {split: loss}), e.g. the unigram loss, as a dashed horizontal line."""
     fig, axes = plt.subplots(1, len(splits), sharey=True, squeeze=False, figsize=(3.6 * len(splits) + 0.6, 3.4))
     for ax, split in zip(axes[0], splits):
         for color, (label, runs) in zip(COLORS, groups.items()):
             steps, values = _stack([r.evals() for r in runs], split)
             _band(ax, steps, values, label, color)
-        if reference is not None:
-            ax.axhline(reference[1], color="0.4", linestyle="--", linewidth=1, label=reference[0])
+        _reference(ax, reference, split)
         ax.set_title(f"{split} loss (eval mode)")
         ax.set_xlabel("step")
         if logy:
@@ -126,6 +141,11 @@ def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabe
     return fig
 
 
+TICK_FONT = 9  # a labelled tick of a matrix (a token): the book's smallest text that still reads at 100%
+TICK_INCHES = 0.2  # the room each labelled tick gets, so that labels at TICK_FONT do not overlap
+MAX_WIDTH = 11.0  # inches: a figure wider than this is shrunk to the page and its text with it
+
+
 def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
             cmap: str = "viridis", colorbar: str | None = None, ax=None):
     """A matrix as an image (rows = y, columns = x)."""
@@ -137,9 +157,9 @@ def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xtick
     ax.set_ylabel(ylabel)
     ax.grid(False)
     if xticks is not None:
-        ax.set_xticks(range(len(xticks)), xticks, fontsize=7)
+        ax.set_xticks(range(len(xticks)), xticks, fontsize=TICK_FONT)
     if yticks is not None:
-        ax.set_yticks(range(len(yticks)), yticks, fontsize=7)
+        ax.set_yticks(range(len(yticks)), yticks, fontsize=TICK_FONT)
     if title:
         ax.set_title(title)
     if colorbar is not None:
@@ -150,10 +170,10 @@ def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xtick
 
 
 def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *, xlabel: str, ylabel: str,
-           logx: bool = False, logy: bool = False, title: str | None = None):
+           logx: bool = False, logy: bool = False, title: str | None = None, reference: Reference | None = None):
     """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
-    title), one line per group (mean over seeds, min-max band). Rows where a panel's column is missing are skipped,
-    and so is x = 0 on a log axis."""
+    title), one line per group (mean over seeds, min-max band), and ``reference`` as in :func:`loss_curves` (by
+    column). Rows where a panel's column is missing are skipped, and so is x = 0 on a log axis."""
     fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(3.6 * len(panels) + 0.6, 3.4))
     for ax, (column, panel_title) in zip(axes[0], panels.items()):
         for color, (label, frames) in zip(COLORS, groups.items()):
@@ -165,6 +185,7 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
                 continue
             steps, values = _stack(kept, column)
             _band(ax, steps, values, label, color)
+        _reference(ax, reference, column)
         ax.set_title(panel_title)
         ax.set_xlabel(xlabel)
         if logx:
@@ -185,9 +206,13 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
              vmin: float | None = None, vmax: float | None = None, colorbar: str | None = None,
              title: str | None = None, panel_size: tuple[float, float] = (3.0, 2.7)):
     """Several matrices side by side in one figure. Each panel is a mapping with ``matrix``, ``title``, ``xlabel``,
-    ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all."""
+    ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all. Panels grow
+    with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible."""
     n = len(panels)
-    ncols = ncols or n
+    most = {k: max((len(p.get(k) or ()) for p in panels), default=0) for k in ("xticks", "yticks")}
+    panel_size = (max(panel_size[0], TICK_INCHES * most["xticks"] + 1.2),
+                  max(panel_size[1], TICK_INCHES * most["yticks"] + 1.2))
+    ncols = max(1, min(ncols or n, int((MAX_WIDTH - 0.8) // panel_size[0])))  # wider panels wrap to more rows
     nrows = -(-n // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(panel_size[0] * ncols + 0.8, panel_size[1] * nrows + 0.3))

@@ -27,8 +27,9 @@ def last_train_metric(runs: Sequence, key: str) -> list[float]:
 
 def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[str, float]] | None = None,
             aux: tuple[str, str] | None = None, params: bool = True, fmt: str = ".3f") -> pd.DataFrame:
-    """One row per arm: final train/val estimates, best val, optional auxiliary loss, parameter count;
-    each as 'mean [min, max]' over seeds, and the write-up's number beside ours where it has one.
+    """One row per arm: final train/val estimates, best val (left out where it equals the final one in every row),
+    optional auxiliary loss, parameter count; each as 'mean [min, max]' over seeds, and the write-up's number beside
+    ours where it has one.
 
     ``aux`` is (metrics key, column label), e.g. ("aux/embedding", "embedding loss").
     """
@@ -56,6 +57,9 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
             if params and "params" in pub:
                 row["write-up params"] = f"{pub['params']:,}"
         rows.append(row)
+    if all(r["val (best)"] == r["val (final)"] for r in rows):  # no arm's loss rose after its best: one column says it
+        for r in rows:
+            del r["val (best)"]
     return pd.DataFrame(rows).set_index("arm").fillna("")
 
 

@@ -299,13 +299,23 @@ def in_notebook(rows: Sequence[Verdict], notebook: str) -> list[Verdict]:
 
 COLUMNS = {"claim": "claim (write-up)", "published": "published", "ours": "ours (mean [min, max] over seeds)",
            "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict"}
+# The evidence of a row (seeds, effect, chance) shares one column on the page: five columns fit its width.
+EVIDENCE = ("seeds", "effect", "chance")
+
+
+def evidence(v: Verdict) -> str:
+    """Seeds, effect ± SE and chance if equal of a row, in one cell ("3 vs 3 · -0.26 ± 0.01 · p = 0.05")."""
+    return " · ".join(str(getattr(v, f)) for f in EVIDENCE if str(getattr(v, f)).strip())
 
 
 def table(verdicts: Sequence[Verdict]):
-    """The verdict table of a chapter: one row per claim."""
+    """The verdict table of a chapter: one row per claim, in five columns: the claim, the write-up's number, ours,
+    the evidence (:func:`evidence`: seeds · effect ± SE · chance if equal) and the verdict."""
     import pandas as pd
 
-    df = pd.DataFrame([{label: getattr(v, field) for field, label in COLUMNS.items()} for v in verdicts])
+    label = " · ".join(COLUMNS[f] for f in EVIDENCE)
+    df = pd.DataFrame([{COLUMNS["claim"]: v.claim, COLUMNS["published"]: v.published, COLUMNS["ours"]: v.ours,
+                        label: evidence(v), COLUMNS["verdict"]: v.verdict} for v in verdicts])
     df.index = pd.RangeIndex(1, len(df) + 1, name="row")  # numbered from 1, so a page can refer to "row 3"
     return df
 
@@ -318,7 +328,7 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["COLUMNS", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
+__all__ = ["COLUMNS", "EVIDENCE", "EXACT", "evidence", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
            "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
            "similar", "table", "trend"]

@@ -15,7 +15,7 @@ import torch
 
 from .. import experiments, models, stats, tables
 from ..bench import SideBySide
-from ..data.lm import build_source, load_tokens
+from ..data.lm import build_source, unigram_loss
 from ..experiments.hourglass import scale
 from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
@@ -406,16 +406,6 @@ def similar_margin() -> float:
 
 SIMILAR_AT_END = (f"attention and repeat upsampling reach a similar validation loss at the end of the repeat runs "
                   f"(within {similar_margin():.2f} nats; attention read at the repeat runs' final training FLOPs)")
-
-
-def unigram_loss(data_cfg, split: str = "val") -> float:
-    """Cross-entropy (nats per token) on ``split`` of the unigram model fitted to the training split (add-one
-    smoothed): the loss a model reaches by learning character frequencies alone, and never context. An arm whose
-    validation loss is not below it has learned nothing a comparison could rest on."""
-    data = load_tokens(data_cfg)
-    counts = np.bincount(np.asarray(data.splits["train"]), minlength=data.vocab_size) + 1.0
-    logp = np.log(counts / counts.sum())
-    return float(-logp[np.asarray(data.splits[split])].mean())
 
 
 def unigram_reference(runs: Mapping[str, Sequence]) -> tuple[str, float]:

@@ -20,6 +20,7 @@ other targets are -100, which the loss ignores), so that every scored token has 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,6 +312,21 @@ class LMSource:
             starts = torch.randint(0, arr.size - self.T, (K * B,), generator=g)
         for k in range(self.rank, K, self.world):
             yield self._windows(arr, starts[k * B : (k + 1) * B], self.dcfg.eval_last)
+
+
+def unigram_loss(cfg: LMDataConfig, split: str = "val") -> float:
+    """Cross-entropy (nats per token) on ``split`` of the unigram model fitted to the training split (add-one
+    smoothed): the loss a model reaches by learning token frequencies alone, and never context. An arm whose
+    validation loss is not below it has learned nothing a comparison could rest on."""
+    return _unigram_loss(cfg, split)
+
+
+@functools.lru_cache(maxsize=16)
+def _unigram_loss(cfg: LMDataConfig, split: str) -> float:
+    data = load_tokens(cfg)
+    counts = np.bincount(np.asarray(data.splits["train"]), minlength=data.vocab_size) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[np.asarray(data.splits[split])].mean())
 
 
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> LMSource:

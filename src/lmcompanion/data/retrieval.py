@@ -73,6 +73,7 @@ class RetrievalDataConfig(ConfigBase):
     """Summary-story pairs embedded by another run's model (``embedder``), as matching items."""
 
     kind: ClassVar[str] = "retrieval"
+    unit: ClassVar[str] = "items"  # what RunConfig.tokens() counts for this data: one target per query item
     embedder: str = "mixer/flat_d1024"  # the experiment whose model embeds the texts (a mixer-chapter CLM, or an autoencoder)
     embedder_profile: str = "paper"  # the profile of that experiment (its run: this run's seed and device)
     embedding: Literal["trained", "untrained"] = "trained"  # untrained: the embedder's initial weights (the write-up's control)

@@ -479,7 +479,25 @@ def prompt_window(tok: StoryTokenizer, text: str, length: int, n: int) -> tuple[
     return torch.from_numpy(window)[None], len(kept)
 
 
-__all__ = ["BOS", "EOS", "Examples", "IGNORE", "PAD", "PAPER_TRAIN_STORIES", "SPECIALS", "StoriesDataConfig",
+@functools.lru_cache(maxsize=16)
+def unigram_loss(data_cfg: StoriesDataConfig, context: int, split: str = "val") -> float:
+    """Cross-entropy (nats per target) on ``split``'s examples of the unigram model fitted to the training split's
+    targets (add-one smoothed): the examples and targets the runs are evaluated on (each story cut to ``context``
+    tokens, left-padded, pad targets ignored). A model whose loss is not below it has learned token frequencies at
+    most, and a comparison of two such models rests on nothing."""
+    tokens = load_tokens(data_cfg)
+
+    def targets(s: str) -> np.ndarray:
+        ex = Examples(tokens, s, context, data_cfg.packing)
+        t = targets_of(ex.rows(torch.arange(len(ex))))
+        return t[t >= 0].numpy()
+
+    counts = np.bincount(targets("train"), minlength=tokens.vocab_size) + 1.0
+    logp = np.log(counts / counts.sum())
+    return float(-logp[targets(split)].mean())
+
+
+__all__ = ["BOS", "EOS", "Examples", "IGNORE", "PAD", "PAPER_TRAIN_STORIES", "SPECIALS", "StoriesDataConfig", "unigram_loss",
            "StoriesSource", "StoryTokenizer", "StoryTokens", "UNK", "build_source", "epoch_order", "examples",
            "left_pad", "load_stories", "load_tokens", "prompt_window", "sample_indices", "split_stories",
            "targets_of", "tokenizer"]

@@ -217,22 +217,7 @@ def batch16_ratio(numerator: str, denominator: str) -> float:
 # --- the unigram level -----------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=16)
-def unigram_loss(data_cfg, context: int, split: str = "val") -> float:
-    """Cross-entropy (nats per target) on ``split``'s examples of the unigram model fitted to the training split's
-    targets (add-one smoothed): the examples and targets the runs are evaluated on (each story cut to ``context``
-    tokens, left-padded, pad targets ignored). A model whose loss is not below it has learned token frequencies at
-    most, and a comparison of two such models rests on nothing."""
-    tokens = stories.load_tokens(data_cfg)
-
-    def targets(s: str) -> np.ndarray:
-        ex = stories.Examples(tokens, s, context, data_cfg.packing)
-        t = stories.targets_of(ex.rows(torch.arange(len(ex))))
-        return t[t >= 0].numpy()
-
-    counts = np.bincount(targets("train"), minlength=tokens.vocab_size) + 1.0
-    logp = np.log(counts / counts.sum())
-    return float(-logp[targets(split)].mean())
+unigram_loss = stories.unigram_loss  # the data layer's: every chapter's loss plots draw it
 
 
 def unigram_of(runs: Sequence, split: str = "val") -> float:
