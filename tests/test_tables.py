@@ -62,3 +62,31 @@ def test_the_best_validation_column_shows_only_where_it_differs_from_the_final_o
     rising = {**falling, "c": [Finished([3.0, 2.0, 2.4])]}
     table = tables.results(rising)
     assert table.loc["c", "val (best)"] == "2.000" and table.loc["c", "val (final)"] == "2.400"
+
+
+def test_backticked_text_in_a_table_is_set_as_code_not_shown_with_its_backticks():
+    import pandas as pd
+
+    df = pd.DataFrame({"verdict": ["does not hold at `cpu` scale: 0.036% of the write-up's tokens"]})
+    out = tables.html(df)
+    assert "<code>cpu</code>" in out and "`" not in out
+
+
+def test_an_auxiliary_loss_shows_three_significant_digits_not_an_exponent_for_0_112():
+    import pandas as pd
+
+    class Finished:
+        def __init__(self, aux):
+            self.summary = {"params": 10, "final": {"train": 2.0, "val": 2.1}}
+            self._aux = aux
+
+        def evals(self):
+            return pd.DataFrame({"step": [1], "train": [2.0], "val": [2.1]})
+
+        def metrics(self):
+            return pd.DataFrame({"step": [1], "aux/planning": [self._aux]})
+
+    table = tables.results({"a": [Finished(0.112), Finished(0.109), Finished(0.115)], "b": [Finished(4.1e-9)]},
+                           aux=("aux/planning", "planning loss"))
+    assert table.loc["a", "planning loss"] == "0.112 [0.109, 0.115]"
+    assert table.loc["b", "planning loss"] == "4.1e-09"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Mapping, Sequence
 
 import pandas as pd
@@ -44,7 +45,7 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
         if aux is not None:
             key, name = aux
             has = all(key in r.metrics().columns for r in runs)
-            row[name] = span(last_train_metric(runs, key), ".2e") if has else "N/A"
+            row[name] = span(last_train_metric(runs, key), ".3g") if has else "N/A"
         if params:
             row["params"] = f"{runs[0].summary['params']:,}"
         if pub:
@@ -111,10 +112,14 @@ def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+_CODE = re.compile(r"`([^`<>\n]+)`")
+
+
 def html(df: pd.DataFrame) -> str:
     """The book's HTML of a table (installed as the notebooks' DataFrame formatter by ``nb.setup``): pandas' own,
-    with one header row (:func:`one_header_row`)."""
-    return one_header_row(df)._repr_html_()
+    with one header row (:func:`one_header_row`), and text between backticks (`cpu`, a command) set as code, as
+    Markdown would set it (an HTML table shows the backticks themselves)."""
+    return _CODE.sub(r"<code>\1</code>", one_header_row(df)._repr_html_())
 
 
 def environment(run) -> pd.DataFrame:
