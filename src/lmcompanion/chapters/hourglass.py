@@ -108,7 +108,7 @@ def protocol_table(runs: Mapping[str, Sequence], splits: Sequence[str] = ("val",
             row = {"arm": label, "split": split}
             row.update({k: stats.span([p[k] for p in per_seed], ".3f") for k in per_seed[0]})
             rows.append(row)
-    return pd.DataFrame(rows).set_index(["arm", "split"])
+    return pd.DataFrame(rows).set_index("arm")  # the split a column: one header row
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ from ...data.seq2seq import BOS, EOS, PAD, VOCAB, Seq2SeqDataConfig, answer, col
 from ...experiments.formal_ed import INF
 from ...models.formal_ed import FormalED, ed_inference, entropy, sample_tau, tempered
 from ...stats import goodness_of_fit_p, span
-from ...verdicts import Verdict, claim, exact
+from ...verdicts import Verdict, chance_text, claim, exact
 from .algorithm import _bound
 
 
@@ -197,7 +197,7 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
         out.append({"τ": tau_label(tau) if tau not in (1e-8, 1e8) else f"{tau:.0e}", "q should be": name,
                     "max |q − that|": f"{err:.1e}", "non-finite entries of q": int((~torch.isfinite(q)).sum()),
                     f"{draws:,} draws at the least certain position": (
-                        f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² p-value {pval:.4f}"),
+                        f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² {chance_text(pval)}"),
                     "_tau": tau, "_err": err, "_p": pval, "_argmax_share": hits / draws})
     return pd.DataFrame(out)
 
