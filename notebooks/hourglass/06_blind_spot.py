@@ -43,10 +43,11 @@ blind, group = hourglass.blind_offsets(S.profile)
 print(f"groups of {group} tokens; in repeat mode offsets 0-{blind - 1} of each group are blind")
 runs = S.arms(ARMS)
 
-# %% mystnb={"figure": {"caption": "Validation loss by offset within the group, every position of every window scored (mean over seeds, bands span the seeds). In repeat mode the first offsets see only the previous group's context and their own character.", "name": "hourglass-blind-spot"}}
+# %% mystnb={"figure": {"caption": "Validation loss by offset within the group, every position of every window scored (mean over seeds, bands span the seeds). In repeat mode the first offsets see only the previous group's context and their own character. Dashed: the unigram loss.", "name": "hourglass-blind-spot"}}
 frames = hourglass.blind_spot_frames(runs, n_groups=S.config(ARMS[0]).model.n_groups)
 fig = plots.curves(frames, "offset", {"loss": "validation loss by offset within the group"},
-                   xlabel="offset within the group", ylabel="cross-entropy (nats/token)")
+                   xlabel="offset within the group", ylabel="cross-entropy (nats/token)",
+                   reference=("unigram loss", nb.unigram(runs, ("val",))[1]["val"]))
 
 # %%
 hourglass.blind_spot_table(frames, blind)

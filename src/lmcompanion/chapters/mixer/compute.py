@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ... import experiments, models, plots, stats
+from ...data import stories
 from ...experiments import mixer as exp
 from ...stats import span
 
@@ -113,18 +114,29 @@ def _with_time(runs: Sequence) -> list[pd.DataFrame]:
     return frames
 
 
+def _unigram(runs: Mapping[str, Sequence]) -> tuple[str, dict[str, float]]:
+    """The dashed reference of a loss plot: the unigram loss of the runs' examples, per split (the first run's data
+    and context; every arm of a profile shares them)."""
+    cfg = next(rs[0] for rs in runs.values() if rs).config
+    return "unigram loss", {s: stories.unigram_loss(cfg.data, cfg.model.context_size, s) for s in ("train", "val")}
+
+
 def loss_vs_compute(runs: Mapping[str, Sequence]):
-    """Evaluation loss against counted training FLOPs, one line per arm (mean over seeds, min-max band)."""
+    """Evaluation loss against counted training FLOPs, one line per arm (mean over seeds, min-max band), and the
+    unigram loss dashed."""
     return plots.curves({k: [curve(r) for r in rs] for k, rs in runs.items()}, "PFLOP",
                         {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True)
+                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True,
+                        reference=_unigram(runs))
 
 
 def loss_vs_time(runs: Mapping[str, Sequence]):
-    """Evaluation loss against training time measured on this machine (each arm at its mean seconds per step)."""
+    """Evaluation loss against training time measured on this machine (each arm at its mean seconds per step), and
+    the unigram loss dashed."""
     return plots.curves({k: _with_time(rs) for k, rs in runs.items()}, "seconds",
                         {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True)
+                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True,
+                        reference=_unigram(runs))
 
 
 def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence[str]], split: str = "val"):
