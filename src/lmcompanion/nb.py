@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from . import env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import PROFILES, check_profile, flat_keys
-from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers
+from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
 from .data.lm import tokenizer
 from .errors import ConfigError
 from .run import RunConfig
@@ -170,15 +170,9 @@ def shows(sentence: str):
 def unigram(groups: Mapping[str, Sequence[train.Run]], splits: Sequence[str] = ("train", "val")
             ) -> tuple[str, dict[str, float]]:
     """("unigram loss", {split: its value}) on the first run's data, for a loss plot's dashed reference line (each
-    panel its split's): what token frequencies alone give (the data layer's ``unigram_loss`` of a token stream, or
-    of a story corpus's examples at the run's context)."""
-    first = next(rs[0] for rs in groups.values() if rs)
-    cfg = first.config
-    if isinstance(cfg.data, stories.StoriesDataConfig):
-        return "unigram loss", {s: stories.unigram_loss(cfg.data, cfg.model.context_size, s) for s in splits}
-    if isinstance(cfg.data, lm.LMDataConfig):
-        return "unigram loss", {s: lm.unigram_loss(cfg.data, s) for s in splits}
-    raise ConfigError(f"no unigram loss for {type(cfg.data).__name__} data")
+    panel its split's): what token frequencies alone give (:func:`lmcompanion.data.unigram_loss`)."""
+    cfg = next(rs[0] for rs in groups.values() if rs).config
+    return "unigram loss", {s: unigram_loss(cfg, s) for s in splits}
 
 
 def published(names: Sequence[str]) -> dict[str, dict]:

@@ -328,7 +328,7 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["COLUMNS", "EVIDENCE", "EXACT", "evidence", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale", "below", "between", "claim",
-           "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
+__all__ = ["COLUMNS", "EVIDENCE", "EXACT", "evidence", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale",
+           "below", "between", "claim", "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
            "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
            "similar", "table", "trend"]

@@ -15,7 +15,8 @@ import torch
 
 from .. import experiments, models, stats, tables
 from ..bench import SideBySide
-from ..data.lm import build_source, unigram_loss
+from .. import data
+from ..data.lm import build_source
 from ..experiments.hourglass import scale
 from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
@@ -411,7 +412,7 @@ SIMILAR_AT_END = (f"attention and repeat upsampling reach a similar validation l
 def unigram_reference(runs: Mapping[str, Sequence]) -> tuple[str, float]:
     """(label, loss) of the unigram model on the validation split of these runs' data, for plots.loss_curves."""
     first = next(rs[0] for rs in runs.values() if rs)
-    return "unigram loss", unigram_loss(first.config.data)
+    return "unigram loss", data.unigram_loss(first.config)
 
 
 def _not_run(text: str, names: Sequence[str], published: str = "") -> Verdict:

@@ -314,15 +314,11 @@ class LMSource:
             yield self._windows(arr, starts[k * B : (k + 1) * B], self.dcfg.eval_last)
 
 
+@functools.lru_cache(maxsize=16)
 def unigram_loss(cfg: LMDataConfig, split: str = "val") -> float:
     """Cross-entropy (nats per token) on ``split`` of the unigram model fitted to the training split (add-one
     smoothed): the loss a model reaches by learning token frequencies alone, and never context. An arm whose
     validation loss is not below it has learned nothing a comparison could rest on."""
-    return _unigram_loss(cfg, split)
-
-
-@functools.lru_cache(maxsize=16)
-def _unigram_loss(cfg: LMDataConfig, split: str) -> float:
     data = load_tokens(cfg)
     counts = np.bincount(np.asarray(data.splits["train"]), minlength=data.vocab_size) + 1.0
     logp = np.log(counts / counts.sum())

@@ -497,7 +497,7 @@ def unigram_loss(data_cfg: StoriesDataConfig, context: int, split: str = "val") 
     return float(-logp[targets(split)].mean())
 
 
-__all__ = ["BOS", "EOS", "Examples", "IGNORE", "PAD", "PAPER_TRAIN_STORIES", "SPECIALS", "StoriesDataConfig", "unigram_loss",
+__all__ = ["BOS", "EOS", "Examples", "IGNORE", "PAD", "PAPER_TRAIN_STORIES", "SPECIALS", "StoriesDataConfig",
            "StoriesSource", "StoryTokenizer", "StoryTokens", "UNK", "build_source", "epoch_order", "examples",
            "left_pad", "load_stories", "load_tokens", "prompt_window", "sample_indices", "split_stories",
-           "targets_of", "tokenizer"]
+           "targets_of", "tokenizer", "unigram_loss"]

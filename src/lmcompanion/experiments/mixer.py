@@ -28,11 +28,12 @@ its batches and learning rates). ``gpu`` keeps its context, vocabulary and depth
 copies; ``cpu`` divides widths, depth, context and the RTX 3060 batches by 4 (2 layers, 128-token examples, a
 1,024-token BPE; the 4xV100 batches by 32), keeps a transformer's heads while each has 8 features, and does not run
 the arms its budget would give fewer than :data:`MIN_CPU_STEPS` steps; ``smoke`` runs tiny models on the generated
-corpus, its learning rates capped at 0.02 (the eta=0.005 Llamas' 0.1 made their tiny runs kernel-dependent). The smaller profiles multiply the learning rates by one factor per family (mixers; transformers), so the
-write-up's ratios within a family stay: a short sweep at the cpu profile's earlier scale (widths / 8, 4 layers; not
-repeated since) put the flat mixer's best rate near 32x and Llama's near 4x the write-up's (the write-up: mixers
-"soak up larger learning rates"); the gpu factors are an untested guess between those and 1. Batches map as :data:`SCALES` says. Every
-difference from the paper profile is listed per experiment in the chapter.
+corpus, its learning rates capped at 0.02 (the eta=0.005 Llamas' 0.1 made their tiny runs kernel-dependent). The smaller
+profiles multiply the learning rates by one factor per family (mixers; transformers), so the write-up's ratios within a
+family stay: a short sweep at the cpu profile's earlier scale (widths / 8, 4 layers; not repeated since) put the flat
+mixer's best rate near 32x and Llama's near 4x the write-up's (the write-up: mixers "soak up larger learning rates");
+the gpu factors are an untested guess between those and 1. Batches map as :data:`SCALES` says. Every difference from the
+paper profile is listed per experiment in the chapter.
 """
 
 from __future__ import annotations

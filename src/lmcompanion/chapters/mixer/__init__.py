@@ -3,7 +3,7 @@ claim of the write-up's CLM part.
 
 **Rows.** The claims are data (:mod:`.rows`: the write-up's words, the two arms, the numbers it quotes, in its
 order); this module decides them. A comparison of two trained arms is decided only where one of them learns beyond
-the unigram level (:func:`.facts.unigram_loss`); a claim of equality needs four seeds per arm, a claim that
+the unigram level (:func:`lmcompanion.data.unigram_loss`); a claim of equality needs four seeds per arm, a claim that
 something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
 the ledger (:mod:`.claims`), registered here with :mod:`lmcompanion.ledger`.
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ... import experiments, models, plots, stats
-from ...data import stories
+from ... import data
 from ...experiments import mixer as exp
 from ...stats import span
 
@@ -118,7 +118,7 @@ def _unigram(runs: Mapping[str, Sequence]) -> tuple[str, dict[str, float]]:
     """The dashed reference of a loss plot: the unigram loss of the runs' examples, per split (the first run's data
     and context; every arm of a profile shares them)."""
     cfg = next(rs[0] for rs in runs.values() if rs).config
-    return "unigram loss", {s: stories.unigram_loss(cfg.data, cfg.model.context_size, s) for s in ("train", "val")}
+    return "unigram loss", {s: data.unigram_loss(cfg, s) for s in ("train", "val")}
 
 
 def loss_vs_compute(runs: Mapping[str, Sequence]):

@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import models
-from ...data import stories
+from ... import data, models
 from ...models.mixer import MaskedTokenConv, MixerConfig
 from ...models.transformer import llama_config
 from . import analysis
@@ -217,16 +216,12 @@ def batch16_ratio(numerator: str, denominator: str) -> float:
 # --- the unigram level -----------------------------------------------------------------------------------------
 
 
-unigram_loss = stories.unigram_loss  # the data layer's: every chapter's loss plots draw it
-
-
 def unigram_of(runs: Sequence, split: str = "val") -> float:
     """The unigram loss of these runs' data and context (the first run's)."""
-    cfg = runs[0].config
-    return unigram_loss(cfg.data, cfg.model.context_size, split)
+    return data.unigram_loss(runs[0].config, split)
 
 
 __all__ = ["ABOUT", "BATCH16_GB", "BATCH16_MODELS", "FOUND_SHAPE", "STANDARD_SHAPES", "WIDTH_ESTIMATES",
            "WORKED_EXAMPLE", "batch16_counted", "batch16_measured", "batch16_ratio", "batch16_table", "gpt2_params",
-           "llama2_params", "measure_training_cuda", "shapes_within", "unigram_loss", "unigram_of", "width_estimates_table",
+           "llama2_params", "measure_training_cuda", "shapes_within", "unigram_of", "width_estimates_table",
            "worked_example", "worked_example_figure", "worked_example_table"]
