@@ -45,10 +45,11 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
+	@echo "make runs [PROFILE=cpu]   train every run the book reads, JOBS processes at a time (make book does this first)"
 	@echo "make test                 unit tests + nbval + warning-free smoke build"
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
@@ -107,7 +108,22 @@ $(foreach v,$(VERDICT_NB),$(eval $(v): $(filter-out $(v),$(filter $(dir $(v))%,$
 
 notebooks: $(NB_OUT)
 
+# Every run the notebooks read is trained first, TRAIN_JOBS processes at a time (THREADS threads each), the costliest
+# first: a core never waits on another notebook's run lock, and none idles while runs are left. Then the notebooks
+# only read finished runs. Skipped when NBPARAMS changes what the notebooks plan (their seeds, steps, overrides):
+# then each notebook trains what it reads, as before. One process at a time at the GPU profiles (one GPU).
+TRAIN_JOBS ?= $(if $(filter gpu paper,$(PROFILE)),1,$(JOBS))
+
+runs: $(INSTALLED) $(RECORDED_STAMP)
+ifeq ($(strip $(NBPARAMS)),)
+	$(BIN)python -m lmcompanion train-chapter all --profile $(PROFILE) --jobs $(TRAIN_JOBS) --threads $(THREADS) \
+	  --no-progress
+else
+	@echo "NBPARAMS is set ($(NBPARAMS)): each notebook trains the runs it reads"
+endif
+
 book: $(INSTALLED)
+	$(MAKE) runs
 	$(MAKE) -j$(JOBS) notebooks
 	$(BIN)python -m lmcompanion pages notebooks book/generated --sources notebooks
 	$(BIN)jupyter-book build . -W -n --keep-going

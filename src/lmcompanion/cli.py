@@ -8,8 +8,9 @@
                                               execute a notebook source with papermill
   runs                                        the finished runs in the store (and damaged ones)
   retrain RUN_FOLDER                          train a run folder's config again (e.g. after damage)
-  train-chapter CHAPTER [--profile P] [--seeds N] [--budget-s S] [--record] [--plan]
-                                              train the runs a chapter's notebooks read (its plan), run by run
+  train-chapter CHAPTER... [--profile P] [--seeds N] [--jobs J] [--threads T] [--budget-s S] [--record] [--plan]
+                                              train the runs chapters' notebooks read (their plan; `all`: the whole
+                                              book's), run by run or J processes at a time with T threads each
                                               (finished ones are reused), recording each as it finishes; stops
                                               starting runs after S s; --plan prints the runs and their estimate
   record RUN_FOLDER... [-o DIR]               write finished runs as recorded-run files (no weights)
@@ -42,7 +43,19 @@ from .bench import bench, cpu_book
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
 from .errors import LMCError, Terminated
+from .experiments.pool import train_all
 from .runner import TIMEOUT_ENV, run_notebook
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (argparse names the option and the value when this fails)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
 
 
 def _progress(args) -> bool | None:
@@ -109,15 +122,38 @@ def _cmd_retrain(args) -> None:
     print(run.path)
 
 
+def _chapter_plan(args) -> list:
+    """The runs of the chapters named on the command line (``all``: every chapter's), each once, seed by seed."""
+    chapters = experiments.chapters() if args.chapter == ["all"] else args.chapter
+    runs: dict = {}
+    for chapter in chapters:
+        for run in experiments.plan(chapter, args.profile, seeds=args.seeds, device=args.device):
+            runs.setdefault(run.id, run)
+    return list(runs.values())
+
+
+def _report(i: int, n: int, planned, done, record: bool, output) -> None:
+    final = done.summary["final"]
+    held_out = "val" if "val" in final else next(iter(final), "val")
+    print(f"[{i}/{n}] {planned.id}: {held_out} {final.get(held_out, float('nan')):.4f} in "
+          f"{done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
+    if record:
+        for path in recorded.write([done], output or recorded.default_dir()):
+            print(f"    recorded {path}", flush=True)
+
+
 def _cmd_train_chapter(args) -> None:
     started = time.monotonic()
-    todo = experiments.plan(args.chapter, args.profile, seeds=args.seeds, device=args.device)
+    todo = _chapter_plan(args)
     if args.plan:
         for run in todo:
             print(f"{run.id}  {run.minutes():8.2f} min")
         print(f"total {experiments.minutes_total(todo):.1f} min (estimated on one H100, {len(todo)} runs)")
         return
     store = train.RunStore()
+    if args.jobs > 1:
+        _train_chapter_pool(args, todo, store, started)
+        return
     for i, planned in enumerate(todo):
         done = planned.get(store)
         if done is None:
@@ -127,13 +163,34 @@ def _cmd_train_chapter(args) -> None:
                       "run the same command again to continue", flush=True)
                 return
             done = planned.train(store, progress=_progress(args))
-        final = done.summary["final"]
-        held_out = "val" if "val" in final else next(iter(final), "val")
-        print(f"[{i + 1}/{len(todo)}] {planned.id}: {held_out} {final.get(held_out, float('nan')):.4f} in "
-              f"{done.summary['train_time_s']:.0f} s  ({done.path.name})", flush=True)
-        if args.record:
-            for path in recorded.write([done], args.output or recorded.default_dir()):
-                print(f"    recorded {path}", flush=True)
+        _report(i + 1, len(todo), planned, done, args.record, args.output)
+
+
+def _train_chapter_pool(args, todo: list, store, started: float) -> None:
+    """--jobs J: J processes at a time (:func:`lmcompanion.experiments.pool.train_all`), reported as each ends."""
+    print(f"{len(todo)} runs planned; those not in the store are trained {args.jobs} at a time, with "
+          f"{args.threads} thread(s) each", flush=True)
+    count = [0]
+
+    def done(outcome) -> None:
+        count[0] += 1
+        if outcome.error is not None:
+            print(f"[{count[0]}/{len(todo)}] {outcome.run.id}: FAILED: {outcome.error}", flush=True)
+        else:
+            _report(count[0], len(todo), outcome.run, train.Run(outcome.path), args.record, args.output)
+
+    outcomes = train_all(todo, args.jobs, threads=args.threads, store=store, progress=False,
+                         budget_s=args.budget_s, on_done=done)
+    trained = [o for o in outcomes if o.error is None and not o.reused]
+    print(f"trained {len(trained)} runs in {time.monotonic() - started:.0f} s "
+          f"({sum(o.seconds for o in trained):.0f} s of training over {args.jobs} processes)", flush=True)
+    if len(outcomes) < len(todo):
+        print(f"budget of {args.budget_s:.0f} s reached: {len(todo) - len(outcomes)} runs left; run the same command "
+              "again to continue", flush=True)
+    failed = [o for o in outcomes if o.error is not None]
+    if failed:
+        first = "; ".join(f"{o.run.id}: {o.error}" for o in failed[:5])
+        raise SystemExit(f"{len(failed)} of {len(todo)} runs failed: {first}")
 
 
 def _cmd_record(args) -> None:
@@ -251,9 +308,12 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_cmd_retrain)
 
     s = sub.add_parser("train-chapter", help="train a chapter's experiments run by run, recording each as it finishes")
-    s.add_argument("chapter")
+    s.add_argument("chapter", nargs="+", help="one or more chapters, or `all` for every chapter of the book")
     s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; on a GPU machine give gpu or "
                                                   "paper)")
+    s.add_argument("--jobs", type=_positive_int, default=1,
+                   help="train this many runs at a time, each in its own process (default 1: one by one, here)")
+    s.add_argument("--threads", type=_positive_int, default=1, help="threads per process with --jobs (default 1)")
     s.add_argument("--device", default="auto", help="auto, cpu or cuda")
     s.add_argument("--seeds", type=int, help="seeds per experiment (default: each experiment's as registered)")
     s.add_argument("--budget-s", type=float, help="start no new run after this many seconds")

@@ -39,6 +39,7 @@ from decimal import Decimal as D
 from pathlib import Path
 from typing import Literal
 
+import filelock
 import numpy as np
 import torch
 
@@ -245,8 +246,15 @@ def _embed_texts(model, tok, texts, length: int, device, batch: int = 256) -> to
 
 def embeddings(cfg: RunConfig, store: RunStore | None = None) -> tuple[dict[str, torch.Tensor], Path]:
     """{query_train, target_train, query_test, target_test}: (N, d) embeddings (the original's keys), and the cache
-    file that holds them (made now when missing)."""
+    file that holds them (made now when missing). Matchers of 32 and 128 positions read the same file: while one
+    process makes it, another that needs it waits on its lock and then reads it, rather than making it twice."""
     path = embeddings_path(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(path.with_name(path.name + ".lock")):
+        return _embeddings(cfg, path, store)
+
+
+def _embeddings(cfg: RunConfig, path: Path, store: RunStore | None) -> tuple[dict[str, torch.Tensor], Path]:
     if path.is_file():
         try:
             cached = torch.load(path, map_location="cpu", weights_only=True)
