@@ -1,4 +1,4 @@
-"""Train planned runs several at a time, each in its own process with a fixed number of threads.
+"""Train planned runs several at a time, in worker processes with a fixed number of threads each.
 
 ``make book`` trains every run the book's notebooks read (``train-chapter all --jobs N``) before it executes them,
 so that the notebooks only read finished runs. Before, the notebooks trained their runs themselves, two notebooks at
@@ -7,11 +7,12 @@ Scheduling runs instead of notebooks keeps every core busy until the last run: r
 chapter's runs seed by seed, the chapters in the order they register, the costly language models of the first
 chapters before the small matchers of the last), each as soon as a process is free and the runs it reads are
 finished. (Ordering by estimated cost instead was tried: counting the FLOPs of the book's 62 model shapes takes
-about 45 s of one core, more than it could save at the end of the queue, where the longest run takes about 50 s.)
+about 45 s of one core, more than it could save at the end of the queue, where no run takes a minute.)
 
 Each run is trained exactly as a notebook or ``train`` would train it (:meth:`PlannedRun.train`, the same key and
-the same store), in a fresh process whose threads are set before torch starts: a run computes the same numbers
-whichever worker trains it and whatever else runs beside it. A run that fails does not stop the others (the runs
+the same store), in a process whose threads are set before torch starts. On one machine, a run trained here has
+the same metrics, bit for bit, as one trained by ``python -m lmcompanion train`` or by a notebook (checked by hand
+for an hourglass and a masked-mixer run at ``cpu``). A run that fails does not stop the others (the runs
 that read it are skipped); the failures are reported at the end.
 """
 
@@ -21,6 +22,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -29,6 +31,10 @@ from ..errors import ConfigError
 from ..train.store import RunStore
 from .plan import PlannedRun
 from .registry import procedure
+
+
+BROKEN = ("not trained: a training process died (killed, or out of memory?); its run resumes from its last "
+          "checkpoint when the same command runs again, with fewer --jobs if memory ran out")
 
 
 @dataclass(frozen=True)
@@ -101,8 +107,15 @@ def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=
                     if ready is None:
                         break
                     pending.remove(ready)
-                    fut = pool.submit(_train_one, ready.config, ready.procedure.name, ready.profile, ready.given,
-                                      str(store.root), progress)
+                    try:
+                        fut = pool.submit(_train_one, ready.config, ready.procedure.name, ready.profile, ready.given,
+                                          str(store.root), progress)
+                    except BrokenProcessPool:  # a worker died (killed, out of memory): nothing more can start
+                        for r in [ready, *pending]:
+                            outcomes[r.id] = Outcome(r, error=BROKEN)
+                            _notify(on_done, outcomes[r.id])
+                        pending.clear()
+                        break
                     flying[fut] = ready
                 if over:
                     pending.clear()
@@ -117,6 +130,8 @@ def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=
                     try:
                         path, seconds = fut.result()
                         outcomes[r.id] = Outcome(r, Path(path), seconds)
+                    except BrokenProcessPool:
+                        outcomes[r.id] = Outcome(r, error=BROKEN)
                     except Exception as exc:  # noqa: BLE001  (reported with the others at the end)
                         outcomes[r.id] = Outcome(r, error=f"{type(exc).__name__}: {exc}")
                     _notify(on_done, outcomes[r.id])
