@@ -96,6 +96,18 @@ def test_a_real_change_another_learning_rate_fails(reference_and_lr_change):
     assert any("eval/val" in p for p in problems)
 
 
+def test_only_the_two_amplifying_runs_get_the_looser_tolerance():
+    refs = json.loads((REPO / "tests" / "nbval" / "runs.json").read_text())
+    loose = sorted(rid for rid in refs if regression.tolerance(rid) > regression.RTOL)
+    assert loose and all(re.match(r"retrieval_autoencoder_d512(_c32-match)?-s\d+@", rid) for rid in loose), loose
+    rid = next(r for r in loose if r.startswith("retrieval_autoencoder_d512-s"))
+    other = next(r for r in refs if regression.tolerance(r) == regression.RTOL)
+    # 7e-3, the largest difference measured for them, passes for them and fails for any other run; 2e-2 fails both
+    assert regression.compare({rid: refs[rid]}, _perturbed({rid: refs[rid]}, 7e-3)) == []
+    assert regression.compare({other: refs[other]}, _perturbed({other: refs[other]}, 7e-3)) != []
+    assert regression.compare({rid: refs[rid]}, _perturbed({rid: refs[rid]}, 2e-2)) != []
+
+
 def test_a_missing_or_extra_run_fails(reference_and_lr_change):
     reference, _ = reference_and_lr_change
     (rid, records), = reference.items()

@@ -253,6 +253,10 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
              "long it took and the commit of the package that executed it are read from the executed notebook itself. "
              "Each page also ends with its own provenance table, and can be downloaded as an executed `.ipynb` from "
              "the download button at its top.", "",
+             "`make book` trains every run the pages read before it executes them (`make runs`: several runs at a "
+             "time, each in its own process), so a page's execution time below is the time to read its runs and "
+             "draw its figures and tables, not to train them. The training time of a page's runs is in its "
+             "provenance table.", "",
              "| chapter | page | profile | parameters | execution time (s) | commit | executed |",
              "|---|---|---|---|---:|---|---|"]
     total = 0.0
