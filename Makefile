@@ -108,8 +108,8 @@ $(foreach v,$(VERDICT_NB),$(eval $(v): $(filter-out $(v),$(filter $(dir $(v))%,$
 
 notebooks: $(NB_OUT)
 
-# Every run the notebooks read is trained first, TRAIN_JOBS processes at a time (THREADS threads each), the costliest
-# first: a core never waits on another notebook's run lock, and none idles while runs are left. Then the notebooks
+# Every run the notebooks read is trained first, TRAIN_JOBS processes at a time (THREADS threads each), in the plan's
+# order: a core never waits on another notebook's run lock, and none idles while runs are left. Then the notebooks
 # only read finished runs. Skipped when NBPARAMS changes what the notebooks plan (their seeds, steps, overrides):
 # then each notebook trains what it reads, as before. One process at a time at the GPU profiles (one GPU).
 TRAIN_JOBS ?= $(if $(filter gpu paper,$(PROFILE)),1,$(JOBS))

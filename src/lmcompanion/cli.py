@@ -312,7 +312,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; on a GPU machine give gpu or "
                                                   "paper)")
     s.add_argument("--jobs", type=_positive_int, default=1,
-                   help="train this many runs at a time, each in its own process (default 1: one by one, here)")
+                   help="train this many runs at a time, in as many worker processes (default 1: one by one, here)")
     s.add_argument("--threads", type=_positive_int, default=1, help="threads per process with --jobs (default 1)")
     s.add_argument("--device", default="auto", help="auto, cpu or cuda")
     s.add_argument("--seeds", type=int, help="seeds per experiment (default: each experiment's as registered)")

@@ -254,7 +254,7 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
              "Each page also ends with its own provenance table, and can be downloaded as an executed `.ipynb` from "
              "the download button at its top.", "",
              "`make book` trains every run the pages read before it executes them (`make runs`: several runs at a "
-             "time, each in its own process), so a page's execution time below is the time to read its runs and "
+             "time, in as many worker processes), so a page's execution time below is the time to read its runs and "
              "draw its figures and tables, not to train them. The training time of a page's runs is in its "
              "provenance table.", "",
              "| chapter | page | profile | parameters | execution time (s) | commit | executed |",

@@ -64,21 +64,21 @@ def _train_one(config, procedure_name: str, profile: str, given, store_root: str
 
 def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=None, progress: bool | None = False,
               budget_s: float | None = None, on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Train every run of ``runs`` that the store does not hold yet, ``jobs`` at a time (one process each, ``threads``
-    threads each), in the order given; a run waits until the runs it reads are finished (the next one that can
-    start starts meanwhile). Returns one
-    outcome per run, in the order given; ``on_done`` is called as each one ends. With ``budget_s``, no run starts
-    after that many seconds (the ones not started are left out of the result)."""
+    """Train every run of ``runs`` that the store does not hold yet, ``jobs`` at a time (``jobs`` worker processes,
+    ``threads`` threads each), in the order given; a run waits until the runs it reads are finished (the next one
+    that can start starts meanwhile). Returns one outcome per run, in the order given; ``on_done`` is called as each
+    one ends. With ``budget_s``, no run starts after that many seconds (those not started are left out)."""
     if not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"jobs must be a positive number of processes, got {jobs!r}")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive number of threads, got {threads!r}")
     store = store or RunStore()
-    ordered = list({r.id: r for r in runs}.values())
-    for r in list(ordered):  # a run's needs are planned too, before it (plan(needs=True) already puts them there)
+    ordered: dict[str, PlannedRun] = {}
+    for r in runs:  # a run's needs are planned too, before it (plan(needs=True) already puts them there)
         for need in r.needs:
-            if need.id not in {o.id for o in ordered}:
-                ordered.insert(ordered.index(r), need)
+            ordered.setdefault(need.id, need)
+        ordered.setdefault(r.id, r)
+    ordered = list(ordered.values())
     outcomes: dict[str, Outcome] = {}
     pending: list[PlannedRun] = []
     for r in ordered:
