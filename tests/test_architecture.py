@@ -30,8 +30,8 @@ LAYERS = {
     4: ["lmcompanion.run", "lmcompanion.estimate", "lmcompanion.memory"],  # a run, its key, its GPU time, its memory
     5: ["lmcompanion.train*"],
     6: ["lmcompanion.experiments*"],
-    7: ["lmcompanion.plots", "lmcompanion.tables"],
-    8: ["lmcompanion.verdicts", "lmcompanion.recorded"],
+    7: ["lmcompanion.plots", "lmcompanion.tables", "lmcompanion.learning"],
+    8: ["lmcompanion.verdicts", "lmcompanion.recorded", "lmcompanion.claims"],
     9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench", "lmcompanion.pages", "lmcompanion.campaign"],
     10: ["lmcompanion.cli", "lmcompanion.__main__"],
 }

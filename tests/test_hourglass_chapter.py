@@ -178,23 +178,26 @@ def test_every_ledger_row_of_the_chapter_is_a_verdict_row_it_builds():
     assert "attention upsampling beats repeat upsampling" not in source  # the write-up never claims it
 
 
-def test_an_arm_learns_or_not_once_from_its_final_validation_loss_whatever_the_row_compares():
-    """hourglass/07 once counted an arm as learning in one row (its final loss) and not in another (its last-token
-    loss): the gate is now decided per arm from one quantity and passed to every row."""
-    from lmcompanion.verdicts import FAILS, INCONCLUSIVE, claim, if_learned
+def test_the_trend_of_the_two_modes_is_read_only_where_both_have_learned(monkeypatch):
+    """"The attention version scales better with compute" reads the gap's slope over the compute points where every
+    seed of both modes is at least half a nat below the unigram loss, and is not decided with fewer than three."""
+    import pandas as pd
+    from types import SimpleNamespace
 
-    class Finished:
-        def __init__(self, val):
-            self.summary = {"final": {"val": val}}
+    from lmcompanion import learning
+    from lmcompanion.verdicts import NOT_DECIDED
 
-    unigram = 3.0
-    learning = [Finished(v) for v in (2.5, 2.6, 2.55)]
-    assert chapter.arm_learns(learning, unigram) and not chapter.arm_learns([Finished(3.1)] * 3, unigram)
-    # a row comparing another quantity (here above the unigram loss) is still decided when an arm learns
-    last_token_a, last_token_b = [3.4, 3.5, 3.45], [3.2, 3.25, 3.22]
-    v = claim("a beats b", "", last_token_a, last_token_b)
-    assert v.verdict == FAILS
-    assert if_learned(v, unigram, last_token_a, last_token_b, learned=chapter.arm_learns(learning, unigram)) == v
-    gated = if_learned(v, unigram, last_token_a, last_token_b, learned=False)
-    assert gated.verdict.startswith(INCONCLUSIVE) and "neither arm learns" in gated.verdict
-    assert if_learned(v, unigram, last_token_a, last_token_b).verdict.startswith(INCONCLUSIVE)  # by these values
+    monkeypatch.setattr(learning, "reference", lambda cfg, metric: learning.Reference("the unigram loss", 3.0))
+    frames = [pd.DataFrame({"FLOPs": [1e9, 2e9, 4e9, 8e9, 16e9], "attn": [2.9, 2.6, 2.4, 2.3, 2.2],
+                            "repeat": [2.9, 2.5, 2.45, 2.4, 2.35]}) for _ in range(3)]
+    attn = [SimpleNamespace(config=None)]
+    kept = chapter.learned_points(frames, attn)
+    assert all(list(f["FLOPs"]) == [4e9, 8e9, 16e9] for f in kept)  # the first two: a mode under half a nat below
+    monkeypatch.setattr(chapter, "mode_gaps", lambda a, r: [f.assign(gap=f["attn"] - f["repeat"]) for f in frames])
+    row = chapter.scales_better_row(attn * 3, attn * 3)
+    assert row.outcome != NOT_DECIDED and "at the 3 compute points where both modes have learned" in row.ours
+    late = [f.assign(attn=f["attn"] + [0, 0.3, 0.3, 0.3, 0.0], repeat=f["repeat"] + [0, 0.3, 0.3, 0.3, 0.0])
+            for f in frames]  # learned at one point only
+    monkeypatch.setattr(chapter, "mode_gaps", lambda a, r: [f.assign(gap=f["attn"] - f["repeat"]) for f in late])
+    row = chapter.scales_better_row(attn * 3, attn * 3)
+    assert row.outcome == NOT_DECIDED and "fewer than 3 compute points where both modes have learned" in row.verdict

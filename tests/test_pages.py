@@ -47,21 +47,31 @@ def test_a_page_whose_source_changed_after_execution_says_so(tmp_path):
     assert "older version" not in nbformat.read(out / "prologue" / "baseline.ipynb", as_version=4).cells[0].source
 
 
-def test_the_summaries_keep_exact_checks_apart_and_give_each_training_claim_a_badge_and_a_link():
+def test_the_summaries_count_the_write_ups_claims_about_training_apart_and_show_every_row_of_a_chapter():
     rows = pages.own_verdicts(REFS)
-    training = [r for r in rows if not pages.is_check(r)]
-    checks = [r for r in rows if pages.is_check(r)]
-    assert training and checks
+    training = pages.claims_about_training(rows)
+    assert training and any(pages.is_check(r) for r in rows)
     intro = pages.summary(REFS)
-    assert f"{len(training)} claims about training" in intro and f"{len(checks)} exact checks of our code" in intro
+    assert f"make {len(training)} claims about what training reaches" in intro and "**Many tests at 5%.**" in intro
     for chapter in {r["chapter"] for r in rows}:
-        assert f"| {pages.CHAPTER_TITLES[chapter]} | " in intro
+        assert f"{{doc}}`{pages.CHAPTER_TITLES[chapter]} </book/{chapter}/index>`" in intro  # a link to the chapter
+        assert f"- **{pages.CHAPTER_TITLES[chapter]}.** **What `smoke` decides.**" in intro  # its conclusion
     page = pages.summary(REFS, "ar_ed")
-    mine = [r for r in training if r["chapter"] == "ar_ed"]
+    mine = [r for r in rows if r["chapter"] == "ar_ed"]
     table = [line for line in page.splitlines() if line.startswith("| ") and "{bdg-" in line]
-    assert len(table) == len(mine)  # one line per claim about training, none for the exact checks
+    assert len(table) == len(mine)  # every row once: the headline's, then each notebook's in a dropdown
     assert all("{doc}`" in line and "</notebooks/ar_ed/" in line for line in table)
-    assert {pages.WORD[r["outcome"]] for r in mine} <= {line.split("`")[1] for line in table}
+    assert page.count(":::{dropdown}") == len({r["notebook"] for r in mine if not r.get("headline")})
+    assert all(f"at smoke`" in line for line in table)  # every badge names its scale
+    assert "*Effect*: the claimed-better arm's mean minus the other's" in page
+
+
+def test_the_chance_line_counts_only_the_tested_rows():
+    rows = [{"outcome": o} for o in ("holds", "does not hold", "inconclusive at this scale")] * 10
+    rows += [{"outcome": "not decided at this scale"}] * 50
+    line = pages.chance_line(rows)
+    assert "30 claims were tested (20 decided)" in line and "about 1.5 of them hold" in line
+    assert pages.chance_line([{"outcome": "not decided at this scale"}]).startswith("No claim")
 
 
 def test_the_scale_a_verdict_names_is_read_back_from_its_words():

@@ -123,8 +123,17 @@ def test_no_chapter_module_plans_runs_and_only_the_retrieval_experiment_branches
 
 def test_an_experiment_can_declare_its_seeds_per_profile():
     # the mixer chapter's arms of claims of equality run four seeds where the profile's default is three
-    assert experiments.seeds_of("mixer/kernel4", "cpu") == (0, 1, 2, 3)
+    assert experiments.seeds_of("mixer/kernel4", "gpu") == (0, 1, 2, 3)
     assert experiments.seeds_of("mixer/kernel4", "smoke") == (0,)  # first seed only at smoke
+
+
+def test_at_cpu_the_headline_arms_run_five_seeds_and_every_other_arm_one():
+    heads = set(experiments.headline_arms())
+    assert {"ar_ed/baseline", "ar_ed/mse_pos_sub", "mixer/flat_d512", "hourglass/vanilla"} <= heads
+    for name in experiments.names():
+        if experiments.runs_at(name, "cpu"):
+            assert experiments.seeds_of(name, "cpu") == ((0, 1, 2, 3, 4) if name in heads else (0,)), name
+    assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=[7]) == (7,)  # a notebook's n_seeds wins
     assert experiments.seeds_of("mixer/kernel4", "cpu", seeds=[7]) == (7,)  # a notebook's n_seeds wins
     assert [r.seed for r in experiments.plan(["mixer/kernel4"], "gpu", device="cpu")] == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="n_seeds"):

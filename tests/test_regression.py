@@ -37,16 +37,19 @@ def test_the_sanitizer_absorbs_a_rounding_boundary_and_keeps_exact_numbers():
     assert _sanitize("p = 0.050 | holds") == _sanitize("p = 0.100 | inconclusive at this scale (the data lean toward "
                                                       "the claim)")
     # every verdict text the rule can produce sanitizes whole, whichever side of a boundary it lands on
-    from lmcompanion import verdicts
-    at_chance = verdicts.if_learned(verdicts.claim("x", "", [3.5, 3.6, 3.55], [3.4, 3.45, 3.42]), 3.0,
-                                    [3.5, 3.6, 3.55], [3.4, 3.45, 3.42])
-    assert "neither arm" in at_chance.verdict
+    from lmcompanion import learning, verdicts
+    v = verdicts.claim("x", "", [3.5, 3.6, 3.55], [3.4, 3.45, 3.42])
+    at_chance = verdicts.gate(v, [learning.Arm("a", "chance", 3.0, (3.5, 3.6, 3.55)),
+                                  learning.Arm("b", "chance", 3.0, (3.4, 3.45, 3.42))])
+    assert at_chance.verdict.startswith("not decided at this scale (a, b have not learned")
     assert _sanitize(f"p = 1.000 | {at_chance.verdict} |") == _sanitize("p = 0.050 | does not hold |")
+    # the gate's mark flips with the distances it reads, and the arms it names with them
+    assert _sanitize(at_chance.learned) == _sanitize(at_chance.learned.replace("✗", "✓"))
     assert _sanitize("1.2e-09") == _sanitize("3.4e-08")
     # and so does a verdict scaled by at_scale
     scaled = [verdicts.at_scale(v, "smoke", (5.3e-6, 5.3e-6)).verdict for v in (at_chance, verdicts.claim(
         "x", "", [1, 1.1, 1.2], [2, 2.1, 2.2]), verdicts.claim("x", "", [2, 2.1, 2.2], [1, 1.1, 1.2]))]
-    assert scaled[0].startswith("inconclusive at `smoke` scale") and scaled[2].startswith("does not hold at")
+    assert scaled[0].startswith("not decided at `smoke` scale") and scaled[2].startswith("does not hold at")
     assert {_sanitize(f"| {s} |") for s in scaled} == {"| <verdict> |"}
     # the chance cell follows its verdict across a boundary (text and HTML), whichever verdict it lands on
     for fails, other in [(verdicts.claim("x", "", [2, 3, 4], [1, 1.5, 1.2]), verdicts.claim("x", "", [2, 3, 4], [1, 5, 1.2])),

@@ -375,13 +375,15 @@ def test_peak_and_final_rows_read_the_runs_best_and_last_evaluations():
     from types import SimpleNamespace
 
     from lmcompanion.chapters import retrieval as R
+    from lmcompanion.data.retrieval import RetrievalDataConfig
     from lmcompanion.verdicts import FAILS, HOLDS
 
     def run(test_curve, n_ctx=32):
         ev = pd.DataFrame({"step": range(len(test_curve)), "test": test_curve, "train": [0.1] * len(test_curve)})
         return SimpleNamespace(evals=lambda: ev, summary={"final": {"test": test_curve[-1], "train": 0.1,
                                                                    "test_acc": 0.5}, "steps": len(test_curve) - 1},
-                               config=SimpleNamespace(model=SimpleNamespace(context_size=n_ctx)))
+                               config=SimpleNamespace(model=SimpleNamespace(context_size=n_ctx),
+                                                      data=RetrievalDataConfig()))
 
     mixer = [run([3.4, 1.0, 0.80 + 0.01 * s]) for s in range(3)]  # still falling
     transformer = [run([3.4, 0.50 + 0.01 * s, 2.9 + 0.01 * s]) for s in range(3)]  # a low peak, then overfits

@@ -22,12 +22,55 @@ def test_a_sampled_verdict_says_its_profile_and_share_of_the_write_ups_tokens(wo
     assert verdicts.at_scale(v, "cpu", (0.000355, 0.000355)) == v  # scaled once
 
 
-def test_exact_rows_and_rows_without_runs_keep_their_words():
+def test_rows_decided_by_computation_keep_their_words_and_undecided_rows_name_their_scale():
     exact = verdicts.exact("a count", "", "", False)
-    not_run = verdicts.Verdict("c", "", "not run", verdicts.INCONCLUSIVE + " (not run at this profile)", seeds="0",
-                               chance="")
+    computed = verdicts.exact("the write-up's sum", "", "", True, kind=verdicts.COMPUTED)
+    not_run = verdicts.not_decided("c", "", "not run", "its arms are not run at this profile")
     assert verdicts.at_scale(exact, "cpu", (1e-4, 1e-4)) == exact
-    assert verdicts.at_scale(not_run, "cpu", (1e-4, 1e-4)) == not_run
+    assert verdicts.at_scale(computed, "cpu", (1e-4, 1e-4)) == computed
+    scaled = verdicts.at_scale(not_run, "cpu", (1e-4, 1e-4))
+    assert scaled.verdict == ("not decided at `cpu` scale: 0.010% of the write-up's tokens (its arms are not run at "
+                              "this profile)")
+    assert scaled.outcome == verdicts.NOT_DECIDED
+    assert verdicts.at_scale(not_run, "cpu", None).verdict == ("not decided at `cpu` scale (its arms are not run at "
+                                                               "this profile)")
+
+
+def _arm(label, values, level=6.0, kind="loss"):
+    from lmcompanion.learning import Arm
+
+    return Arm(label, "the unigram loss (validation)" if kind == "loss" else "chance (1/31)", level, tuple(values),
+               kind=kind)
+
+
+@pytest.mark.parametrize("word", [verdicts.HOLDS, verdicts.FAILS, verdicts.INCONCLUSIVE + " (the data lean toward "
+                                                                                          "the claim)"])
+def test_the_gate_turns_any_verdict_with_an_arm_that_has_not_learned_into_not_decided(word):
+    v = _sampled(word)
+    learned, flat = _arm("a", [5.0, 5.4, 5.49]), _arm("b", [5.0, 5.6, 4.0])  # b: one seed 0.4 nats below its line
+    assert verdicts.gate(v, [learned]).verdict == word  # every seed at least half a nat below: decided as tested
+    gated = verdicts.gate(v, [learned, flat])
+    assert gated.outcome == verdicts.NOT_DECIDED and gated.verdict.startswith("not decided at this scale (b has not "
+                                                                              "learned")
+    assert gated.chance == v.chance and gated.effect == v.effect  # the test's numbers are kept
+    assert ("lean toward" in gated.verdict) == (word != verdicts.FAILS)
+    assert gated.arms == (learned, flat) and "b 0.40–2.00 nats below the unigram loss (validation) ✗" in gated.learned
+    assert verdicts.at_scale(gated, "cpu", (1e-4, 1e-4)).verdict.startswith(
+        "not decided at `cpu` scale: 0.010% of the write-up's tokens (b has not learned")
+
+
+def test_the_gate_reads_accuracies_against_twice_chance_and_never_passes_a_nan():
+    acc = _arm("m", [0.07, 0.09], level=1 / 31, kind="accuracy")
+    assert acc.learned and acc.text().endswith("✓")
+    assert not _arm("m", [0.07, 0.06], level=1 / 31, kind="accuracy").learned
+    assert not _arm("x", [float("nan"), 1.0]).learned and not _arm("x", []).learned
+
+
+def test_counts_keep_the_fourth_outcome_apart():
+    rows = [_sampled(verdicts.HOLDS), verdicts.gate(_sampled(verdicts.HOLDS), [_arm("b", [5.9])]),
+            verdicts.not_decided("c", "", "", "not run")]
+    assert verdicts.counts(rows) == {verdicts.HOLDS: 1, verdicts.FAILS: 0, verdicts.INCONCLUSIVE: 0,
+                                     verdicts.NOT_DECIDED: 2}
 
 
 def test_shares_are_two_significant_digits_in_fixed_notation_and_a_range_where_arms_differ():
@@ -53,13 +96,14 @@ def test_p_is_given_to_two_digits_and_always_as_a_decimal():
         "p = 0.05", "p = 1.00", "p = 0.33", "p = 0.0025", "p < 0.001"]
 
 
-def test_the_verdict_table_fits_a_page_in_five_columns_with_the_evidence_in_one():
+def test_the_verdict_table_has_the_evidence_in_one_column_and_how_far_each_arm_learned_in_another():
     from lmcompanion.verdicts import Verdict, table
 
-    rows = [Verdict("a beats b", "2.10 vs 2.20", "2.0 [1.9, 2.1]", "holds", seeds="3 vs 3", effect="-0.26 ± 0.01",
-                    chance="p = 0.05"),
+    rows = [verdicts.gate(Verdict("a beats b", "2.10 vs 2.20", "2.0 [1.9, 2.1]", "holds", seeds="3 vs 3",
+                                  effect="-0.26 ± 0.01", chance="p = 0.05"), [_arm("a", [5.0, 5.2])]),
             Verdict("count", "100", "100", "holds", seeds="", effect="", chance="exact (no sampling)")]
     t = table(rows)
-    assert len(t.columns) == 5 and list(t.index) == [1, 2]
+    assert len(t.columns) == 6 and list(t.index) == [1, 2]
     assert list(t.iloc[:, 3]) == ["3 vs 3 · -0.26 ± 0.01 · p = 0.05", "exact (no sampling)"]
     assert t.columns[3] == "seeds · effect ± SE · chance if equal"
+    assert list(t.iloc[:, 4]) == ["a 0.80–1.00 nats below the unigram loss (validation) ✓", "(no trained arm gated)"]

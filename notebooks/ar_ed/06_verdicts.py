@@ -29,33 +29,24 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb
-from lmcompanion.chapters import ar_ed
+from lmcompanion import claims, nb
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
-NAMES = experiments.names("ar_ed")
-runs = S.arms(NAMES, by="name")  # reused from the run store
-
 # %% [markdown]
 # ## Time per step, side by side
 #
-# The combined model and the baseline, each from its run's initial weights on the first micro-batches of its run,
-# timed in one process: 8 rounds of 5 training steps per model, the model that goes first alternating from round to
-# round, so that both see the same load of the machine (`lmcompanion.bench.side_by_side`). The row below compares
-# the two models' time per step over the rounds with the margin of the write-up's "similar" stated in it. This is
-# time on this machine: on a CPU the small models' many small operations run one after the other, and time on a
-# GPU follows other costs (the cost table of the appendix estimates the GPU time from counted FLOPs).
+# The combined model and the baseline, each from its run's initial weights on the first micro-batches of its run, timed in one
+# process: 8 rounds of 5 training steps per model, the model that goes first alternating from round to round, so that
+# both see the same load of the machine (`lmcompanion.bench.side_by_side`). The row below compares the two models'
+# time per step over the rounds with the margin of the write-up's "similar" stated in it. This is time on this
+# machine: on a CPU the small models' many small operations run one after the other, and time on a GPU follows other
+# costs (the cost table of the appendix estimates the GPU time from counted FLOPs). The chapter's runs are the ones
+# the previous notebooks made, reused from the run store.
 
 # %% tags=["nbval-ignore-output"]
-from lmcompanion import bench
-
-timing = bench.side_by_side(S.planned(ar_ed.TIMED[0]), S.planned(ar_ed.TIMED[1]), steps=5, rounds=8)
-print(f"{timing.device}, {timing.threads} thread(s), {timing.steps} steps per model per round")
-display(timing.table())
-rows = ar_ed.verdict_rows(runs, timing)
-nb.timed_verdicts(rows, [ar_ed.TIME])
+runs, rows = nb.verdict_page(S, "ar_ed")
 
 # %% [markdown]
 # ## Every claim
@@ -64,7 +55,7 @@ nb.timed_verdicts(rows, [ar_ed.TIME])
 # page); the scorecard lists it with the others.
 
 # %%
-nb.show_verdicts(S, "ar_ed", rows, apart=[ar_ed.TIME])
+nb.show_verdicts(S, "ar_ed", rows, apart=claims.timed_claims("ar_ed"))
 
 # %% [markdown]
 # ## Appendix
@@ -73,4 +64,4 @@ nb.show_verdicts(S, "ar_ed", rows, apart=[ar_ed.TIME])
 # the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.appendix(S, "ar_ed", NAMES, runs, ar_ed.verdict_rows)
+nb.appendix(S, "ar_ed", list(runs), runs)

@@ -37,7 +37,7 @@ literal_examples = None  # ED-Training's n (None: the profile's)
 # %%
 import torch
 
-from lmcompanion import nb, plots, verdicts
+from lmcompanion import claims, nb, plots
 from lmcompanion.chapters.formal_ed import algorithm, training
 from lmcompanion.chapters.formal_ed import inference as fe
 from lmcompanion.errors import ConfigError
@@ -148,16 +148,12 @@ literal_runs = S.runs(LITERAL, settings=lit)  # reused from the training noteboo
 agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
 z, x, _ = algorithm.longest_example(cfg.data)
 dep = algorithm.dependence(model, z, x)
-accuracy = [fe.exact_match(trained[s], cfg.data, "val") for s in S.seeds]
-nb.show_verdicts(S, "formal_ed", verdicts.in_notebook([
-    algorithm.verdict_agreement(agree),
-    *algorithm.verdict_masks(algorithm.mask_checks(dep)),
-    *fe.verdict_temperatures(checks),
-    fe.verdict_termination(sweep),
-    training.verdict_literal_training(literal_runs),
-    training.verdict_accuracy(accuracy, P.target, S.profile),
-    fe.verdict_tau_order(sweep),
-], "formal_ed/03_inference"))
+accuracy = [fe.exact_match(trained[s], cfg.data, "val") for s in sorted(trained)]
+rows = claims.verdicts("formal_ed", claims.Context(
+    {NAME: runs, LITERAL: literal_runs}, S.profile,
+    extra={"agreement": agree, "masks": algorithm.mask_checks(dep), "checks": checks, "sweep": sweep,
+           "accuracy": accuracy, "target": P.target}))
+nb.show_verdicts(S, "formal_ed", rows)
 
 # %% [markdown]
 # ## Where we differ from the original

@@ -29,18 +29,12 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb, plots, tables
+from lmcompanion import claims, nb
 from lmcompanion.chapters import hourglass
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
-
-# %%
-from lmcompanion import experiments
-
-NAMES = [n for n in hourglass.ALL if experiments.runs_at(n, S.profile)]  # the arms planned at this profile
 print(hourglass.skipped_note(hourglass.ALL, S.profile))
-runs = S.arms(NAMES, by="name")  # reused from the run store
 
 # %% [markdown]
 # ## Time per step, side by side
@@ -52,18 +46,11 @@ runs = S.arms(NAMES, by="name")  # reused from the run store
 # load of the machine (`lmcompanion.bench.side_by_side`). A row holds when the per-round ratio of the claimed-faster
 # model's time to the other's is below 1 by a one-sided t-test over the rounds. This is time on this machine: on a CPU
 # with one thread, time follows the FLOPs and the number of small operations, and a GPU's time does not; the rows on
-# counted FLOPs say what does not depend on the machine.
+# counted FLOPs say what does not depend on the machine. The chapter's runs are the ones the previous notebooks made,
+# reused from the run store.
 
 # %% tags=["nbval-ignore-output"]
-from lmcompanion import bench
-
-timings = [bench.side_by_side(S.planned(faster), S.planned(other), steps=5, rounds=8)
-           for faster, other in hourglass.TIMED if experiments.runs_at(faster, S.profile)]
-for t in timings:
-    print(f"{t.names[0]} against {t.names[1]}: {t.device}, {t.threads} thread(s), {t.steps} steps per model per round")
-    display(t.table())
-rows = hourglass.verdict_rows(runs, timings)
-nb.timed_verdicts(rows, hourglass.TIMED_CLAIMS)
+runs, rows = nb.verdict_page(S, "hourglass", hourglass.ALL)
 
 # %% [markdown]
 # ## Every claim
@@ -72,7 +59,7 @@ nb.timed_verdicts(rows, hourglass.TIMED_CLAIMS)
 # the page); the scorecard lists them with the others.
 
 # %%
-nb.show_verdicts(S, "hourglass", rows, apart=hourglass.TIMED_CLAIMS)
+nb.show_verdicts(S, "hourglass", rows, apart=claims.timed_claims("hourglass"))
 
 # %% [markdown]
 # ## Appendix
@@ -81,4 +68,4 @@ nb.show_verdicts(S, "hourglass", rows, apart=hourglass.TIMED_CLAIMS)
 # the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.appendix(S, "hourglass", NAMES, runs, hourglass.verdict_rows, cost_names=hourglass.COST_ARMS)
+nb.appendix(S, "hourglass", list(runs), runs, cost_names=hourglass.COST_ARMS)

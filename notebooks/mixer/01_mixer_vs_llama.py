@@ -96,7 +96,7 @@ fig = mixer.compute.loss_vs_time(mixer.by_title(runs))
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-rows = [v for v in mixer.training_rows(runs, S.profile) if v.notebook.endswith("01_mixer_vs_llama")]
+rows = nb.page_rows(S, "mixer", "01_mixer_vs_llama", runs)
 verdicts.table(mixer.timed(rows, keep=False))
 
 # %% [markdown]

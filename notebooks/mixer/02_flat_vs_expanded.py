@@ -97,8 +97,7 @@ mixer.compute.speed_ratio_table(runs, [tuple(mixer.FLAT_EXPANDED[:2]), tuple(mix
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-rows = [v for v in mixer.training_rows(runs, S.profile) + mixer.worked_example_rows() + mixer.liveness_rows()
-        if v.notebook.endswith("02_flat_vs_expanded")]
+rows = nb.page_rows(S, "mixer", "02_flat_vs_expanded", runs)
 verdicts.table(mixer.timed(rows, keep=False))
 
 # %% [markdown]

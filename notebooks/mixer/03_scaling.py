@@ -104,8 +104,7 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.FL
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table([v for v in mixer.training_rows(runs, S.profile) + mixer.count_rows()
-                if v.notebook.endswith("03_scaling")])
+verdicts.table(nb.page_rows(S, "mixer", "03_scaling", runs))
 
 # %% [markdown]
 # ## Provenance

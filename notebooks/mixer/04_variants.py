@@ -78,7 +78,7 @@ fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.POSITIONAL}), 
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-rows = [v for v in mixer.training_rows(runs, S.profile) if v.notebook.endswith("04_variants")]
+rows = nb.page_rows(S, "mixer", "04_variants", runs)
 verdicts.table(mixer.timed(rows, keep=False))
 
 # %% [markdown]

@@ -109,7 +109,7 @@ mixer.compute.equal_time_table({n: runs[n] for n in mixer.V100})
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table([v for v in mixer.training_rows(runs, S.profile) if v.notebook.endswith("05_v100")])
+verdicts.table(nb.page_rows(S, "mixer", "05_v100", runs))
 
 # %% [markdown]
 # ## Provenance

@@ -88,7 +88,7 @@ mixer.facts.batch16_table(measured16)
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table(mixer.memory_rows(counted) + mixer.batch16_rows())
+verdicts.table(nb.page_rows(S, "mixer", "06_memory", {}, memory=counted))
 
 # %% [markdown]
 # ## Provenance

@@ -56,7 +56,7 @@ mixer.facts.width_estimates_table()
 # "$\approx 1312$" drops the factor 8 (its other three estimates keep it). The verdicts say which numbers agree.
 
 # %%
-verdicts.table(mixer.width_estimate_rows() + mixer.jl_rows())
+verdicts.table(nb.page_rows(S, "mixer", "08_dimensions", {}))
 
 # %% [markdown]
 # ## Provenance

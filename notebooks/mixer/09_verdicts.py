@@ -42,13 +42,12 @@ from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
-
 NAMES = experiments.names("mixer")
-runs = S.arms(NAMES, by="name")  # reused from the run store
 
 # %% tags=["nbval-ignore-output"]
 # (the rows on time per step are measured on this machine and vary from machine to machine)
-nb.show_verdicts(S, "mixer", mixer.verdict_rows(runs, profile=S.profile))
+runs, rows = nb.verdict_page(S, "mixer")
+nb.show_verdicts(S, "mixer", rows)
 
 # %% [markdown]
 # ## What each arm keeps of the write-up's proportions
@@ -90,4 +89,4 @@ mixer.compute.time_estimate("paper").loc[["chapter (sum)"]]
 # the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.appendix(S, "mixer", NAMES, runs, mixer.training_rows)
+nb.appendix(S, "mixer", list(runs), runs)

@@ -38,17 +38,16 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb
+from lmcompanion import nb
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
-NAMES = experiments.names("retrieval")
-runs = S.arms(NAMES, by="name")  # reused from the run store (the cpu profile plans fewer arms)
 
 # %%
-nb.show_verdicts(S, "retrieval", R.verdict_rows(runs, profile=S.profile))
+runs, rows = nb.verdict_page(S, "retrieval")  # reused from the run store (the cpu profile plans fewer arms)
+nb.show_verdicts(S, "retrieval", rows)
 
 # %% [markdown]
 # ## The matcher runs at the paper profile
@@ -69,4 +68,4 @@ estimate
 # the chapter at the paper's scale takes, and where this page's numbers came from.
 
 # %% tags=["nbval-ignore-output"]
-nb.appendix(S, "retrieval", NAMES, runs, R.verdict_rows)
+nb.appendix(S, "retrieval", list(runs), runs)

@@ -60,14 +60,14 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import data as data_mod
-from . import env, estimate, experiments, models, nb, paths, recorded
+from . import claims, env, estimate, experiments, models, nb, paths, recorded
 from .bench import bench
-from .chapters import ar_ed as ar_ed_chapter
-from .chapters import deepsight as deepsight_chapter
-from .chapters import hourglass as hourglass_chapter
+from .chapters import ar_ed as ar_ed_chapter  # noqa: F401  (each chapter registers its rows: lmcompanion.claims)
+from .chapters import deepsight as deepsight_chapter  # noqa: F401
+from .chapters import formal_ed as formal_ed_chapter  # noqa: F401
+from .chapters import hourglass as hourglass_chapter  # noqa: F401
 from .chapters import mixer as mixer_chapter
-from .chapters import retrieval_rows
-from .chapters.mixer import rows as mixer_rows
+from .chapters import retrieval as retrieval_chapter  # noqa: F401
 from .config import TrainConfig, check_profile
 from .data import LMDataConfig, corpora, lm, stories
 from .data.retrieval import RetrievalSource
@@ -117,11 +117,8 @@ class Group:
     label: str
     names: tuple[str, ...]
     tier: int  # 1: the chapter's one decisive headline comparison; 2: the rest of its headline arms
-    claims: tuple[str, ...] = ()  # verdict rows not in a chapter's table of arms (formal_ed's)
 
 
-_MIXER_MAIN = tuple(mixer_chapter.MAIN)
-_RETRIEVAL_D1024_C32 = ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32")
 _RETRIEVAL_REST = ("retrieval/flat_d1024_c128", "retrieval/llama_d1024_c128", "retrieval/flat_d512_c32",
                    "retrieval/llama_d512_c32", "retrieval/flat_d512_c128", "retrieval/llama_d512_c128")
 
@@ -130,16 +127,18 @@ _RETRIEVAL_REST = ("retrieval/flat_d1024_c128", "retrieval/llama_d1024_c128", "r
 # them), so that as many chapters as possible get a decided headline in one slot; then tier 2, cheapest first. The
 # formal chapter's claims are decided at the cpu profile already (its verdicts do not hinge on scale), so its runs
 # wait for tier 2.
+def _headline(chapter: str) -> Group:
+    """The chapter's headline comparison (declared once, in the experiment registry) as a tier-1 group."""
+    h = experiments.headlines(chapter)[0]
+    return Group(chapter, h.label, h.arms, 1)
+
+
 GROUPS: tuple[Group, ...] = (
-    Group("mixer", "the flat mixer against Llama at d=512, fixed compute", _MIXER_MAIN, 1),  # 1.5 min
-    Group("hourglass", "the best attention and repeat hourglass models against the vanilla transformer",
-          tuple(hourglass_chapter.HEADLINE), 1),  # 2.4 min
-    Group("retrieval", "matching on mixer against Llama embeddings, d=1024, 31 candidates", _RETRIEVAL_D1024_C32,
-          1),  # 4.8 min
-    Group("ar_ed", "the combined model (MSE embedding loss + subtraction) against the decoder-only baseline",
-          ("ar_ed/mse_pos_sub", "ar_ed/baseline"), 1),  # 7.4 min
-    Group("deepsight", "DeepSight (MSE planning loss, delta = 11) against the baseline",
-          ("deepsight/mse_d11", "deepsight/baseline"), 1),  # 13.6 min
+    _headline("mixer"),  # 1.5 min
+    _headline("hourglass"),  # 2.4 min
+    _headline("retrieval"),  # 4.8 min
+    _headline("ar_ed"),  # 7.4 min
+    _headline("deepsight"),  # 13.6 min
     Group("mixer", "flat against expanded mixers at d=256 and d=512", ("mixer/flat_d256", "mixer/expanded_d512"),
           2),  # 1.9 min
     Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
@@ -147,9 +146,7 @@ GROUPS: tuple[Group, ...] = (
     Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
     Group("ar_ed", "positional subtraction alone and no embedding loss", ("ar_ed/pos_sub", "ar_ed/no_loss"), 2),  # 7.5
     Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
-          ("formal_ed/adamw", "formal_ed/ed_training"), 2,
-          claims=("Trained with AdamW, the model solves the task",
-                  "ED-Training (θ ← θ − η∇J per example) reduces the loss")),  # 7.8 min
+          experiments.headline_arms("formal_ed"), 2),  # 7.8 min
     Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2),  # 12.5
 )
 
@@ -160,16 +157,9 @@ BENCH = ("ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "mixer/flat
 
 
 def _arm_claims(chapter: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(claim, arms) of every verdict row of a chapter that its trained arms decide, from the chapter's own tables:
-    the pairwise claims of AR-ED, DeepSight and the hourglass, the mixer's pairs and the retrieval chapter's rows."""
-    if chapter in ("ar_ed", "deepsight", "hourglass"):
-        table = {"ar_ed": ar_ed_chapter, "deepsight": deepsight_chapter, "hourglass": hourglass_chapter}[chapter]
-        return [(text, (better, worse)) for text, _, better, worse, *_ in table.CLAIMS]
-    if chapter == "mixer":
-        return [(p.text, (p.a, p.b)) for p in mixer_rows.PAIRS]
-    if chapter == "retrieval":
-        return [(r.text, r.names) for r in retrieval_rows.ROWS]
-    return []
+    """(claim, arms) of every verdict row of a chapter that its trained arms decide (:func:`lmcompanion.claims.arm_claims`,
+    the one shape every chapter declares its rows in)."""
+    return claims.arm_claims(chapter)
 
 
 def group_claims() -> dict[Group, tuple[str, ...]]:
@@ -181,7 +171,7 @@ def group_claims() -> dict[Group, tuple[str, ...]]:
         done |= set(g.names)
         found = [text for text, arms in _arm_claims(g.chapter) if set(arms) <= done and text not in listed]
         listed |= set(found)
-        out[g] = tuple(found) + g.claims
+        out[g] = tuple(found)
     return out
 
 

@@ -22,9 +22,9 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from . import env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
+from . import bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import PROFILES, check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
 from .data.lm import tokenizer
@@ -381,7 +381,7 @@ def _paper_passes(cfg: RunConfig) -> str:
 def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verdict], profile: str | None = None,
                   apart: Sequence[str] = ()):
     """The verdict table of ``chapter`` at ``profile`` (default: this notebook's); the rows are also glued into
-    the executed notebook, from which the book's build generates the scorecard.
+    the executed notebook, from which the book's build generates the scorecard, the summaries and the ledger.
 
     ``apart``: the claims of rows timed on this machine's clock (``bench.side_by_side``). They are glued with the
     others but left out of the table returned here: the notebook shows them beside the timing they come from
@@ -393,11 +393,52 @@ def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verd
     from myst_nb import glue
 
     profile = profile or settings.profile
-    share = verdicts.token_share(experiments.chapter_names(chapter), profile)
-    rows = [verdicts.at_scale(v, profile, share) for v in rows]
-    payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome} for v in rows]
+    rows = scaled(chapter, rows, profile)
+    payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome,
+                "group": v.group, "learned": v.learned} for v in rows]
     glue(f"verdicts:{profile}", json.dumps(payload), display=False)
     return verdicts.table([v for v in rows if v.claim not in set(apart)])
+
+
+def scaled(chapter: str, rows: Sequence[verdicts.Verdict], profile: str) -> list[verdicts.Verdict]:
+    """The rows, each saying the scale it was reached at (:func:`lmcompanion.verdicts.at_scale`)."""
+    share = verdicts.chapter_share(chapter, profile)
+    return [verdicts.at_scale(v, profile, share) for v in rows]
+
+
+def page_rows(settings: Settings, chapter: str, notebook: str, runs: Mapping[str, Sequence[train.Run]],
+              **extra) -> list[verdicts.Verdict]:
+    """The verdict rows a chapter's page decides (its registered rows, :mod:`lmcompanion.claims`), from the runs it
+    read, each naming its scale: the "Verdicts of this page" table of a results notebook."""
+    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, extra=extra), notebook=notebook)
+    return scaled(chapter, rows, settings.profile)
+
+
+def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None = None, rounds: int = 8,
+                 **extra) -> tuple[dict[str, list[train.Run]], list[verdicts.Verdict]]:
+    """What every chapter's verdict notebook does first: read the runs of the chapter's experiments planned at this
+    profile (``names``: default, all of them), time side by side each pair of arms the chapter's timed rows name
+    (:func:`lmcompanion.bench.side_by_side`, ``rounds`` rounds of 5 steps) and show each timing with its rows, then
+    decide every registered row (:func:`lmcompanion.claims.verdicts`, ``extra`` for what the rows read besides runs)
+    and show the table of the others. Returns (the runs by experiment name, the rows)."""
+    from IPython.display import Markdown, display
+
+    names = [n for n in (names or experiments.names(chapter)) if experiments.runs_at(n, settings.profile)]
+    runs = settings.arms(names, by="name")  # reused from the run store
+    timings = []
+    for a, b in claims.timed_pairs(chapter, settings.profile):
+        t = bench.side_by_side(settings.planned(a), settings.planned(b), steps=5, rounds=rounds)
+        display(Markdown(f"**{a} against {b}**: {t.device}, {t.threads} thread(s), {t.steps} steps per model per "
+                         "round"))
+        display(t.table())
+        timings.append(t)
+    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra))
+    timed = claims.timed_claims(chapter)
+    if timed:
+        display(Markdown("**The rows decided by these timings** (their outcome moves with the load of the machine "
+                         "that executes the page; the table of every other row follows)."))
+        display(timed_verdicts(scaled(chapter, rows, settings.profile), timed))
+    return runs, rows
 
 
 def timed_verdicts(rows: Sequence[verdicts.Verdict], timed: Sequence[str]):
@@ -520,12 +561,11 @@ def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str
 
 
 def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]],
-             verdict_rows: Callable[[Mapping[str, Sequence[train.Run]]], Sequence[verdicts.Verdict]],
              cost_names: Sequence[str] | None = None) -> None:
     """Display the sections every verdict notebook ends with, in one place:
 
-    - the recorded runs of ``names`` at other profiles (one line when there are none), each profile's verdicts by
-      ``verdict_rows`` (glued for the scorecard, like the build's own);
+    - the recorded runs of ``names`` at other profiles (one line when there are none), each profile's verdicts
+      (:func:`lmcompanion.claims.verdicts`, glued for the scorecard, like the build's own);
     - how far this profile is from the write-up (:func:`scale_table`) and every setting in which it differs
       (:func:`config_diff`);
     - re-running the chapter at the paper's scale: the commands, the planned runs' estimated total, and the cost of
@@ -547,7 +587,8 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
                 "(arms not recorded are left out).")
         display(recorded_table(found))
         for profile, f in found.items():
-            display(show_verdicts(settings, chapter, verdict_rows(f.runs), profile=profile))
+            display(show_verdicts(settings, chapter, claims.verdicts(chapter, claims.Context(f.runs)),
+                                  profile=profile))
     section("How far this profile is from the write-up.", "Model size, tokens seen per run and passes over the "
             "training data, here and in the write-up (the `paper` profile). A verdict reached far below the "
             "write-up's scale may change at its scale.")

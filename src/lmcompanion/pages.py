@@ -24,9 +24,12 @@ from pathlib import Path
 
 import nbformat
 
-from . import chapters, ledger
+from scipy import stats as scipy_stats
+
+from . import chapters, experiments, ledger, learning
 from .config import PROFILES
-from .verdicts import EXACT, FAILS, HOLDS, INCONCLUSIVE
+from .stats import ALPHA
+from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCONCLUSIVE, NOT_DECIDED, OUTCOMES, TRAINING
 
 GLUE_MIME = "application/papermill.record/text/plain"
 STALE_TAG = "lmcompanion-stale-outputs"
@@ -87,19 +90,20 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
              "tested here or not, is listed with the write-up's words in the [claims ledger](claims-ledger).", ""]
     if not rows:
         return "\n".join(lines + ["No verdict notebook has been executed in this build yet.", ""])
-    lines += ["## Counts", "", "Claims about training (decided from runs, at the scale each verdict names) apart from "
-              "the exact checks of our code (parameter counts, masks, agreement with a transcription, sampler checks).",
-              "", "| chapter | profile | holds | does not hold | inconclusive | claims about training | "
-              "exact checks of our code |", "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["## Counts", "", "The write-ups' claims about what training reaches, by outcome at the scale each verdict "
+              "names (*not decided*: an arm has not learned, is not run at that profile, or runs one seed), and beside "
+              "them the other rows: cost measured on the machine that made the runs, the write-ups' statements checked "
+              "by computation, checks of our code, and the book's own claims beyond the write-ups.", "",
+              "| chapter | profile | holds | does not hold | inconclusive | not decided | other rows |",
+              "|---|---|---:|---:|---:|---:|---|"]
     for chapter in chapters + ["all chapters"]:
         for profile in profiles:
             sel = [r for r in rows if r["profile"] == profile and (chapter == "all chapters" or r["chapter"] == chapter)]
             if sel:
-                training = [r for r in sel if not is_check(r)]
-                n = {o: sum(r["outcome"] == o for r in training) for o in (HOLDS, FAILS, INCONCLUSIVE)}
+                n = _outcome_counts(claims_about_training(sel))
                 name = CHAPTER_TITLES.get(chapter, chapter) if chapter != "all chapters" else "**all chapters**"
-                lines.append(f"| {name} | `{profile}` | {n[HOLDS]} | {n[FAILS]} | {n[INCONCLUSIVE]} | {len(training)} | "
-                             f"{_counts([r for r in sel if is_check(r)])} |")
+                lines.append(f"| {name} | `{profile}` | " + " | ".join(str(n[o]) for o in OUTCOMES)
+                             + f" | {_other_rows(sel)} |")
     for chapter in chapters:
         sel = [r for r in rows if r["chapter"] == chapter]
         claims = list(dict.fromkeys((r["claim"], r["notebook"]) for r in sel))
@@ -117,9 +121,12 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     return "\n".join(lines) + "\n"
 
 
-BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary"}  # sphinx-design's badge roles
-WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive"}
-WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive"}  # of several rows
+BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary",
+         NOT_DECIDED: "bdg-warning"}  # sphinx-design's badge roles
+WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}
+WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}  # of several
+GROUP_WORDS = {COST: "cost measured here", COMPUTED: "the write-up's statements checked by computation",
+               CHECK: "checks of our code"}
 
 
 def own_verdicts(root: Path) -> list[dict]:
@@ -131,66 +138,272 @@ def own_verdicts(root: Path) -> list[dict]:
     return rows
 
 
+def group_of(row: dict) -> str:
+    """What a glued row is (:data:`lmcompanion.verdicts.KINDS`): its recorded group, or, for a row glued before
+    rows had one, a check where it is exact or marked a check, else a claim about training."""
+    return row.get("group") or (CHECK if row.get("check") or row.get("chance") == EXACT else TRAINING)
+
+
 def is_check(row: dict) -> bool:
-    """Whether a glued row checks our code (exact, or a sampler check) rather than a claim about training."""
-    return bool(row.get("check")) or row.get("chance") == EXACT
+    """Whether a glued row is decided without runs (a check of our code, or a statement checked by computation)."""
+    return group_of(row) in (CHECK, COMPUTED)
 
 
-def badge(outcome: str) -> str:
-    return f"{{{BADGE[outcome]}}}`{WORD[outcome]}`"
+def claims_about_training(rows: list[dict]) -> list[dict]:
+    """The write-ups' own claims about what training reaches (not the book's extensions)."""
+    return [r for r in rows if group_of(r) == TRAINING and not r.get("extension")]
+
+
+def badge(outcome: str, profile: str | None = None) -> str:
+    """A coloured badge of an outcome, naming the profile's scale where given ("holds at cpu")."""
+    return f"{{{BADGE[outcome]}}}`{WORD[outcome]}{f' at {profile}' if profile else ''}`"
 
 
 def scale_of(row: dict) -> str:
     """The scale a row's verdict names ("`cpu` scale: 0.036% of the write-up's tokens"), or "" where it names none."""
     text = row["verdict"]
-    word = INCONCLUSIVE.split(" at ")[0] if row["outcome"] == INCONCLUSIVE else row["outcome"]
+    word = WORD.get(row["outcome"], row["outcome"])
     rest = text[len(word):] if text.startswith(word) else ""
     if not rest.startswith(" at `"):
         return ""
     return rest[len(" at "):].split(" (")[0]
 
 
+def _outcome_counts(rows: list[dict]) -> dict[str, int]:
+    return {o: sum(r["outcome"] == o for r in rows) for o in OUTCOMES}
+
+
 def _counts(rows: list[dict]) -> str:
-    n = {o: sum(r["outcome"] == o for r in rows) for o in (HOLDS, FAILS, INCONCLUSIVE)}
-    return ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in (HOLDS, FAILS, INCONCLUSIVE) if n[o]) or "none"
+    n = _outcome_counts(rows)
+    return ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in OUTCOMES if n[o]) or "none"
+
+
+def _other_rows(rows: list[dict]) -> str:
+    """One cell: the rows beside the write-ups' claims about training, by group, with their outcomes."""
+    parts = [f"{GROUP_WORDS[g]}: {_counts(sel)}" for g in (COST, COMPUTED, CHECK)
+             if (sel := [r for r in rows if group_of(r) == g and not r.get("extension")])]
+    ext = [r for r in rows if r.get("extension")]
+    if ext:
+        parts.append(f"the book's own claims: {_counts(ext)}")
+    return "; ".join(parts) or "none"
+
+
+def chance_line(rows: list[dict]) -> str:
+    """What chance alone would give among the tested rows (those that hold, do not hold or are inconclusive): each is
+    decisive in a given direction at most 5% of the time when its arms are in truth equal."""
+    tested = [r for r in rows if r["outcome"] in (HOLDS, FAILS, INCONCLUSIVE)]
+    n = len(tested)
+    if not n:
+        return "No claim about training was tested at this scale, so none is decided."
+    k = int(scipy_stats.binom.ppf(0.95, n, ALPHA))
+    decided = sum(r["outcome"] in (HOLDS, FAILS) for r in tested)
+    return (f"**Many tests at 5%.** {n} claim{'s were' if n != 1 else ' was'} tested ({decided} decided). If every "
+            f"one of them had arms that were in truth equal, chance alone would make about {n * ALPHA:.1f} of them "
+            f"hold and about as many not hold (at most 5% each way); 19 times in 20 no more than {k} each way.")
+
+
+def _link(r: dict, prefix: str) -> str:
+    return f"{{doc}}`{r['notebook'].split('/')[-1]} </{prefix}/{r['notebook']}>`" if r.get("notebook") else ""
+
+
+def _learned_cell(r: dict) -> str:
+    """How far each gated arm learned, from the glued arms (the same text as the verdict tables')."""
+    if r.get("learned"):
+        return r["learned"]
+    arms = [learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
+            for a in r.get("arms") or []]
+    return learning.summary(arms) or "(no trained arm gated)"
+
+
+def _why_not(r: dict) -> str:
+    """The reason a not-decided row gives (in its verdict's parentheses)."""
+    text = r["verdict"]
+    return text[text.index("(") + 1:].split(";")[0].rstrip(")") if "(" in text else ""
+
+
+def _unlearned(rows: list[dict]) -> list[str]:
+    """The arms that have not learned, over ``rows``, each once."""
+    return list(dict.fromkeys(a["label"] for r in rows for a in (r.get("arms") or [])
+                              if not learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v)
+                                                     for k, v in a.items()}).learned))
+
+
+def _other_profiles(chapter: str, profile: str) -> str:
+    """What the ``gpu`` and ``paper`` profiles run of ``chapter``: the share of the write-up's tokens per run and the
+    seeds per arm (from the registry), or that the write-up trained nothing."""
+    names = experiments.chapter_names(chapter)
+    parts = []
+    for p in ("gpu", "paper"):
+        if p == profile:
+            continue
+        ran = [n for n in names if experiments.runs_at(n, p)]
+        if not ran:
+            continue
+        seeds = sorted({len(experiments.seeds_of(n, p)) for n in ran})
+        seed_text = "–".join(map(str, (seeds[0], seeds[-1]) if len(seeds) > 1 else seeds))
+        if chapter in experiments.TRAINED_NOTHING:
+            scale = "larger models"
+        elif p == "paper":
+            scale = "the write-up's own settings"
+        else:
+            from_cfg = [experiments.config(n, p, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+                        for n in ran]
+            lo, hi = percent(min(from_cfg)), percent(max(from_cfg))
+            scale = f"the write-up's model sizes and {lo if lo == hi else f'{lo[:-1]}–{hi}'} of its tokens"
+        parts.append(f"`{p}` runs {len(ran)} of the chapter's {len(names)} experiments at {scale}, {seed_text} "
+                     f"seed{'s' if seeds[-1] != 1 else ''} per arm")
+    return "; ".join(parts)
+
+
+def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None) -> str:
+    """A chapter's conclusion, generated from its verdicts at its build's profile: what this scale decides (the
+    headline first), what it cannot decide and why, and what the ``gpu`` and ``paper`` profiles would run to decide
+    it (and what their recorded runs decided, where the book has them)."""
+    if not rows:
+        return ""
+    profile = rows[0]["profile"]
+    training = [r for r in rows if group_of(r) == TRAINING]
+    head = [r for r in training if r.get("headline")]
+    decided = [r for r in training if r["outcome"] in (HOLDS, FAILS) and not r.get("headline")]
+    out = [f"**What `{profile}` decides.**"]
+    if head:
+        out.append("The headline: " + "; ".join(f"{r['claim']}: *{WORD[r['outcome']]}*"
+                                               + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
+                                               for r in head) + ".")
+    if decided:
+        out.append(f"{'Beyond it' if head else 'Decided'}, {len(decided)} claim{'s are' if len(decided) != 1 else ' is'} decided: "
+                   + "; ".join(f"{r['claim']} (*{WORD[r['outcome']]}*)" for r in decided) + ".")
+    elif not any(r["outcome"] in (HOLDS, FAILS) for r in head):
+        out.append("No claim about training is decided at this scale.")
+    undecided = [r for r in training if r["outcome"] == NOT_DECIDED]
+    unlearned = [r for r in undecided if "not learned" in r["verdict"]]
+    not_run = [r for r in undecided if "not run at this profile" in r["verdict"]]
+    one_seed = [r for r in undecided if "one seed" in r["verdict"]]
+    other = [r for r in undecided if r not in unlearned + not_run + one_seed]
+    inconclusive = [r for r in training if r["outcome"] == INCONCLUSIVE]
+    why = []
+    if unlearned:
+        arms = _unlearned(unlearned)
+        why.append(f"{len(unlearned)} because an arm has not learned ({', '.join(arms[:8])}"
+                   f"{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})")
+    if not_run:
+        why.append(f"{len(not_run)} because their arms are not run at `{profile}`")
+    if one_seed:
+        why.append(f"{len(one_seed)} because their arms run one seed here (illustrations)")
+    if other:
+        why.append(f"{len(other)} for a reason its row gives")
+    if inconclusive:
+        why.append(f"{len(inconclusive)} tested and inconclusive (the difference is within the seeds' spread)")
+    if why:
+        out.append(f"**What it cannot decide, and why.** Of {len(training)} claims about training, "
+                   + "; ".join(why) + ".")
+    more = _other_profiles(chapter, profile)
+    if more:
+        out.append(f"**What the larger profiles would decide.** {more.capitalize() if more[0] == '`' else more}: "
+                   "the same rows, decided by the same rule once their runs are made and recorded.")
+    rec = [r for r in (recorded or []) if r["profile"] != profile and group_of(r) == TRAINING]
+    for p in sorted({r["profile"] for r in rec}):
+        out.append(f"Recorded `{p}` runs: {_counts([r for r in rec if r['profile'] == p])}.")
+    return " ".join(out)
+
+
+def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
+    """The chapter's headline comparison as declared in the experiment registry: what it compares and why it is the
+    headline, how many seeds its arms run here against the other arms, and how the ``cpu`` steps were fixed (one rule
+    for every chapter, on the baseline arm alone), with how far the baseline learned in this build."""
+    heads = experiments.headlines(chapter)
+    if not heads:
+        return ""
+    out = []
+    for h in heads:
+        seeds = {len(experiments.seeds_of(a, profile)) for a in h.arms if experiments.runs_at(a, profile)}
+        others = [n for n in experiments.chapter_names(chapter) if n not in h.arms and experiments.runs_at(n, profile)]
+        other_seeds = sorted({len(experiments.seeds_of(n, profile)) for n in others})
+        base = experiments.get(h.baseline).title
+        cfg = experiments.config(h.baseline, profile, device="cpu")
+        arms = [a for r in rows if r.get("headline") for a in (r.get("arms") or [])
+                if a["label"] == h.baseline.split("/")[-1] and a.get("at", "final") == "final"]
+        learned = (f"; in this build the baseline ends {_learned_cell({'arms': arms[:1]})}" if arms else "")
+        text = (f"**The headline comparison: {h.label}.** Why it is the headline: {h.why}. At `{profile}` its arms run "
+                f"{'/'.join(map(str, sorted(seeds)))} seeds"
+                + (f" and the chapter's other arms {'/'.join(map(str, other_seeds))}" if other_seeds else ""))
+        if profile == "cpu":
+            text += (f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
+                     f"before any comparison was looked at: {experiments.CPU_RULE}. Here the baseline trains "
+                     f"{cfg.train.max_steps:,} steps, {cfg.tokens():,} {getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
+        out.append(text + ".")
+    return " ".join(out)
+
+
+def _row_line(r: dict, prefix: str, profile: str) -> str:
+    published = r.get("published") or "no published number"
+    return (f"| {_md(r['claim'])} | {badge(r['outcome'], profile)} | {_md(published)} | {_md(r.get('ours') or '')} | "
+            f"{_md(r.get('effect') or '')} | {_md(_learned_cell(r))} | {_link(r, prefix)} |")
+
+
+TABLE_HEAD = ["| claim | verdict | the write-up | ours (mean [min, max] over seeds) | effect ± SE | how far each arm "
+              "learned | decided in |", "|---|---|---|---|---|---|---|"]
+SIGN = ("*Effect*: the claimed-better arm's mean minus the other's, in the unit of the values compared (nats per token "
+        "for a loss, top-1 error for retrieval by a metric, seconds per step for time; a ratio is marked ×, a rank "
+        "correlation ρ): negative supports a claim that an arm is lower. *How far each arm learned*: the smallest and "
+        "largest distance over seeds below the arm's reference line (the unigram loss of the split, or chance), at the "
+        "step the row compares; ✓ where every seed is at least 0.5 nats below it (twice chance for an accuracy).")
 
 
 def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -> str:
-    """The one-screen summary at the top of the intro (``chapter=None``: a line per chapter) or of a chapter's landing
-    page (its claims about training, each with its verdict as a coloured badge, the write-up's numbers beside ours,
-    and the notebook that decides it), generated from the verdict rows the executed notebooks glued at their own
-    profile. Counts keep the exact checks of our code (parameter counts, masks, sampler checks) apart from the
-    claims about training, and say the scale those were decided at."""
+    """The one-screen summary at the top of the intro (``chapter=None``: a line per chapter, each chapter's headline
+    and conclusion) or of a chapter's landing page (its conclusion, its headline rows first, then the other claims
+    grouped by the notebook that decides them, each group folded with one line saying what it found), generated from
+    the verdict rows the executed notebooks glued at their own profile. Counts keep the write-ups' claims about
+    training apart from cost, statements checked by computation, checks of our code and the book's own claims."""
+    every = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)
+             if chapter is None or r["chapter"] == chapter]
     rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
     if not rows:
         return "*No verdict notebook of this chapter has been executed in this build yet.*\n"
     profiles = sorted({r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES))
-    training = [r for r in rows if not is_check(r)]
-    checks = [r for r in rows if is_check(r)]
+    training = claims_about_training(rows)
     scales = sorted({scale_of(r) for r in training} - {""})
     lines = [f"**At a glance** (generated from this build's runs at the {', '.join(f'`{p}`' for p in profiles)} "
-             f"profile): {len(training)} claims about training: {_counts(training)}"
+             f"profile): the write-up{'s make' if chapter is None else ' makes'} {len(training)} claims about what "
+             f"training reaches: {_counts(training)}"
              + ((f", decided at {'; '.join(scales)}" if chapter is not None else
                  ", each decided at the scale its chapter's summary names") if scales else "")
-             + f". {len(checks)} exact checks of our code: "
-             f"{_counts(checks)}. A verdict far below the write-up's scale may change at its scale; every row with its "
-             "numbers is on the {ref}`scorecard <scorecard>`.", ""]
+             + f". Beside them: {_other_rows(rows)}. A verdict far below the write-up's scale may change at its "
+             "scale; every row with its numbers is on the {ref}`scorecard <scorecard>`.", "", chance_line(training), ""]
     if chapter is None:
         chapters = _book_order({r["chapter"] for r in rows})
-        lines += ["| chapter | " + " | ".join(f"claims about training: {badge(o)}" for o in (HOLDS, FAILS, INCONCLUSIVE))
-                  + " | exact checks of our code |", "|---|---:|---:|---:|---|"]
+        lines += ["| chapter | headline | holds | does not hold | inconclusive | not decided | other rows |",
+                  "|---|---|---:|---:|---:|---:|---|"]
         for c in chapters:
-            tr = [r for r in training if r["chapter"] == c]
-            ck = [r for r in checks if r["chapter"] == c]
-            n = [sum(r["outcome"] == o for r in tr) for o in (HOLDS, FAILS, INCONCLUSIVE)]
-            lines.append(f"| {CHAPTER_TITLES.get(c, c)} | " + " | ".join(map(str, n)) + f" | {_counts(ck)} |")
+            mine = [r for r in rows if r["chapter"] == c]
+            n = _outcome_counts(claims_about_training(mine))
+            head = " ".join(badge(r["outcome"]) for r in mine if r.get("headline") and group_of(r) == TRAINING)
+            lines.append(f"| {{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>` | {head or '—'} | "
+                         + " | ".join(str(n[o]) for o in OUTCOMES) + f" | {_other_rows(mine)} |")
+        lines += ["", "**The chapters' conclusions.**", ""]
+        for c in chapters:
+            mine = [r for r in rows if r["chapter"] == c]
+            lines += [f"- **{CHAPTER_TITLES.get(c, c)}.** " + conclusion(mine, c, [r for r in every if r["chapter"] == c]),
+                      ""]
         return "\n".join(lines) + "\n"
-    lines += ["| claim | verdict | the write-up | ours (effect ± SE) | decided in |", "|---|---|---|---|---|"]
-    for r in training:
-        link = f"{{doc}}`{r['notebook'].split('/')[-1]} </{prefix}/{r['notebook']}>`" if r.get("notebook") else ""
-        ours = r.get("effect") or r.get("ours") or ""
-        lines.append(f"| {_md(r['claim'])} | {badge(r['outcome'])} | {_md(r.get('published') or '')} | {_md(ours)} "
-                     f"| {link} |")
+    profile = profiles[0]
+    lines += [headline_line(chapter, rows, profile), "", conclusion(rows, chapter, every), ""]
+    shown = [r for r in rows if group_of(r) in (TRAINING, COST)]
+    head = [r for r in shown if r.get("headline")]
+    if head:
+        lines += ["**The headline comparison.**", "", *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in head], ""]
+    rest = [r for r in rows if r not in head]
+    if rest:
+        lines += ["**Every other claim, by the page that decides it** (click a line to open it).", "", SIGN, ""]
+        for notebook in dict.fromkeys(r.get("notebook") or "" for r in rest):
+            group = [r for r in rest if (r.get("notebook") or "") == notebook]
+            found = _counts(group)
+            unlearned = _unlearned([r for r in group if r["outcome"] == NOT_DECIDED])
+            note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
+            title = notebook.split("/")[-1] or "other rows"
+            lines += [f":::{{dropdown}} {title}: {len(group)} row{'s' if len(group) != 1 else ''}, {found}{note}", "",
+                      *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group], "", ":::", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -311,5 +524,6 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     return mark_stale(root, sources) if sources is not None else []
 
 
-__all__ = ["build_record", "executed_notebooks", "glued_verdicts", "is_check", "ledger_page", "mark_stale",
-           "own_verdicts", "registered_claims", "scale_of", "scorecard", "summary", "write_pages"]
+__all__ = ["build_record", "chance_line", "claims_about_training", "conclusion", "executed_notebooks", "glued_verdicts",
+           "group_of", "is_check", "ledger_page", "mark_stale", "own_verdicts", "registered_claims", "scale_of",
+           "scorecard", "summary", "write_pages"]

@@ -20,12 +20,19 @@ The rule (documented once, in the prologue; tested by simulation in ``tests/test
   when it lies beyond the margin on one side by the same test, and is inconclusive otherwise. Seeds are compared
   by the permutation test above on values shifted by the margin; rounds of a side-by-side timing, which are paired,
   by a one-sample t-test of the per-round differences.
-- **Comparisons of learning** ("embeddings A train the matcher better than embeddings B") are decided only where
-  at least one arm learns the task: its loss below the chance level by the one-sided t-test at 5%
-  (:func:`if_learned`). Where neither does, the comparison is inconclusive whatever its p: two arms at chance
-  differ by noise in how they fit it, not in what they learned. This rule only ever turns a decisive verdict into
-  an inconclusive one, so the 5% bounds above still hold. For a language model the level is the unigram loss
-  (character or token frequencies alone): the hourglass chapter gates its comparisons of arms on it.
+- **The learning gate** (:mod:`lmcompanion.learning`, applied by :func:`gate`): a claim about what training reaches
+  is decided only where every arm it rests on has learned at the step the claim compares: every seed at least half
+  a nat below its reference line (the unigram loss of the same split for a language model; chance, ln K, for a
+  retrieval matcher; twice chance for an accuracy). A row with an arm that has not learned is **not decided at
+  this scale**, the fourth outcome, never counted as holding or not holding. So are rows whose arms this profile
+  does not run, or runs with too few seeds for any test (an illustration). This only ever turns a decisive verdict
+  into an undecided one, so the 5% bounds above still hold.
+
+**Kinds of rows.** A row is a claim about what training reaches (:data:`TRAINING`, gated), a claim about cost measured
+on this machine (:data:`COST`: time per step), a statement of the write-up checked by computation
+(:data:`COMPUTED`: its arithmetic, its models' parameter or FLOP counts, memory counted), or a check of our code
+(:data:`CHECK`: our models against the original's counts, masks, a literal transcription, the sampler). A row is
+the write-up's claim, or the book's own extension beyond it (``extension``); the summaries count each group apart.
 """
 
 from __future__ import annotations
@@ -34,12 +41,18 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from . import experiments, models, stats, tables
+from . import experiments, learning, models, stats, tables
+from .learning import Arm
 from .stats import ALPHA, span
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
-_INCONCLUSIVE_WORD = "inconclusive"
+NOT_DECIDED = "not decided at this scale"  # an arm has not learned, is not run here, or has too few seeds to test
+OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE, NOT_DECIDED)
+_WORD = {HOLDS: HOLDS, FAILS: FAILS, INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}  # before "at ..."
 EXACT = "exact (no sampling)"
+# What a row is (see the module doc)
+TRAINING, COST, COMPUTED, CHECK = "training", "cost", "computed", "check"
+KINDS = (TRAINING, COST, COMPUTED, CHECK)
 
 
 @dataclass(frozen=True)
@@ -53,21 +66,40 @@ class Verdict:
     chance: str = EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
     notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
     check: bool = False  # a check of our code decided without training (e.g. a sampler's draws); exact rows are too
+    kind: str = ""  # TRAINING, COST, COMPUTED or CHECK ("": TRAINING, or CHECK for an exact or ``check`` row)
+    extension: bool = False  # the book's own claim beyond the write-up (e.g. "beyond the write-up: ...")
+    headline: bool = False  # one of the chapter's headline comparisons (declared in the experiment registry)
+    arms: tuple[Arm, ...] = ()  # the gated arms, each with its distance to its reference line (lmcompanion.learning)
+
+    def __post_init__(self) -> None:
+        if self.kind and self.kind not in KINDS:
+            raise ValueError(f"a verdict's kind is one of {KINDS}, got {self.kind!r}")
+
+    @property
+    def group(self) -> str:
+        """TRAINING, COST, COMPUTED or CHECK."""
+        return self.kind or (CHECK if self.check or self.chance == EXACT else TRAINING)
 
     @property
     def is_check(self) -> bool:
-        """Whether the row checks our code (exact, or marked ``check``) rather than a claim about training."""
-        return self.check or self.chance == EXACT
+        """Whether the row is decided without training runs (a check of our code, or a statement checked by
+        computation) rather than a claim about training or cost."""
+        return self.group in (CHECK, COMPUTED)
 
     @property
     def outcome(self) -> str:
-        """HOLDS, FAILS or INCONCLUSIVE, without the lean or the scale."""
+        """HOLDS, FAILS, INCONCLUSIVE or NOT_DECIDED, without the lean or the scale."""
         return outcome_of(self.verdict)
+
+    @property
+    def learned(self) -> str:
+        """How far each gated arm learned (:func:`lmcompanion.learning.summary`); "" for a row with none."""
+        return learning.summary(self.arms)
 
 
 def outcome_of(verdict: str) -> str:
-    """HOLDS, FAILS or INCONCLUSIVE: the outcome a verdict's text starts with (scaled by :func:`at_scale` or not)."""
-    for word, outcome in ((HOLDS, HOLDS), (FAILS, FAILS), (_INCONCLUSIVE_WORD, INCONCLUSIVE)):
+    """The outcome a verdict's text starts with (scaled by :func:`at_scale` or not)."""
+    for outcome, word in _WORD.items():
         if verdict.startswith(word):
             return outcome
     raise ValueError(f"not a verdict: {verdict!r}")
@@ -108,42 +140,60 @@ def published_pair(better: str, worse: str, metric: str) -> str:
 
 def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
     """The claim "experiment ``better`` beats experiment ``worse`` on ``metric``" (the final estimate, as the
-    write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers."""
+    write-ups' tables report it), from their runs (experiment name -> runs) and the write-up's published numbers,
+    gated on both arms' final ``metric`` (:func:`gate`)."""
     published = published_pair(better, worse, metric)
     labels = (better.split("/")[-1], worse.split("/")[-1])
-    return claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
+    v = claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
+    return gate(v, arms_of(runs, metric, better, worse))
 
 
-def learns(values: Sequence[float], chance_level: float) -> bool:
-    """Whether an arm learns: its values (losses, one per seed) below ``chance_level`` by a one-sided one-sample
-    t-test at ALPHA (with no spread: whether they are below it)."""
-    values = list(values)
-    if len(set(values)) <= 1:
-        return bool(values) and values[0] < chance_level
-    return stats.one_sample_p(values, chance_level, "less") <= ALPHA
+def _lean_of(v: Verdict) -> str:
+    """The direction a row's data lean, in words ("the data lean toward the claim"), or "" where they do not."""
+    if v.outcome == HOLDS:
+        return "the data lean toward the claim"
+    if v.outcome == FAILS:
+        return "the data lean against the claim"
+    for part in ("the data lean toward the claim", "the data lean against the claim"):
+        if part in v.verdict:
+            return part
+    return ""
 
 
-def if_learned(v: Verdict, chance_level: float, better: Sequence[float], worse: Sequence[float],
-               level: str = "chance", learned: bool | None = None) -> Verdict:
-    """``v``, the verdict of :func:`claim` on these values (losses, one per seed, the claimed-better arm first), when
-    at least one arm learns (:func:`learns`: below ``chance_level``); otherwise inconclusive, with the lean and the p
-    of the claimed direction, saying that neither arm learns beyond ``level`` (what ``chance_level`` is: chance, or a
-    language model's unigram loss; see the module doc). ``learned``: whether an arm of the row learns, decided by the
-    caller once per arm from one quantity (e.g. each arm's final validation loss), so that an arm counts the same in
-    every row whatever the row compares; default: from ``better`` and ``worse``."""
-    if learned is None:
-        learned = learns(better, chance_level) or learns(worse, chance_level)
-    if learned:
+def gate(v: Verdict, arms: Sequence[Arm]) -> Verdict:
+    """``v`` with the learning gate applied (:mod:`lmcompanion.learning`): the arms it rests on, each with its
+    distance to its reference line at the compared step, kept on the row; where one of them has not learned, the
+    row is :data:`NOT_DECIDED` ("not decided at this scale (cosine has not learned; the data lean toward the
+    claim)"), whatever its test said, keeping the test's effect and p."""
+    v = replace(v, arms=tuple(arms))
+    failing = learning.not_learned(arms)
+    if not failing:
         return v
-    c = stats.compare(better, worse)
-    lean = "" if c.effect == 0 else f"the data lean {'toward' if c.effect < 0 else 'against'} the claim; "
-    # no number in the note: a verdict's text must sanitize whole in the nbval references (tests/nbval_sanitize.cfg)
-    return replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond {level})", chance=chance_text(c.p_claim))
+    names = ", ".join(dict.fromkeys(a.label for a in failing))
+    lean = _lean_of(v)
+    return replace(v, verdict=f"{NOT_DECIDED} ({names} {'has' if len(failing) == 1 else 'have'} not learned"
+                              + (f"; {lean})" if lean else ")"))
 
 
-def exact(text: str, published: str, ours: str, ok: bool) -> Verdict:
-    """A claim checked by computation, with no sampling involved."""
-    return Verdict(text, published, ours, HOLDS if ok else FAILS)
+def not_decided(text: str, published: str, ours: str, reason: str, **fields) -> Verdict:
+    """A row this scale cannot decide for ``reason`` (its arms are not run here; one seed on a side): shown with what
+    there is, counted apart from every tested row."""
+    fields.setdefault("seeds", "0")
+    fields.setdefault("chance", "")
+    return Verdict(text, published, ours, f"{NOT_DECIDED} ({reason})", **fields)
+
+
+def arms_of(runs: Mapping[str, Sequence], metric: str, *names: str, values: Mapping[str, Sequence[float]] | None = None,
+            at: str = "final") -> list[Arm]:
+    """The gate's arms of experiments ``names`` (labelled by their short names) on ``metric``: each one's values at
+    the compared step (default: its final ``metric``)."""
+    return [learning.arm(n.split("/")[-1], runs[n], metric, None if values is None else values[n], at) for n in names]
+
+
+def exact(text: str, published: str, ours: str, ok: bool, kind: str = CHECK) -> Verdict:
+    """A claim checked by computation, with no sampling involved: a check of our code (``kind`` CHECK), or one of the
+    write-up's statements (COMPUTED: its arithmetic, its models' counts)."""
+    return Verdict(text, published, ours, HOLDS if ok else FAILS, kind=kind)
 
 
 def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
@@ -152,7 +202,7 @@ def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
     a, b = (models.num_params(experiments.config(n, "paper", device="cpu").model) for n in (smaller, larger))
     pa, pb = experiments.get(smaller).published.get("params"), experiments.get(larger).published.get("params")
     published = f"{pa:,} vs {pb:,}" if pa and pb else "no published number"
-    return exact(text, published, f"{a:,} vs {b:,}", a < b)
+    return exact(text, published, f"{a:,} vs {b:,}", a < b, kind=COMPUTED)
 
 
 def below(text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e",
@@ -257,6 +307,14 @@ def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | Non
     return (min(shares), max(shares)) if shares else None
 
 
+def chapter_share(chapter: str, profile: str) -> tuple[float, float] | None:
+    """:func:`token_share` of a chapter's experiments, or None for a chapter whose write-up trained nothing (its
+    verdicts name the profile alone: there are no write-up's tokens to be a share of)."""
+    if chapter in experiments.TRAINED_NOTHING:
+        return None
+    return token_share(experiments.chapter_names(chapter), profile)
+
+
 def percent(share: float) -> str:
     """A share as a percentage to two significant digits, in fixed notation (0.036%, 4.2%, 100%)."""
     pct = 100 * share
@@ -274,15 +332,17 @@ def share_text(share: tuple[float, float]) -> str:
 
 def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Verdict:
     """``v`` with its verdict saying the scale it was reached at: "does not hold at `cpu` scale: 0.036% of the
-    write-up's tokens", the lean or note after it in parentheses. Exact rows (no sampling) and rows with no runs at
-    this profile keep their verdict: their outcome does not depend on the scale."""
-    if v.is_check or v.seeds == "0":
+    write-up's tokens", the lean or note after it in parentheses (``share`` None: the profile alone, as where the
+    write-up trained nothing). Rows decided without runs (checks, computed statements) keep their verdict: their
+    outcome does not depend on the scale."""
+    if v.is_check:
         return v
-    outcome = v.outcome
-    if not v.verdict.startswith(outcome) or v.verdict.startswith(f"{outcome} at `"):
+    word = _WORD[v.outcome]
+    if not v.verdict.startswith(word) or v.verdict.startswith(f"{word} at `"):
         return v  # already scaled
-    rest = v.verdict[len(outcome):]
-    word = _INCONCLUSIVE_WORD if outcome == INCONCLUSIVE else outcome
+    rest = v.verdict[len(word):]
+    if rest.startswith(" at this scale"):
+        rest = rest[len(" at this scale"):]
     scale = f" at `{profile}` scale" + (f": {share_text(share)}" if share else "")
     return replace(v, verdict=word + scale + rest)
 
@@ -298,8 +358,9 @@ def in_notebook(rows: Sequence[Verdict], notebook: str) -> list[Verdict]:
 
 
 COLUMNS = {"claim": "claim (write-up)", "published": "published", "ours": "ours (mean [min, max] over seeds)",
-           "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict"}
-# The evidence of a row (seeds, effect, chance) shares one column on the page: five columns fit its width.
+           "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict",
+           "learned": "how far each arm learned (every seed; gate: 0.5 nats below its line, or twice chance)"}
+# The evidence of a row (seeds, effect, chance) shares one column on the page.
 EVIDENCE = ("seeds", "effect", "chance")
 
 
@@ -309,26 +370,29 @@ def evidence(v: Verdict) -> str:
 
 
 def table(verdicts: Sequence[Verdict]):
-    """The verdict table of a chapter: one row per claim, in five columns: the claim, the write-up's number, ours,
-    the evidence (:func:`evidence`: seeds · effect ± SE · chance if equal) and the verdict."""
+    """The verdict table of a chapter: one row per claim: the claim, the write-up's number, ours, the evidence
+    (:func:`evidence`: seeds · effect ± SE · chance if equal), how far each gated arm learned (:mod:`learning`) and
+    the verdict."""
     import pandas as pd
 
     label = " · ".join(COLUMNS[f] for f in EVIDENCE)
     df = pd.DataFrame([{COLUMNS["claim"]: v.claim, COLUMNS["published"]: v.published, COLUMNS["ours"]: v.ours,
-                        label: evidence(v), COLUMNS["verdict"]: v.verdict} for v in verdicts])
+                        label: evidence(v), COLUMNS["learned"]: v.learned or "(no trained arm gated)",
+                        COLUMNS["verdict"]: v.verdict} for v in verdicts])
     df.index = pd.RangeIndex(1, len(df) + 1, name="row")  # numbered from 1, so a page can refer to "row 3"
     return df
 
 
 def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    """How many verdicts hold, do not hold, are inconclusive."""
-    out = {HOLDS: 0, FAILS: 0, INCONCLUSIVE: 0}
+    """How many verdicts hold, do not hold, are inconclusive, are not decided."""
+    out = {o: 0 for o in OUTCOMES}
     for v in verdicts:
         out[v.outcome] += 1
     return out
 
 
-__all__ = ["COLUMNS", "EVIDENCE", "EXACT", "evidence", "FAILS", "HOLDS", "INCONCLUSIVE", "Verdict", "at_scale",
-           "below", "between", "claim", "counts", "learns", "outcome_of", "percent", "share_text", "token_share",
-           "chance_text", "exact", "fewer_parameters", "have", "if_learned", "in_notebook", "no_trend", "published_pair",
-           "similar", "table", "trend"]
+__all__ = ["CHECK", "COLUMNS", "COMPUTED", "COST", "EVIDENCE", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS",
+           "NOT_DECIDED", "OUTCOMES", "TRAINING", "Verdict", "arms_of", "at_scale", "below", "between", "chance_text",
+           "chapter_share", "claim", "counts", "evidence", "exact", "fewer_parameters", "gate", "have", "in_notebook", "no_trend",
+           "not_decided", "outcome_of", "percent", "published_pair", "share_text", "similar", "table", "token_share",
+           "trend"]

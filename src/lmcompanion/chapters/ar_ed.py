@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ..verdicts import Verdict
+
 from .. import experiments, tables
-from ..bench import SideBySide
+from .. import claims
+from ..claims import Context, Row, register as register_rows
 from ..ledger import Claim, register
-from ..verdicts import Verdict, below, between, fewer_parameters, have, in_notebook
+from ..verdicts import COMPUTED, COST, arms_of, below, between, fewer_parameters, gate
 from . import cost
 
 CHAPTER = "ar_ed"
@@ -35,8 +38,7 @@ CLAIMS = [
     ("beyond the write-up: subtraction improves a decoder-only model (train)", "train", "ar_ed/baseline_pos_sub",
      "ar_ed/baseline", "05_decoder_pos_sub"),
 ]
-# The headline claims (the write-up's conclusions), which get the most seeds at the cpu profile.
-HEADLINE = ("ar_ed/mse_pos_sub", "ar_ed/baseline", "ar_ed/pos_sub", "ar_ed/no_loss")
+BEYOND = "beyond the write-up:"  # the book's own claims (the write-up's conclusions ask for them) start so
 COLLAPSE_BOUND = 1e-6  # the write-up's final embedding losses are 4-9e-9; we call a loss collapsed below this
 COLLAPSING = ("ar_ed/mse", "ar_ed/cosine", "ar_ed/mse_pos_sub")  # the runs with an embedding loss
 
@@ -53,24 +55,41 @@ def collapse_claim(name: str) -> str:
     return f"the embedding loss of '{experiments.get(name).title}' ends near zero (below {COLLAPSE_BOUND:g})"
 
 
-def verdict_rows(runs: Mapping[str, Sequence], timing: SideBySide | None = None) -> list[Verdict]:
-    """Every claim of the write-up, from the runs of every experiment of the chapter (name -> runs) and the verdict
+def collapse_row(text: str, name: str, runs) -> Verdict:
+    """The embedding loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss:
+    a collapse in a model that has not learned to predict says nothing about the write-up's."""
+    exp = experiments.get(name)
+    v = below(text, f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/embedding"),
+              COLLAPSE_BOUND)
+    return gate(v, arms_of(runs, "val", name))
+
+
+def _pair(text: str, metric: str, better: str, worse: str, notebook: str) -> Row:
+    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse),
+               extension=text.startswith(BEYOND))
+
+
+ROWS = register_rows(CHAPTER, [
+    *[_pair(*c) for c in CLAIMS],
+    Row(FEWER, "04_baselines", lambda ctx: fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
+        kind=COMPUTED),
+    Row(SMALLER, "04_baselines", lambda ctx: fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub"),
+        kind=COMPUTED),
+    Row(MEMORY, "04_baselines",
+        lambda ctx: cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, ctx.runs),
+        kind=COMPUTED),
+    Row(TIME, "06_verdicts", lambda ctx: cost.time_similar(TIME, '"a similar amount of time" (no numbers)',
+                                                           ctx.timing(*TIMED), *TIMED, ctx.runs),
+        kind=COST, timed=TIMED),
+    *[Row(collapse_claim(n), "01_embedding_loss" if n != "ar_ed/mse_pos_sub" else "03_combined",
+          lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,)) for n in COLLAPSING],
+])
+
+
+def verdict_rows(runs: Mapping[str, Sequence], timing=None, profile: str | None = None) -> list:
+    """Every row of the chapter (:data:`ROWS`) from the runs of its experiments (name -> runs) and the verdict
     notebook's side-by-side timing of :data:`TIMED` (None: the time row says it was not timed at this profile)."""
-    rows = [in_notebook([between(text, metric, better, worse, runs)], f"{CHAPTER}/{nb}")[0]
-            for text, metric, better, worse, nb in CLAIMS if have(runs, better, worse)]
-    rows += in_notebook([fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
-                         fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub")],
-                        f"{CHAPTER}/04_baselines")
-    rows += in_notebook([cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, runs)],
-                        f"{CHAPTER}/04_baselines")
-    rows += in_notebook([cost.time_similar(TIME, '"a similar amount of time" (no numbers)', timing, *TIMED, runs)],
-                        f"{CHAPTER}/06_verdicts")
-    for name in [n for n in COLLAPSING if have(runs, n)]:
-        exp = experiments.get(name)
-        rows += in_notebook([below(collapse_claim(name), f"{exp.published['aux']:.3e}",
-                                   tables.last_train_metric(runs[name], "aux/embedding"), COLLAPSE_BOUND)],
-                            f"{CHAPTER}/01_embedding_loss" if name != "ar_ed/mse_pos_sub" else f"{CHAPTER}/03_combined")
-    return rows
+    return claims.verdicts(CHAPTER, Context(runs, profile, (timing,) if timing is not None else ()))
 
 
 # --- the claims ledger ------------------------------------------------------------------------------------------
@@ -168,5 +187,5 @@ LEDGER = register(_C, [
 ])
 
 
-__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "COLLAPSING", "HEADLINE", "LEDGER", "MEMORY", "TIME", "TIMED",
-           "collapse_claim", "verdict_rows"]
+__all__ = ["BEYOND", "CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "COLLAPSING", "LEDGER", "MEMORY", "ROWS", "TIME", "TIMED",
+           "collapse_claim", "collapse_row", "verdict_rows"]

@@ -9,17 +9,17 @@ from typing import Mapping, Sequence
 import torch
 
 from .. import experiments, stats, tables
-from ..bench import SideBySide
+from .. import claims
+from ..claims import Context, Row, register as register_rows
 from ..experiments.deepsight import DELTAS
 from ..ledger import Claim, register
 from ..models.deepsight import planning_weights
-from ..verdicts import Verdict, below, between, fewer_parameters, have, in_notebook, no_trend, trend
+from ..verdicts import COMPUTED, COST, Verdict, arms_of, below, between, fewer_parameters, gate, no_trend, trend
 from . import cost
 
 CHAPTER = "deepsight"
 SWEEP = tuple(f"deepsight/mse_d{d}" for d in DELTAS)
 PLANNING = SWEEP + ("deepsight/cosine_d11",)  # every run with a planning loss
-HEADLINE = ("deepsight/mse_d11", "deepsight/no_loss", "deepsight/baseline")
 COLLAPSE_BOUND = 1e-6  # the write-up's final planning losses are about 5e-9; we call a loss collapsed below this
 OPTIONS = (("DECAY", "EQUAL"), ("DECAY_W_NORMALIZE", "EQUAL"), ("AVG", "EQUAL"), ("DECAY", "CONTEXT_SIZE"))
 
@@ -138,31 +138,59 @@ def collapse_claim(name: str) -> str:
     return f"the planning loss of '{experiments.get(name).title}' ends near zero (below {COLLAPSE_BOUND:g})"
 
 
-def verdict_rows(runs: Mapping[str, Sequence], timing: SideBySide | None = None) -> list[Verdict]:
-    """Every claim of the write-up, from the runs of every experiment of the chapter (name -> runs) and the verdict
+def collapse_row(text: str, name: str, runs) -> Verdict:
+    """The planning loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss."""
+    exp = experiments.get(name)
+    v = below(text, f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"),
+              COLLAPSE_BOUND)
+    return gate(v, arms_of(runs, "val", name))
+
+
+def _published_trend(split: str) -> list[float]:
+    return [experiments.get(n).published[split] for n in SWEEP]
+
+
+def trend_row(runs) -> Verdict:
+    """"Better train loss performance is correlated with bigger future context size": Spearman's rho of delta with
+    the seed-mean final train loss, every arm of the sweep gated on it."""
+    pub = _published_trend("train")
+    v = trend(TREND, "train losses " + ", ".join(f"{x}" for x in pub) + f" (rho {stats.spearman(DELTAS, pub):+.2f})",
+              DELTAS, [tables.final(runs[n], "train") for n in SWEEP], direction="down")
+    return gate(v, arms_of(runs, "train", *SWEEP))
+
+
+def no_trend_row(runs) -> Verdict:
+    """"Val loss is not very correlated": refuted by a significant trend either way, every arm gated."""
+    v = no_trend(NO_TREND, f"Spearman rho {stats.spearman(DELTAS, _published_trend('val')):+.2f}", DELTAS,
+                 [tables.final(runs[n], "val") for n in SWEEP])
+    return gate(v, arms_of(runs, "val", *SWEEP))
+
+
+def _pair(text: str, metric: str, better: str, worse: str, notebook: str) -> Row:
+    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse))
+
+
+ROWS = register_rows(CHAPTER, [
+    *[_pair(*c) for c in CLAIMS],
+    Row(TREND, "03_future_context", lambda ctx: trend_row(ctx.runs), arms=SWEEP),
+    Row(NO_TREND, "03_future_context", lambda ctx: no_trend_row(ctx.runs), arms=SWEEP),
+    Row(FEWER, "04_baseline", lambda ctx: fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
+        kind=COMPUTED),
+    Row(MEMORY, "04_baseline",
+        lambda ctx: cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, ctx.runs),
+        kind=COMPUTED),
+    Row(TIME, "06_verdicts", lambda ctx: cost.time_similar(TIME, '"a similar amount of time" (no numbers)',
+                                                           ctx.timing(*TIMED), *TIMED, ctx.runs),
+        kind=COST, timed=TIMED),
+    *[Row(collapse_claim(n), "05_collapse", lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,))
+      for n in PLANNING],
+])
+
+
+def verdict_rows(runs: Mapping[str, Sequence], timing=None, profile: str | None = None) -> list[Verdict]:
+    """Every row of the chapter (:data:`ROWS`) from the runs of its experiments (name -> runs) and the verdict
     notebook's side-by-side timing of :data:`TIMED` (None: the time row says it was not timed at this profile)."""
-    rows = [in_notebook([between(text, metric, better, worse, runs)], f"{CHAPTER}/{nb}")[0]
-            for text, metric, better, worse, nb in CLAIMS if have(runs, better, worse)]
-    pub = {n: experiments.get(n).published for n in SWEEP}
-    final = {split: [tables.final(runs[n], split) for n in SWEEP] for split in ("train", "val")} if have(runs, *SWEEP) else None
-    rows += [] if final is None else in_notebook([
-        trend(TREND, "train losses " + ", ".join(
-              f"{pub[n]['train']}" for n in SWEEP) + f" (rho {stats.spearman(DELTAS, [pub[n]['train'] for n in SWEEP]):+.2f})",
-              DELTAS, final["train"], direction="down"),
-        no_trend(NO_TREND, f"Spearman rho {stats.spearman(DELTAS, [pub[n]['val'] for n in SWEEP]):+.2f}", DELTAS,
-                 final["val"]),
-    ], f"{CHAPTER}/03_future_context")
-    rows += in_notebook([fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
-                         cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, runs)],
-                        f"{CHAPTER}/04_baseline")
-    rows += in_notebook([cost.time_similar(TIME, '"a similar amount of time" (no numbers)', timing, *TIMED, runs)],
-                        f"{CHAPTER}/06_verdicts")
-    for name in [n for n in PLANNING if have(runs, n)]:
-        exp = experiments.get(name)
-        rows += in_notebook([below(collapse_claim(name), f"{exp.published['aux']:.3e}",
-                                   tables.last_train_metric(runs[name], "aux/planning"), COLLAPSE_BOUND)],
-                            f"{CHAPTER}/05_collapse")
-    return rows
+    return claims.verdicts(CHAPTER, Context(runs, profile, (timing,) if timing is not None else ()))
 
 
 # --- the claims ledger ------------------------------------------------------------------------------------------
@@ -222,6 +250,6 @@ LEDGER = register(_C, [
 ])
 
 
-__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "HEADLINE", "LEDGER", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
+__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "LEDGER", "ROWS", "collapse_row", "no_trend_row", "trend_row", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
            "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "collapse_sentence", "collapse_table", "delta_correlations", "hand_check",
            "option_panels", "verdict_rows"]

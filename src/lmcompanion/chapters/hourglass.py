@@ -21,7 +21,10 @@ from ..experiments.hourglass import scale
 from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
 from ..train.schedules import lr_at
-from ..verdicts import (INCONCLUSIVE, Verdict, below, between, claim, exact, have, if_learned, in_notebook, learns,
+from .. import learning
+from .. import claims
+from ..claims import Context, Row, register as register_rows
+from ..verdicts import (CHECK, COMPUTED, COST, Verdict, arms_of, below, between, claim, exact, gate, not_decided,
                         similar)
 from . import cost
 
@@ -415,18 +418,6 @@ def unigram_reference(runs: Mapping[str, Sequence]) -> tuple[str, float]:
     return "unigram loss", data.unigram_loss(first.config)
 
 
-def _not_run(text: str, names: Sequence[str], published: str = "") -> Verdict:
-    """A claim whose arms the small profiles leave out (as registered): listed with the write-up's number or words, so
-    the scorecard has every claim."""
-    return Verdict(text, published, "not run at this profile", f"{INCONCLUSIVE} (not run at this profile: its arms are "
-                   "left out to keep within the time budget; the gpu and paper profiles run them)",
-                   seeds="0", chance="")
-
-
-def _timing(timings: Sequence[SideBySide], a: str, b: str) -> SideBySide | None:
-    return next((t for t in timings if {a, b} <= set(t.names)), None)
-
-
 def _count_row(text: str, name: str) -> Verdict:
     """An exact row: the experiment's parameter count at the write-up's size, computed from the model, against the
     write-up's (as the original counts: position tables out, the parameters it builds and never reads in)."""
@@ -445,106 +436,84 @@ def _fewer_flops(text: str, cheaper: str, dearer: str, profile: str = "paper") -
     a, b = (models.build(experiments.config(n, profile, device="cpu").model, device="meta").flops_per_token()
             for n in (cheaper, dearer))
     return exact(text, "a statement, no numbers", f"{cheaper.split('/')[-1]}: {a / 1e6:.1f} vs {dearer.split('/')[-1]}: "
-                 f"{b / 1e6:.1f} MFLOPs per token", a < b)
+                 f"{b / 1e6:.1f} MFLOPs per token", a < b, kind=COMPUTED)
 
 
-def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = ()) -> list[Verdict]:
-    """Every claim of the write-up the chapter tests, from the runs of its experiments (name -> runs) and the verdict
+def _p(name: str) -> str:
+    return str(experiments.get(name).published.get("val", "?"))
+
+
+def _val(runs, name: str) -> list[float]:
+    return tables.final(runs[name], "val")
+
+
+def _compared(text: str, metric: str, better: str, worse: str, runs) -> Verdict:
+    """``better`` beats ``worse`` on the final ``metric`` (both arms gated on it), with the write-up's words where it
+    has no number."""
+    v = between(text, metric, better, worse, runs)
+    if v.published == "no published number" and text in WORDS:
+        v = dataclasses.replace(v, published=WORDS[text])
+    return v
+
+
+def _val_claim(text: str, published: str, better: str, worse: str, labels: tuple[str, str], runs) -> Verdict:
+    """A claim on two arms' final validation losses, both gated on them."""
+    return gate(claim(text, published, _val(runs, better), _val(runs, worse), labels),
+                arms_of(runs, "val", better, worse))
+
+
+def _last_token_row(model: str, runs) -> Verdict:
+    """The headline scored as the original code scores (the last token of each window), gated on those losses."""
+    vanilla = H + "vanilla"
+    ours, theirs = _last_token(runs, model), _last_token(runs, vanilla)
+    v = claim(last_token_claim(model), f"{_p(model)} vs {_p(vanilla)} (the plotted numbers are scored this way)",
+              ours, theirs, (model.split("/")[-1], "vanilla"))
+    return gate(v, arms_of(runs, "val", model, vanilla, values={model: ours, vanilla: theirs},
+                           at="final, the last token of each window"))
+
+
+def _blind_row(runs) -> Verdict:
+    """In repeat mode the blind offsets predict worse than the offsets that see their own group, gated on the repeat
+    arm's final validation loss."""
+    per_seed = [position_losses(r) for r in runs[REPEAT]]
+    b = runs[REPEAT][0].config.model.blind_spot
+    v = claim(BLIND, "the notes: repeat-mode train loss over all positions stays well above its last-token "
+              "validation loss", [float(x[b:].mean()) for x in per_seed], [float(x[:b].mean()) for x in per_seed],
+              ("seen offsets", "blind offsets"))
+    return gate(v, arms_of(runs, "val", REPEAT))
+
+
+def _inference_row(model: str) -> Verdict:
+    inf = inference_flops([H + "attn_384_32_e6", H + "repeat_512_32_e6"])
+    return exact(inference_claim(model), "at least 50% (attn), more for repeat", f"{inf[model][1]:.1%} fewer",
+                 inf[model][1] >= INFERENCE_CUT, kind=COMPUTED)
+
+
+def _published_of(text: str, better: str, worse: str) -> str:
+    return WORDS.get(text, published_pair_or_none(better, worse))
+
+
+E12, S0 = H + "attn_448_96_e12", H + "attn_448_96_e6_s0"
+PERCEIVER = H + "attn_448_96_e6_perceiver"
+_NOTEBOOK_OF = {text: nb for text, _, _, _, nb in CLAIMS}
+
+
+def _pair_row(text: str, metric: str, better: str, worse: str, notebook: str) -> Row:
+    return Row(text, notebook, lambda ctx: _compared(text, metric, better, worse, ctx.runs), arms=(better, worse),
+               published=_published_of(text, better, worse))
+
+
+def _in_order(rows: list[Row]) -> list[Row]:
+    """The rows in reading order: by notebook, each notebook's rows in the order given."""
+    return sorted(rows, key=lambda r: r.notebook)
+
+
+def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (), profile: str | None = None
+                 ) -> list[Verdict]:
+    """Every row of the chapter (:data:`ROWS`) from the runs of its experiments (name -> runs) and the verdict
     notebook's side-by-side timings of :data:`TIMED` (none: the time rows say they were not timed at this profile).
     Cost claims are judged on counted FLOPs as well: time on a shared CPU is not time on a GPU."""
-    unigram = unigram_reference(runs)[1] if any(runs.values()) else float("inf")
-
-    def gated(v: Verdict, better: Sequence[float], worse: Sequence[float], arms: tuple[str, str]) -> Verdict:
-        """Comparisons of arms are decided only where one of them learns beyond the unigram loss; whether an arm
-        learns is decided once, from its final validation loss (:func:`arm_learns`), the same in every row."""
-        return if_learned(v, unigram, better, worse, "the unigram loss",
-                          learned=any(arm_learns(runs[a], unigram) for a in arms))
-
-    def compared(text: str, metric: str, better: str, worse: str) -> Verdict:
-        v = between(text, metric, better, worse, runs)
-        return gated(v, tables.final(runs[better], metric), tables.final(runs[worse], metric), (better, worse))
-
-    rows = []
-    for text, metric, better, worse, nb in CLAIMS:
-        if have(runs, better, worse):
-            v = compared(text, metric, better, worse)
-            if v.published == "no published number" and text in WORDS:
-                v = dataclasses.replace(v, published=WORDS[text])
-            rows += in_notebook([v], f"{CHAPTER}/{nb}")
-        elif any(_small_profiles_leave_out(n) for n in (better, worse)):
-            rows += in_notebook([_not_run(text, (better, worse), WORDS.get(text, published_pair_or_none(better, worse)))],
-                                f"{CHAPTER}/{nb}")
-    e12, s0, rep = H + "attn_448_96_e12", H + "attn_448_96_e6_s0", REPEAT
-
-    def p(name: str) -> str:
-        return str(experiments.get(name).published.get("val", "?"))
-
-    def val(name: str) -> list[float]:
-        return tables.final(runs[name], "val")
-
-    # 02: experts
-    if have(runs, e12, ANCHOR):
-        rows += in_notebook([gated(claim(UP_TO_6, f"{p(e12)} (12) vs {p(ANCHOR)} (6)", val(ANCHOR),
-                                         val(e12), ("6 experts", "12 experts")), val(ANCHOR), val(e12), (ANCHOR, e12))],
-                            f"{CHAPTER}/02_experts")
-    if have(runs, ANCHOR, s0):
-        two_shared = experiments.get(H + "attn_384_64_e6_s2").published["val"]
-        rows += in_notebook([gated(claim(SHARED_MATCH, f"{two_shared} (2 shared of 6, 384-64); none not plotted",
-                                         val(ANCHOR), val(s0), ("1 shared", "0 shared")),
-                                   val(ANCHOR), val(s0), (ANCHOR, s0))], f"{CHAPTER}/02_experts")
-    rows += in_notebook([_fewer_flops(SHARED_CHEAPER, ANCHOR, s0), _count_row(COUNT_BASE, BASE)],
-                        f"{CHAPTER}/02_experts")
-    # 03: the Perceiver compressor is faster
-    perceiver = H + "attn_448_96_e6_perceiver"
-    rows += in_notebook([cost.time_lower(PERCEIVER_FASTER, WORDS[PERCEIVER_WORSE], _timing(timings, perceiver, ANCHOR),
-                                         perceiver, ANCHOR, runs)], f"{CHAPTER}/07_verdicts")
-    # 04: upsampling, DenseFormer, latent loss
-    dense_repeat = DENSE_REPEAT
-    if have(runs, H + "repeat_448_96_e6_dense", rep):
-        rows += in_notebook([compared(dense_repeat, "val", rep, H + "repeat_448_96_e6_dense")],
-                            f"{CHAPTER}/04_upsampling")
-    elif have(runs, rep):
-        rows += in_notebook([_not_run(dense_repeat, (rep, H + "repeat_448_96_e6_dense"))], f"{CHAPTER}/04_upsampling")
-    if have(runs, H + "attn_448_96_e12_latent", e12):
-        rows += in_notebook([compared(LATENT_LOSS, "val", e12,
-                                      H + "attn_448_96_e12_latent")], f"{CHAPTER}/04_upsampling")
-    rows += in_notebook([_fewer_flops(ATTN_COSTS_MORE, rep, ANCHOR)], f"{CHAPTER}/04_upsampling")
-    rows += in_notebook([cost.time_lower(REPEAT_FASTER, '"models with attention upsampling take more time than those '
-                                         'using the repeat upsampling"', _timing(timings, rep, ANCHOR), rep, ANCHOR,
-                                         runs)], f"{CHAPTER}/07_verdicts")
-    if have(runs, ANCHOR, rep):
-        rows += in_notebook(_upsampling_rows(runs[ANCHOR], runs[rep],
-                                             lambda v, a, b: gated(v, a, b, (ANCHOR, rep))), f"{CHAPTER}/04_upsampling")
-    # 05: the headline, scored both ways, and the inference FLOPs
-    for model in (H + "attn_384_32_e6", H + "repeat_512_32_e6"):
-        if have(runs, model, H + "vanilla"):
-            ours, theirs = _last_token(runs, model), _last_token(runs, H + "vanilla")
-            rows += in_notebook([gated(claim(
-                last_token_claim(model), f"{p(model)} vs {p(H + 'vanilla')} (the plotted numbers are scored this way)",
-                ours, theirs, (model.split("/")[-1], "vanilla")), ours, theirs, (model, H + "vanilla"))],
-                f"{CHAPTER}/05_headline")
-    rows += in_notebook([_count_row(COUNT_VANILLA, H + "vanilla")], f"{CHAPTER}/05_headline")
-    inf = inference_flops([H + "attn_384_32_e6", H + "repeat_512_32_e6"])
-    rows += in_notebook([exact(inference_claim(n), "at least 50% (attn), more for repeat",
-                               f"{inf[n][1]:.1%} fewer", inf[n][1] >= INFERENCE_CUT)
-                         for n in (H + "attn_384_32_e6", H + "repeat_512_32_e6")], f"{CHAPTER}/05_headline")
-    # 06: the blind spot
-    if have(runs, rep):
-        per_seed = [position_losses(r) for r in runs[rep]]
-        b = runs[rep][0].config.model.blind_spot
-        rows += in_notebook([claim(
-            BLIND, "the notes: repeat-mode train loss over all positions stays well above its last-token "
-            "validation loss",
-            [float(x[b:].mean()) for x in per_seed], [float(x[:b].mean()) for x in per_seed],
-            ("seen offsets", "blind offsets"))], f"{CHAPTER}/06_blind_spot")
-    return sorted(rows, key=lambda v: v.notebook)  # in reading order (stable: each notebook's rows keep theirs)
-
-
-def arm_learns(runs: Sequence, unigram: float) -> bool:
-    """Whether an arm learns beyond the unigram loss: its seeds' final validation losses below it by the one-sided
-    t-test at 5% (:func:`lmcompanion.verdicts.learns`). One quantity for every row of the chapter, whichever loss the
-    row compares (final, last-token, at equal FLOPs), so that an arm never learns in one row and not in another."""
-    return learns(tables.final(runs, "val"), unigram)
+    return claims.verdicts(CHAPTER, Context(runs, profile, tuple(timings)))
 
 
 def last_token_claim(model: str) -> str:
@@ -562,38 +531,97 @@ def published_pair_or_none(better: str, worse: str) -> str:
     return f"{pb['val']} vs {pw['val']}" if "val" in pb and "val" in pw else ""
 
 
-def _upsampling_rows(attn: Sequence, repeat: Sequence, gated) -> list[Verdict]:
-    """"Similar performance at the end of the repeat upsampling models trainings" (within :func:`similar_margin`)
-    and "the attention version scales better with compute" (the per-seed slope of the gap against log FLOPs below
-    zero, by the threshold rule over the seeds), each decided only where an arm learns beyond the unigram loss."""
+_SCALES_WORDS = '"in most experiences made we still noticed that the attention version scales better with compute"'
+
+
+def similar_at_end_row(attn: Sequence, repeat: Sequence) -> Verdict:
+    """"Similar performance at the end of the repeat upsampling models trainings" (within :func:`similar_margin`):
+    attention read at the compute where the repeat runs end, against the repeat runs' final loss, both gated there."""
     at_end, final = end_of_repeat(attn, repeat)
-    margin = similar_margin()
     best = experiments.get(H + "attn_384_32_e6").published["val"], experiments.get(H + "repeat_512_32_e6").published["val"]
     if any(math.isnan(x) for x in at_end):  # an attention run that does not reach the repeat run's compute
-        end = Verdict(SIMILAR_AT_END, "", "an attention run ends before the repeat runs' final FLOPs",
-                      f"{INCONCLUSIVE} (not measurable at this profile)", seeds="0", chance="")
-    else:
-        end = gated(similar(SIMILAR_AT_END, f"similar; the best models end at {best[0]} (attn) and {best[1]} (repeat)",
-                            at_end, final, margin, labels=("attn at the repeat runs' end", "repeat, final")),
-                    at_end, final)
+        return not_decided(SIMILAR_AT_END, "", "an attention run ends before the repeat runs' final FLOPs",
+                           "not measurable at this profile")
+    v = similar(SIMILAR_AT_END, f"similar; the best models end at {best[0]} (attn) and {best[1]} (repeat)",
+                at_end, final, similar_margin(), labels=("attn at the repeat runs' end", "repeat, final"))
+    return gate(v, [learning.arm(ANCHOR.split("/")[-1], attn, "val", at_end, "the repeat runs' final FLOPs"),
+                    learning.arm(REPEAT.split("/")[-1], repeat, "val", final)])
+
+
+def learned_points(frames: Sequence, attn: Sequence) -> list:
+    """The frames of :func:`mode_gaps` cut to the compute points where both modes have learned at every seed (each
+    seed's loss at least :data:`lmcompanion.learning.MARGIN` below the validation unigram loss)."""
+    level = learning.reference(attn[0].config, "val").level
+    n = min(len(f) for f in frames)
+    keep = [k for k in range(n) if all(level - f[m].iloc[k] >= learning.MARGIN for f in frames for m in ("attn", "repeat"))]
+    return [f.iloc[keep].reset_index(drop=True) for f in frames]
+
+
+def scales_better_row(attn: Sequence, repeat: Sequence) -> Verdict:
+    """"The attention version scales better with compute": the per-seed slope of the gap (attention - repeat)
+    against log FLOPs below zero (the threshold rule over the seeds), read only over the compute points where both
+    modes have learned (:func:`learned_points`); with fewer than :data:`MIN_POINTS` such points, not decided."""
     frames = mode_gaps(attn, repeat)
-    slopes = gap_slopes(frames)
-    gaps = [stats.mean([f["gap"].iloc[k] for f in frames]) for k in range(min(len(f) for f in frames))]
-    if len(gaps) < MIN_POINTS:
-        return [end, Verdict(SCALES_BETTER, '"in most experiences made we still noticed that the attention version '
-                             'scales better with compute"', "too few compute points where both modes have evaluations",
-                             f"{INCONCLUSIVE} (too few evaluations at this profile for a trend)", seeds="0",
-                             chance="")]
-    trend_row = below(SCALES_BETTER, '"in most experiences made we still noticed that the attention version scales '
-                      'better with compute"', slopes, 0.0, fmt="+.3f", log=False)
-    trend_row = dataclasses.replace(
-        trend_row, effect=f"{stats.mean(slopes):+.3f} nats per tenfold FLOPs",
-        ours=f"gap (attn - repeat) at {len(gaps)} compute points, seed means: " + ", ".join(f"{g:+.3f}" for g in gaps)
-             + f"; slope per tenfold FLOPs: {stats.span(slopes, '+.3f')}")
-    trend_row = gated(trend_row, tables.final(attn, "val"), tables.final(repeat, "val"))
-    return [end, trend_row]
+    learned = learned_points(frames, attn)
+    n_all, n_learned = min(len(f) for f in frames), min(len(f) for f in learned)
+    if n_all < MIN_POINTS:
+        return not_decided(SCALES_BETTER, _SCALES_WORDS, "too few compute points where both modes have evaluations",
+                           "too few evaluations at this profile for a trend")
+    if n_learned < MIN_POINTS:
+        return not_decided(SCALES_BETTER, _SCALES_WORDS, f"{n_learned} of {n_all} compute points where both modes "
+                           "have learned at every seed", f"fewer than {MIN_POINTS} compute points where both modes "
+                           "have learned")
+    slopes = gap_slopes(learned)
+    gaps = [stats.mean([f["gap"].iloc[k] for f in learned]) for k in range(n_learned)]
+    v = below(SCALES_BETTER, _SCALES_WORDS, slopes, 0.0, fmt="+.3f", log=False)
+    v = dataclasses.replace(
+        v, effect=f"{stats.mean(slopes):+.3f} nats per tenfold FLOPs",
+        ours=f"gap (attn - repeat) at the {n_learned} compute points where both modes have learned, seed means: "
+             + ", ".join(f"{g:+.3f}" for g in gaps) + f"; slope per tenfold FLOPs: {stats.span(slopes, '+.3f')}")
+    first = {m: [f[m].iloc[0] for f in learned] for m in ("attn", "repeat")}
+    return gate(v, [learning.arm(ANCHOR.split("/")[-1], attn, "val", first["attn"], "the first point of the trend"),
+                    learning.arm(REPEAT.split("/")[-1], repeat, "val", first["repeat"], "the first point of the trend")])
 
 
+ROWS = register_rows(CHAPTER, _in_order([
+    *[_pair_row(*c) for c in CLAIMS],
+    # 02: experts
+    Row(UP_TO_6, "02_experts", lambda ctx: _val_claim(UP_TO_6, f"{_p(E12)} (12) vs {_p(ANCHOR)} (6)", ANCHOR, E12,
+                                                      ("6 experts", "12 experts"), ctx.runs), arms=(ANCHOR, E12)),
+    Row(SHARED_MATCH, "02_experts",
+        lambda ctx: _val_claim(SHARED_MATCH, f"{experiments.get(H + 'attn_384_64_e6_s2').published['val']} (2 shared "
+                               "of 6, 384-64); none not plotted", ANCHOR, S0, ("1 shared", "0 shared"), ctx.runs),
+        arms=(ANCHOR, S0)),
+    Row(SHARED_CHEAPER, "02_experts", lambda ctx: _fewer_flops(SHARED_CHEAPER, ANCHOR, S0), kind=COMPUTED),
+    Row(COUNT_BASE, "02_experts", lambda ctx: _count_row(COUNT_BASE, BASE), kind=CHECK),
+    # 04: upsampling, DenseFormer, latent loss
+    Row(DENSE_REPEAT, "04_upsampling",
+        lambda ctx: _compared(DENSE_REPEAT, "val", REPEAT, H + "repeat_448_96_e6_dense", ctx.runs),
+        arms=(REPEAT, H + "repeat_448_96_e6_dense")),
+    Row(LATENT_LOSS, "04_upsampling", lambda ctx: _compared(LATENT_LOSS, "val", E12, H + "attn_448_96_e12_latent",
+                                                            ctx.runs), arms=(E12, H + "attn_448_96_e12_latent")),
+    Row(ATTN_COSTS_MORE, "04_upsampling", lambda ctx: _fewer_flops(ATTN_COSTS_MORE, REPEAT, ANCHOR), kind=COMPUTED),
+    Row(SIMILAR_AT_END, "04_upsampling", lambda ctx: similar_at_end_row(ctx.runs[ANCHOR], ctx.runs[REPEAT]),
+        arms=(ANCHOR, REPEAT)),
+    Row(SCALES_BETTER, "04_upsampling", lambda ctx: scales_better_row(ctx.runs[ANCHOR], ctx.runs[REPEAT]),
+        arms=(ANCHOR, REPEAT)),
+    # 05: the headline, scored both ways, and the inference FLOPs
+    *[Row(last_token_claim(m), "05_headline", lambda ctx, m=m: _last_token_row(m, ctx.runs), arms=(m, H + "vanilla"))
+      for m in (H + "attn_384_32_e6", H + "repeat_512_32_e6")],
+    Row(COUNT_VANILLA, "05_headline", lambda ctx: _count_row(COUNT_VANILLA, H + "vanilla"), kind=CHECK),
+    *[Row(inference_claim(m), "05_headline", lambda ctx, m=m: _inference_row(m), kind=COMPUTED)
+      for m in (H + "attn_384_32_e6", H + "repeat_512_32_e6")],
+    # 06: the blind spot
+    Row(BLIND, "06_blind_spot", lambda ctx: _blind_row(ctx.runs), arms=(REPEAT,)),
+    # 07: the times measured side by side
+    Row(PERCEIVER_FASTER, "07_verdicts",
+        lambda ctx: cost.time_lower(PERCEIVER_FASTER, WORDS[PERCEIVER_WORSE], ctx.timing(PERCEIVER, ANCHOR), PERCEIVER,
+                                    ANCHOR, ctx.runs), kind=COST, timed=(PERCEIVER, ANCHOR)),
+    Row(REPEAT_FASTER, "07_verdicts",
+        lambda ctx: cost.time_lower(REPEAT_FASTER, '"models with attention upsampling take more time than those using '
+                                    'the repeat upsampling"', ctx.timing(REPEAT, ANCHOR), REPEAT, ANCHOR, ctx.runs),
+        kind=COST, timed=(REPEAT, ANCHOR)),
+]))
 
 
 def test_table(runs: Mapping[str, Sequence]):
@@ -719,7 +747,7 @@ LEDGER = register(_C, [
 ])
 
 
-__all__ = ["ALL", "ANCHOR", "arm_learns", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
+__all__ = ["ALL", "ANCHOR", "ROWS", "learned_points", "scales_better_row", "similar_at_end_row", "BASE", "BLIND_SPOT", "CHAPTER", "CLAIMS", "COST_ARMS", "ENCODER_KNOBS", "EXPERTS",
            "EXPERT_COUNTS", "EXPERT_KNOBS", "HEADLINE", "LEDGER", "LENGTHS", "MERGES", "MODES", "PROTOCOL", "REPEAT",
            "TIMED", "TIMED_CLAIMS", "blind_offsets", "blind_spot_frames", "blind_spot_table", "cost_curves",
            "cost_table", "end_of_repeat", "gap_slopes", "head_input_parts", "head_input_table", "inference_flops",

@@ -18,13 +18,15 @@ import torch
 
 import dataclasses
 
-from .. import experiments, ledger, plots, stats, tables
+from .. import experiments, learning, ledger, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError, LMCError
 from ..experiments import retrieval as rexp
 from ..train import checkpoint
-from ..verdicts import INCONCLUSIVE, Verdict, claim, have, if_learned, in_notebook
+from .. import claims
+from ..claims import Context, Row as ClaimRow, register as register_rows
+from ..verdicts import NOT_DECIDED, Verdict, arms_of, claim, gate, not_decided
 from . import verdict_forms as vf
 from .retrieval_claims import CLAIMS
 from .retrieval_rows import ROWS, Row
@@ -265,16 +267,12 @@ def _middle(run, split: str = "test") -> float:
     return float(ev.loc[(ev["step"] - run.summary["steps"] / 2).abs().idxmin(), split])
 
 
-def _chance_of(runs: Sequence) -> float:
-    return chance(runs[0].config.model.context_size)
-
-
 def _labels(row: Row) -> tuple[str, str]:
     return row.a.split("/")[-1], (row.b or row.a).split("/")[-1]
 
 
-def _neither(v: Verdict, what: str = "neither arm learns beyond chance") -> Verdict:
-    return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} ({what})")
+def _short(name: str) -> str:
+    return name.split("/")[-1]
 
 
 def _values(row: Row, runs, name: str) -> list[float]:
@@ -285,71 +283,80 @@ def _values(row: Row, runs, name: str) -> list[float]:
     return tables.final(runs[name], "test")
 
 
+def _embedder_arm(runs: Sequence, label: str) -> learning.Arm | None:
+    """The gate's view of the CLM whose embeddings these runs match: its final validation loss (recorded in each
+    matcher run's summary) against its unigram loss; None where the summaries do not record it."""
+    finals = [r.summary.get("embedder", {}).get("final", {}).get("val") for r in runs]
+    if not runs or any(f is None for f in finals):
+        return None
+    ecfg = rexp.embedder_run_config(runs[0].config)
+    ref = learning.reference(ecfg, "val")
+    return learning.Arm(label, ref.name, ref.level, tuple(float(f) for f in finals))
+
+
+def _control(row: Row, runs) -> list[learning.Arm]:
+    return arms_of(runs, "test", row.control) if row.control else []
+
+
 def row_verdict(row: Row, runs: Mapping[str, Sequence]) -> Verdict:
-    """The verdict of one row from its arms' runs. Every comparison of how well matchers learn is decided only where
-    one of its arms learns beyond chance (:func:`lmcompanion.verdicts.if_learned`)."""
+    """The verdict of one row from its arms' runs, gated (:func:`lmcompanion.verdicts.gate`) on what it compares:
+    each matcher's test cross-entropy at the compared evaluation against chance (ln K), its top-1 against twice
+    chance, and for a claim that something does not learn, the row's control arm (which must learn)."""
     text, pub, labels = row.text, row.published, _labels(row)
-    level = _chance_of(runs[row.a])
-    if row.kind in ("lower", "lower_peak"):
+    if row.kind in ("lower", "lower_peak", "lower_train_peak"):
         a, b = _values(row, runs, row.a), _values(row, runs, row.b)
-        return if_learned(claim(text, pub, a, b, labels), level, a, b)
-    if row.kind == "lower_train_peak":  # train losses, gated on the same evaluations' test losses
-        a, b = _values(row, runs, row.a), _values(row, runs, row.b)
-        gate_a, gate_b = ([float(_best_evaluation(r)["test"]) for r in runs[n]] for n in (row.a, row.b))
-        v = claim(text, pub, a, b, labels)
-        if vf.learns(gate_a, level) or vf.learns(gate_b, level):
-            return v
-        lean = "" if stats.mean(a) == stats.mean(b) else (
-            f"the data lean {'toward' if stats.mean(a) < stats.mean(b) else 'against'} the claim; ")
-        return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} ({lean}neither arm learns beyond chance)")
+        split = "train" if row.kind == "lower_train_peak" else "test"
+        at = "final" if row.kind == "lower" else "the best test evaluation"
+        return gate(claim(text, pub, a, b, labels), arms_of(runs, split, row.a, row.b,
+                                                            values={row.a: a, row.b: b}, at=at))
     if row.kind == "no_gain":
         a, b = tables.final(runs[row.a], "test"), tables.final(runs[row.b], "test")
-        v = vf.no_gain(text, pub, a, b, labels)
-        return v if vf.learns(a, level) or vf.learns(b, level) else _neither(v)
+        return gate(vf.no_gain(text, pub, a, b, labels), _control(row, runs))
     if row.kind == "not_below":
+        level = chance(runs[row.a][0].config.model.context_size)
         bound = level if row.level == "chance" else float(row.level)
         what = "chance" if row.level == "chance" else "the write-up's level"
-        return vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what)
+        return gate(vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what), _control(row, runs))
     if row.kind == "overfits":
         train, test = tables.final(runs[row.a], "train"), tables.final(runs[row.a], "test")
-        v = claim(text, pub, train, test, ("train", "test"))
-        return v if vf.learns(train, level) else _neither(v, "the train loss is not below chance: nothing to overfit")
+        return gate(claim(text, pub, train, test, ("train", "test")), arms_of(runs, "train", row.a))
     if row.kind == "still_falling":
         end, middle = tables.final(runs[row.a], "test"), [_middle(r) for r in runs[row.a]]
         v = claim(text, pub, end, middle, ("end", "middle"))
-        return v if vf.learns(end, level) else _neither(v, "the matcher does not learn beyond chance")
+        return gate(v, [learning.arm(_short(row.a), runs[row.a], "test", middle, "the middle evaluation")])
     if row.kind == "rises_more":
-        rise = {n: [r.summary["final"]["test"] - float(_best_evaluation(r)["test"]) for r in runs[n]]
-                for n in (row.a, row.b)}
+        best = {n: [float(_best_evaluation(r)["test"]) for r in runs[n]] for n in (row.a, row.b)}
+        rise = {n: [r.summary["final"]["test"] - b for r, b in zip(runs[n], best[n])] for n in (row.a, row.b)}
         v = claim(text, pub, rise[row.a], rise[row.b], labels)
-        best_b = [float(_best_evaluation(r)["test"]) for r in runs[row.b]]
-        return v if vf.learns(best_b, level) else _neither(v, "the transformer's matcher never learns beyond chance")
+        return gate(v, arms_of(runs, "test", row.a, row.b, values=best, at="the best test evaluation"))
     if row.kind == "metric":
         matcher = [1 - x for x in tables.final(runs[row.a], "test_acc")]
         other = [1 - metric_top1(r, row.metric) for r in runs[row.a]]
         v = claim(text, pub, matcher, other, ("matcher top-1 error", f"{row.metric} top-1 error"))
-        return vf.gated(v, vf.learns(tables.final(runs[row.a], "test"), level), "chance")
+        return gate(v, arms_of(runs, "test_acc", row.a))
     if row.kind == "cosine_better":
         mixer = [1 - metric_top1(r, "cosine") for r in runs[row.a]]
         transformer = [1 - metric_top1(r, "cosine") for r in runs[row.b]]
-        return claim(text, pub, transformer, mixer, ("transformer cosine top-1 error", "mixer cosine top-1 error"))
+        v = claim(text, pub, transformer, mixer, ("transformer cosine top-1 error", "mixer cosine top-1 error"))
+        embedders = [_embedder_arm(runs[n], f"{experiments.get(n).build('cpu').data.embedder.split('/')[-1]} (the "
+                                             "embedder)") for n in (row.a, row.b)]
+        if any(e is None for e in embedders):
+            return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (the embedders' losses are not recorded in these "
+                                                  "runs)")
+        return gate(v, embedders)
     raise ValueError(f"unknown row kind {row.kind!r}")
 
 
+ROWS_DECLARED = register_rows(CHAPTER, [
+    ClaimRow(r.text, r.notebook, lambda ctx, r=r: row_verdict(r, ctx.runs), arms=r.names, published=r.published)
+    for r in ROWS])
+
+
 def verdict_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
-    """The write-up's retrieval claims in its order, each from the runs that test it. With ``profile``, a claim whose
-    arms that profile does not run gets a "not run at this profile" row; otherwise rows whose runs are missing (a
-    recorded profile may cover some arms only) are left out."""
-    out = []
-    for row in ROWS:
-        if profile is not None and not all(experiments.runs_at(n, profile) for n in row.names):
-            out.append(vf.not_run(row.text, row.published, row.names, profile))
-        elif have(runs, *row.names) and min(len(runs[n]) for n in row.names) >= 2:
-            out.append(row_verdict(row, runs))
-        elif have(runs, *row.names):
-            out.append(Verdict(row.text, row.published, "one seed on a side",
-                               f"{INCONCLUSIVE} (one seed on a side at this profile: no test is possible)", seeds="1"))
-    return in_notebook(out, "retrieval/04_verdicts")
+    """The write-up's retrieval claims in its order, each from the runs that test it (:mod:`lmcompanion.claims`). With
+    ``profile``, a claim whose arms that profile does not run is listed as not decided; otherwise rows whose runs are
+    missing (a recorded profile may cover some arms only) are left out."""
+    return claims.verdicts(CHAPTER, Context(runs, profile))
 
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).

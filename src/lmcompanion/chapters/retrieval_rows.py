@@ -31,6 +31,10 @@ class Row:
     - ``"metric"``: on ``a``'s embeddings the trained matcher's top-1 error is lower than the ``metric``'s
       (``"cosine"``, ``"l1"``, ``"l2"``); ``"cosine_better"``: cosine's top-1 error is lower on ``b``'s embeddings
       (a transformer's) than on ``a``'s.
+
+    ``control``: for a claim that something does *not* learn (``not_below``, ``no_gain`` between two controls), the
+    arm that must have learned for "no learning" to say anything: the same matcher on embeddings the write-up says
+    work (a matcher at chance everywhere would make every such claim hold).
     """
 
     text: str
@@ -42,10 +46,12 @@ class Row:
     level: float | str = "chance"
     metric: str = ""
     notebook: str = "04_verdicts"
+    control: str = ""
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (self.a, self.b) if self.b else (self.a,)
+        """Every experiment whose runs decide the row (its arms, then its control)."""
+        return tuple(dict.fromkeys(n for n in (self.a, self.b, self.control) if n))
 
     @property
     def published(self) -> str:
@@ -102,7 +108,7 @@ ROWS = [
         "the transformer's train and test 'at 3.43', the mixer's train/test; final"),
     Row("the best 3060 transformer's embeddings (d_model=512) give virtually no learning with 31 candidates",
         "not_below", R + "llama_d512_c32", quote=(("transformer", R + "llama_d512_c32", ("test",)),),
-        note="train and test; the level is chance, ln 31"),
+        note="train and test; the level is chance, ln 31", control=R + "flat_d512_c32"),
     # 550k pairs (the paper profile only)
     Row("with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 31 candidates",
         "lower", R + "flat_d512_c32_550k", R + "flat_d512_c32",
@@ -117,15 +123,17 @@ ROWS = [
         (("trained", R + "flat_d512_c32", ("test",)), ("untrained", R + "untrained_d512_c32", ("test_floor",))),
         "test; the untrained's 'not below'"),
     Row("an untrained mixer's embeddings (d_model=512) give practically no learning with 127 candidates",
-        "not_below", R + "untrained_d512_c128", note="no number; the level is chance, ln 127"),
+        "not_below", R + "untrained_d512_c128", note="no number; the level is chance, ln 127",
+        control=R + "flat_d512_c128"),
     Row("an untrained mixer's embeddings (d_model=512) overfit with 31 candidates: the train loss ends below the "
         "test loss", "overfits", R + "untrained_d512_c32", note="'severe overfitting' (no number)"),
     Row("an untrained mixer's embeddings (d_model=512) give a test loss not below 3.2 with 31 candidates",
         "not_below", R + "untrained_d512_c32", quote=(("untrained", R + "untrained_d512_c32", ("test_floor",)),),
-        note="'loss not below 3.2'", level=3.2),
+        note="'loss not below 3.2'", level=3.2, control=R + "flat_d512_c32"),
     # the autoencoder
     Row("an autoencoder's embeddings are no better than an untrained mixer's for retrieval learning (d_model=512, 31 "
-        "candidates)", "no_gain", R + "autoencoder_d512_c32", R + "untrained_d512_c32", note="no number"),
+        "candidates)", "no_gain", R + "autoencoder_d512_c32", R + "untrained_d512_c32", note="no number",
+        control=R + "flat_d512_c32"),
     Row("a CLM-trained mixer's embeddings beat a mixer autoencoder's (d_model=512, 31 candidates)", "lower",
         R + "flat_d512_c32", R + "autoencoder_d512_c32", (("CLM-trained", R + "flat_d512_c32", ("test",)),),
         "test; no number for the autoencoder"),
@@ -139,7 +147,8 @@ ROWS = [
         note="'far worse than the bidirectional mixer' (no number)"),
     Row("a bidirectional transformer matcher learns practically nothing from a transformer's embeddings "
         "(d_model=1024, 31 candidates)", "not_below", R + "transformer_matcher_llama_d1024_c32",
-        note="'practically no learning occurs' (no number); the level is chance, ln 31"),
+        note="'practically no learning occurs' (no number); the level is chance, ln 31",
+        control=R + "llama_d1024_c32"),
     # embedding models of various sizes
     Row("with 127 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 "
         "transformer's", "lower", R + "flat_d512_c128", R + "llama_d512_c128",

@@ -7,8 +7,6 @@ claim that something is *absent* (no gain, no learning) can only be refuted, nev
 - :func:`no_gain`: "A does not reach a lower value than B" (the write-up's "no benefit", "no apparent reduction");
 - :func:`not_below`: "the value does not fall below a level" (a loss "not below 3.2", "practically no learning");
 - :func:`ratio_within`: "a ratio lies between lo and hi" (a step "10x to 20x" as long), on a log scale;
-- :func:`not_run`: the row of a claim whose arms this profile does not run (as registered), with the write-up's
-  numbers, so that every claim has a row at every profile.
 """
 
 from __future__ import annotations
@@ -105,36 +103,4 @@ def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, 
     return Verdict(text, published, ours, verdict, seeds=n, chance=chance_text(p, verdict == FAILS))
 
 
-def learns(values: Sequence[float], level: float) -> bool:
-    """Whether values (losses, one per seed) lie below ``level`` by the one-sided one-sample t-test at 5% (with no
-    spread: whether they are below it), the rule of :func:`lmcompanion.verdicts.if_learned`."""
-    values = list(values)
-    if len(set(values)) <= 1:
-        return bool(values) and values[0] < level
-    return stats.one_sample_p(values, level, "less") <= ALPHA
-
-
-def gated(v: Verdict, learned: bool, level: str) -> Verdict:
-    """``v`` where the values it rests on come from a model that learned beyond ``level``; otherwise inconclusive,
-    keeping the lean of ``v`` (for claims compared on another quantity than the loss, e.g. a top-1 error rate)."""
-    import dataclasses
-
-    if learned or not v.verdict.startswith((HOLDS, FAILS)):
-        return v if learned else dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (the trained model does not learn "
-                                                                f"beyond {level})")
-    lean = "toward" if v.verdict == HOLDS else "against"
-    return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (the data lean {lean} the claim; the trained model does not "
-                                          f"learn beyond {level})")
-
-
-def not_run(text: str, published: str, names: Sequence[str], profile: str) -> Verdict:
-    """The row of a claim whose arms are not run at ``profile`` (as registered): the write-up's numbers, no
-    measurement, and where the arms run."""
-    where = sorted({p for n in names for p in experiments.get(n).profiles} - {profile},
-                   key=["smoke", "cpu", "gpu", "paper"].index)
-    return Verdict(text, published, "not run at this profile",
-                   f"{INCONCLUSIVE} (not run at this profile; its arms run at {', '.join(where)})", seeds="0",
-                   chance="")
-
-
-__all__ = ["Quote", "gated", "learns", "no_gain", "not_below", "not_run", "quote", "ratio_within"]
+__all__ = ["Quote", "no_gain", "not_below", "quote", "ratio_within"]

@@ -56,14 +56,18 @@ def build_source(run_cfg, rank: int = 0, world: int = 1):
 
 def unigram_loss(run_cfg, split: str = "val") -> float:
     """The loss of token frequencies alone on ``split`` of a run's data, as the run is scored: a token stream's
-    (:func:`lm.unigram_loss`), or a story corpus's examples at the run's context (:func:`stories.unigram_loss`). A
+    (:func:`lm.unigram_loss`), a story corpus's examples at the run's context (:func:`stories.unigram_loss`), or a
+    task's answer tokens (:func:`seq2seq.unigram_loss`). A
     model whose loss is not below it has learned nothing a comparison could rest on."""
     data = run_cfg.data
     if isinstance(data, stories.StoriesDataConfig):
         return stories.unigram_loss(data, run_cfg.model.context_size, split)
     if isinstance(data, LMDataConfig):
         return lm.unigram_loss(data, split)
-    raise ConfigError(f"no unigram loss for {type(data).__name__} data (a token stream or a story corpus has one)")
+    if isinstance(data, seq2seq.Seq2SeqDataConfig):
+        return seq2seq.unigram_loss(data, split)
+    raise ConfigError(f"no unigram loss for {type(data).__name__} data (a token stream, a story corpus or a "
+                      "sequence-to-sequence task has one)")
 
 
 __all__ = ["KINDS", "LMDataConfig", "LMSource", "build_source", "config_class", "kinds", "load_tokens", "module_of",

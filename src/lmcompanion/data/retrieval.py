@@ -37,6 +37,8 @@ them; this data kind alone cannot build its source, and says so.
 
 from __future__ import annotations
 
+import math
+
 import functools
 import re
 from dataclasses import dataclass
@@ -92,6 +94,15 @@ class RetrievalDataConfig(ConfigBase):
         if self.queries == "instruct":
             require(self.corpus == "tinystories", "data.queries='instruct' reads TinyStoriesInstruct: set "
                                                   "data.corpus='tinystories'")
+
+    def chance_line(self, model, metric: str) -> tuple[str, float, str]:
+        """The learning gate's reference line of ``metric`` for a matcher over this data (:mod:`lmcompanion.learning`):
+        (name, level, "loss" or "accuracy"). A query's candidates are the model's context after the query: the true
+        target and its negatives; chance is ln K for the cross-entropy and 1/K for an accuracy."""
+        k = model.context_size - 1
+        if metric.endswith("_acc"):
+            return f"chance (1/{k})", 1 / k, "accuracy"
+        return f"chance (ln {k})", math.log(k), "loss"
 
     @property
     def substitute(self) -> bool:

@@ -208,6 +208,19 @@ def dataset(cfg: Seq2SeqDataConfig) -> dict[str, Split]:
     return {"train": _tensors(strings[: cfg.n_train], cfg), "val": _tensors(strings[cfg.n_train :], cfg)}
 
 
+def unigram_loss(cfg: Seq2SeqDataConfig, split: str = "val") -> float:
+    """Cross-entropy (nats per answer token) on ``split`` of the unigram model fitted to the training split's targets
+    (the answer digits and EOS; add-one smoothed over the vocabulary): what a decoder reaches by learning the
+    frequencies of its outputs alone, without reading z or its own prefix. The learning gate's reference line for
+    this task (:mod:`lmcompanion.learning`)."""
+    splits = dataset(cfg)
+    train = splits["train"].targets[splits["train"].targets != IGNORE]
+    counts = torch.bincount(train, minlength=len(VOCAB)).double() + 1.0
+    logp = torch.log(counts / counts.sum())
+    held = splits[split].targets[splits[split].targets != IGNORE]
+    return float(-logp[held].mean())
+
+
 def collate(sources, cfg: Seq2SeqDataConfig) -> dict[str, torch.Tensor]:
     """A batch for arbitrary source strings (answers computed by the task), e.g. for a table of examples."""
     return _tensors(list(sources), cfg).batch(torch.arange(len(sources)))
@@ -257,5 +270,5 @@ class Seq2SeqSource:
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> Seq2SeqSource:
     return Seq2SeqSource(run_cfg.data, run_cfg.train, run_cfg.seed, rank, world)
 
-__all__ = ["BOS", "EOS", "IGNORE", "PAD", "Seq2SeqDataConfig", "Seq2SeqSource", "Split", "TASKS", "VOCAB", "answer",
+__all__ = ["BOS", "EOS", "IGNORE", "PAD", "Seq2SeqDataConfig", "Seq2SeqSource", "Split", "TASKS", "VOCAB", "answer", "unigram_loss",
            "collate", "dataset", "decode", "encode_digits"]

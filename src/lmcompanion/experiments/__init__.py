@@ -16,7 +16,8 @@ from ..errors import ConfigError
 from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieval  # noqa: F401  (they register their experiments)
 from .plan import (DEFAULT_SEEDS, PlannedRun, chapter_names, config, minutes_total, plan, planned, resolve_device,
                    runs_at, seeds_of)
-from .registry import PROCEDURES, REGISTRY, Experiment, Procedure, register
+from .registry import (CPU_RULE, HEADLINES, PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Headline, Procedure, headline,
+                       headline_arms, headlines, is_headline, register)
 
 CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
 
@@ -46,6 +47,7 @@ def get(name: str) -> Experiment:
     return REGISTRY[name]
 
 
-__all__ = ["CHAPTERS", "DEFAULT_SEEDS", "Experiment", "PROCEDURES", "PlannedRun", "Procedure", "all_experiments",
-           "chapter_names", "chapters", "config", "get", "minutes_total", "names", "plan", "planned", "register",
+__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "PlannedRun", "Procedure",
+           "TRAINED_NOTHING", "all_experiments", "chapter_names", "chapters", "config", "get", "headline",
+           "headline_arms", "headlines", "is_headline", "minutes_total", "names", "plan", "planned", "register",
            "resolve_device", "runs_at", "seeds_of"]

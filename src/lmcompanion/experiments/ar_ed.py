@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import AREDConfig, CrossAttnConfig
-from .registry import register
+from .registry import headline, register
 from .baselines import baseline_config
 from .protocol import scale
 
@@ -70,3 +70,12 @@ for _name, (_title, _keys, _published) in RUNS.items():
 def _baseline_pos_sub(profile: str) -> RunConfig:
     return baseline_config(profile, name="ar_ed/baseline_pos_sub", width=scale(profile).baseline,
                            sub_pos_embed="YES_NO_LN")
+
+
+# The headline: the write-up's introduction and conclusions ("a new end-to-end auto-regressive encoder-decoder
+# transformer ... outperforms, with fewer parameters, the canonical decoder-only transformer"); every other run of
+# the write-up is a step toward this model.
+headline("ar_ed", "the combined model (MSE embedding loss and positional subtraction) against the decoder-only "
+                  "baseline", ("ar_ed/mse_pos_sub", "ar_ed/baseline"),
+         "the write-up's introduction and conclusions: the new model 'outperforms, with fewer parameters, the "
+         "canonical decoder-only transformer'; the other runs are the steps toward it")

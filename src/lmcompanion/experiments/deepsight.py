@@ -13,7 +13,7 @@ from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import CrossAttnConfig
 from ..models.deepsight import PLANNING_KEYS, DeepSightConfig
-from .registry import register
+from .registry import headline, register
 from .baselines import baseline_config
 from .protocol import scale
 
@@ -67,3 +67,11 @@ def _baseline(profile: str) -> RunConfig:
     s = scale(profile)
     cfg = baseline_config(profile, name="deepsight/baseline", width=s.baseline, context=s.context_long)
     return cfg.replace(train=s.train_long)
+
+
+# The headline: the write-up's introduction ("DeepSight beats, with fewer parameters, a canonical decoder-only
+# transformer, both in train and validation loss"); the loss types and the delta sweep lead to its setting.
+headline("deepsight", "DeepSight (MSE planning loss, delta = 11) against the decoder-only baseline",
+         ("deepsight/mse_d11", "deepsight/baseline"),
+         "the write-up's introduction: DeepSight 'beats, with fewer parameters, a canonical decoder-only transformer, "
+         "both in train and validation loss'; the loss types and the delta sweep lead to this setting")

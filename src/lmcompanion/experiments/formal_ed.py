@@ -27,7 +27,7 @@ from ..run import RunConfig
 from ..data.seq2seq import Seq2SeqDataConfig
 from ..models.formal_ed import FormalEDConfig, LiteralConfig
 from .ed_training import literal_training
-from .registry import Procedure, register, register_procedure
+from .registry import Procedure, headline, register, register_procedure, trained_nothing
 
 NAME = "formal_ed/adamw"
 LITERAL = "formal_ed/ed_training"
@@ -139,3 +139,12 @@ register_procedure(Procedure("ed_training", literal_training, settings=_literal_
           procedure="ed_training")
 def _literal_run(profile: str) -> RunConfig:
     return dataclasses.replace(_adamw_run(profile), name=LITERAL)
+
+
+# The formal write-up states algorithms and trains nothing; its one training algorithm, ED-Training, is the
+# chapter's headline beside the book's own AdamW runs.
+trained_nothing("formal_ed")
+headline("formal_ed", "the write-up's ED-Training and the book's AdamW training of the same ED-Transformer",
+         (NAME, LITERAL),
+         "ED-Training is the one training algorithm the write-up states; AdamW, the book's own, shows what the model "
+         "can learn on the task", min_arms=1, baseline=NAME)

@@ -40,7 +40,7 @@ from ..config import TrainConfig, check_profile
 from ..data import LMDataConfig, vocab_size
 from ..models.hourglass import HourglassConfig, base_config, latent_size_for, run_config, vanilla_config
 from ..run import RunConfig
-from .registry import register
+from .registry import headline, register
 
 PAPER_CONTEXT = 768  # the write-up's block_size; "Seq Length A-B" lengths are counted at this context
 PAPER_WINDOWS = 891_547  # stride-1 windows of 768 (+1) tokens in the 892,315-character train split
@@ -116,9 +116,13 @@ SCALES: dict[str, Scale] = {
     # 4.8e-4 leaves every model at the unigram loss (about 3.3) after 205 updates. Calibrated once on the 448-96
     # anchor and the vanilla transformer (lr 5e-4, 2e-3, 5e-3, 1e-2, 2e-2; seed 0): 1e-2 is the largest at which the
     # vanilla transformer still trains (it diverges at 2e-2); the hourglass models would take a larger one.
+    # Updates (issue 34): doubled from the write-up's 205 until the baseline arm alone (the vanilla transformer, seed
+    # 0, before any comparison was looked at) ended at least 0.7 nats below the validation unigram loss (3.31): at 103
+    # vanilla updates it ended 0.63 below, at 206 0.75. So 410 for the efficient models ("two epochs") and 205 for the
+    # vanilla one, with ten evaluations. The headline arms run five seeds, every other arm one.
     "cpu": Scale(
         data=readme_data("shakespeare_char", 64),
-        train=readme_train(PAPER_STEPS, 8, 1, evals=5, eval_batch_size=32, lr=1e-2),
+        train=readme_train(2 * PAPER_STEPS, 8, 1, evals=10, eval_batch_size=32, lr=1e-2),
         context=96, n_groups=4, n_embed=(16, 32, 64), n_head=2, n_block_local_global=1, n_block_enc=1,
         n_block_latent=8, vanilla=(64, 2, 13),
     ),
@@ -290,6 +294,16 @@ def _vanilla(profile: str) -> RunConfig:
     s = scale(profile)
     return RunConfig(name="hourglass/vanilla", model=vanilla(profile), data=s.data, train=_steps(s.train, 0.5))
 
+
+
+# The headline: the Plot section's "Both models are, when configure correctly, a lot faster than the vanilla
+# transformer architecture while achieving the same validation loss": the best attention and repeat models against
+# the vanilla transformer, loss and cost.
+headline("hourglass", "the best attention and repeat hourglass models against the vanilla transformer (loss and cost)",
+         ("hourglass/vanilla", "hourglass/attn_384_32_e6", "hourglass/repeat_512_32_e6"),
+         "the write-up's result: both models are 'a lot faster than the vanilla transformer architecture while "
+         "achieving the same validation loss'; the sweeps before it choose their settings",
+         baseline="hourglass/vanilla")
 
 __all__ = ["ARMS", "GPU_ONLY", "NOT_PLANNED", "LR", "MIN_LR", "PAPER_CONTEXT", "PAPER_STEPS", "PAPER_WINDOWS", "SCALES", "Scale",
            "hourglass_config", "readme_data", "readme_train", "scale", "vanilla"]

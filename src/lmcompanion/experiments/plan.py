@@ -20,13 +20,17 @@ from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
 from ..train.trainer import check_device
-from .registry import REGISTRY, Experiment, Procedure, procedure
+from .registry import REGISTRY, Experiment, Procedure, headline_arms, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
 # comparison can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that
 # everything runs. The write-ups ran one seed per arm: n_seeds=1 at the paper profile reproduces that, at a third of
-# the cost, but can decide no comparison.
-DEFAULT_SEEDS = {"smoke": 2, "cpu": 3, "gpu": 3, "paper": 3}
+# the cost, but can decide no comparison. At ``cpu`` the headline comparisons' arms (declared in the registry) run
+# five, so that a decision does not rest on the order of one seed (the smallest p is 1/252, not 1/20), and every
+# other arm runs one: it illustrates (its figures and tables), and its rows say that no test is possible
+# (:data:`ILLUSTRATION_SEEDS`).
+DEFAULT_SEEDS = {"smoke": 2, "cpu": 5, "gpu": 3, "paper": 3}
+ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that is no headline comparison's
 
 
 @dataclass(frozen=True)
@@ -111,12 +115,15 @@ def runs_at(name: str, profile: str) -> bool:
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
     profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
-    experiment runs the first seed only. None where it does not run at the profile."""
+    experiment runs the first seed only or, at ``cpu``, is no headline comparison's arm (:data:`ILLUSTRATION_SEEDS`).
+    None where it does not run at the profile."""
     exp = _experiment(name)
     if not exp.runs_at(check_profile(profile)):
         return ()
     if seeds is not None:
         return tuple(seeds)
+    if profile in ILLUSTRATION_SEEDS and name not in headline_arms():
+        return tuple(range(ILLUSTRATION_SEEDS[profile]))
     n = 1 if profile in exp.first_seed_only else exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
     return tuple(range(n))
 

@@ -57,7 +57,7 @@ from ..run import RunConfig, spec
 from ..train.store import Run, RunStore
 from ..train.trainer import train
 from . import mixer as clm  # noqa: F401  (the embedders are its experiments: registered first)
-from .registry import REGISTRY, Procedure, register, register_procedure
+from .registry import REGISTRY, Procedure, headline, register, register_procedure
 
 CHAPTER = "retrieval"
 
@@ -306,6 +306,9 @@ def match(cfg: RunConfig, run_dir: Path, settings: MatchSettings, *, progress=No
     summary["pairs"] = {k: len(v) for k, v in source.sets.items()}
     summary["embeddings"] = {"file": str(emb_path), "sha256": file_sha256(emb_path),
                              "embedder_key": settings.embedder_key}
+    if cfg.data.embedding == "trained":  # how far the embedding CLM learned (the chapter gates on it)
+        embedder = RunStore(Path(run_dir).parent).run(embedder_run_config(cfg))
+        summary["embedder"] = {"final": dict(embedder.summary["final"])}
     return summary
 
 
@@ -367,6 +370,14 @@ def _profiles(name: str) -> tuple[str, ...]:
 
 for _name, _arm in ARMS.items():
     register(_name, title=_arm[5], published=_arm[6], procedure="match", profiles=_profiles(_name))(_make(_name))
+
+# The headline: the retrieval part's claim that "a summary-story matching retrieval model is capable of far better
+# training on embeddings from these models compared to embeddings from transformers", at its first setting
+# (d_model = 1024, 31 candidates).
+headline("retrieval", "the matcher on mixer against transformer embeddings (d_model = 1024, 31 candidates)",
+         ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32"),
+         "the conclusions: 'a summary-story matching retrieval model is capable of far better training on embeddings "
+         "from these models compared to embeddings from transformers'; its first setting")
 
 
 __all__ = ["ARMS", "AUTOENCODER", "CPU_SKIP", "EMBEDDERS", "MORE_PAIRS", "MatchSettings", "PAPER_ONLY", "SCALES", "Scale", "autoencoder_config", "embedder_key",

@@ -9,9 +9,51 @@ The runs are configured in ``lmcompanion.experiments.formal_ed`` (the literal ED
 ``lmcompanion.models.formal_ed``.
 """
 
+from ...claims import Context, Row, register as register_rows
+from ...experiments.formal_ed import LITERAL, NAME
 from ...ledger import Claim, register
+from ...verdicts import CHECK, Verdict, arms_of, gate
+from . import algorithm, inference, training
 
 _C = "formal_ed"
+
+# The verdict rows of the chapter's last notebook, decided from what it computes (``Context.extra``): the agreement
+# table and the mask checks (``algorithm``), the temperature checks and the sweep (``inference``), the held-out
+# accuracy of every AdamW seed and the profile's bar; the runs are the AdamW runs and the literal ED-Training runs.
+AGREEMENT = "The batched model computes the write-up's ED-Transformer P"
+UNI, FULL = "Decoder self-attention is unidirectional (M_uni)", "The encoder and the cross-attention see all of z (Mask ≡ 1)"
+TAU0, TAU1, TAUINF = "τ = 0 samples the most likely token", "τ = 1 samples faithfully", "τ = ∞ samples uniformly"
+TERMINATES = "ED-Inference terminates"
+REDUCES = "ED-Training (θ ← θ − η∇J per example) reduces the loss"
+SOLVES = "Trained with AdamW, the model solves the task"
+ORDER = "Greedy (τ = 0) answers are more often right than uniform (τ = ∞) ones"
+
+
+def _reduces(ctx: Context) -> Verdict:
+    """ED-Training lowers the held-out loss, the trained model gated on it (its loss after training)."""
+    return gate(training.verdict_literal_training(ctx.runs[LITERAL]), arms_of(ctx.runs, "val", LITERAL))
+
+
+def _solves(ctx: Context) -> Verdict:
+    return gate(training.verdict_accuracy(ctx.extra["accuracy"], ctx.extra["target"], ctx.profile or "recorded"),
+                arms_of(ctx.runs, "val", NAME))
+
+
+def _order(ctx: Context) -> Verdict:
+    return gate(inference.verdict_tau_order(ctx.extra["sweep"]), arms_of(ctx.runs, "val", NAME))
+
+
+ROWS = register_rows(_C, [
+    Row(AGREEMENT, "03_inference", lambda ctx: algorithm.verdict_agreement(ctx.extra["agreement"]), kind=CHECK),
+    Row(UNI, "03_inference", lambda ctx: algorithm.verdict_masks(ctx.extra["masks"])[0], kind=CHECK),
+    Row(FULL, "03_inference", lambda ctx: algorithm.verdict_masks(ctx.extra["masks"])[1], kind=CHECK),
+    *[Row(text, "03_inference", lambda ctx, i=i: inference.verdict_temperatures(ctx.extra["checks"])[i], kind=CHECK)
+      for i, text in enumerate((TAU0, TAU1, TAUINF))],
+    Row(TERMINATES, "03_inference", lambda ctx: inference.verdict_termination(ctx.extra["sweep"]), kind=CHECK),
+    Row(REDUCES, "03_inference", _reduces, arms=(LITERAL,)),
+    Row(SOLVES, "03_inference", _solves, arms=(NAME,), extension=True),
+    Row(ORDER, "03_inference", _order, arms=(NAME,), extension=True),
+])
 
 # The write-up's claims, in its order; each names the verdict row of notebooks/formal_ed/03_inference that tests it.
 CLAIMS = register(_C, [

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-from ... import experiments, ledger, nb, stats, tables, verdicts
+from ... import experiments, learning, ledger, nb, stats, tables, verdicts
+from ... import claims as claim_rows
+from ...claims import Context, Row, register as register_rows
 from ...stats import span
-from ...verdicts import (FAILS, HOLDS, INCONCLUSIVE, Verdict, chance_text, claim, exact, have, if_learned, in_notebook,
+from ...verdicts import (CHECK, COMPUTED, COST, INCONCLUSIVE, NOT_DECIDED, Verdict, arms_of, claim, exact, gate,
                          trend)
 from ...experiments import mixer as exp
 from .. import verdict_forms as vf
@@ -114,14 +116,6 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], l
     return dataclasses.replace(v, effect=f"{v.effect}; margin x{EQUAL_MARGIN:g} either way")
 
 
-def untestable(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
-               fmt: str = ".3f") -> Verdict:
-    """A comparison with fewer than two seeds on a side: shown, never decided."""
-    return Verdict(text, published, f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}",
-                   f"{INCONCLUSIVE} (one seed on a side at this profile: no test is possible)",
-                   seeds=f"{len(a)} vs {len(b)}", effect=f"{stats.mean(a) - stats.mean(b):+{fmt}}", chance="")
-
-
 def _short(name: str) -> str:
     return name.split("/")[-1]
 
@@ -130,71 +124,44 @@ def _pub(name: str, key: str):
     return experiments.get(name).published.get(key)
 
 
-LEVEL = "the unigram level"  # what a loss must beat for a comparison of two arms to rest on anything learned
-
-
-
-
-def _levels(runs: Sequence, metric: str) -> float:
-    return facts.unigram_of(runs, "train" if metric == "train" else "val")
-
-
 def _equal_steps(runs, a: str, b: str, split: str):
     step = compute.common_step(runs[a], runs[b])
     return step, compute.at_step(runs[a], step, split), compute.at_step(runs[b], step, split)
 
 
-def _neither_learns(v: Verdict) -> Verdict:
-    return dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (neither arm learns beyond {LEVEL})")
-
-
-def arm_learns(runs: Sequence) -> bool:
-    """Whether an arm learns beyond the unigram level: its seeds' final validation losses below the validation
-    unigram loss (:func:`lmcompanion.chapters.verdict_forms.learns`). Decided from this one quantity for every row
-    that compares the arm, whatever the row compares (final losses, losses at equal steps, training losses)."""
-    return vf.learns(tables.final(runs, "val"), _levels(runs, "val"))
-
-
 def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
-    """The verdict of one two-arm claim from the arms' runs (each arm with runs)."""
+    """The verdict of one two-arm claim from the arms' runs (each arm with runs), both arms gated on the values the
+    row compares (the final ones, or those at the arms' last common evaluation)."""
     labels = (_short(p.a), _short(p.b))
+    at = "final"
     if p.kind in ("steps", "similar_steps"):
         step, a, b = _equal_steps(runs, p.a, p.b, p.metric)
-        where = f" at step {step}"
+        at = f"step {step}"
     else:
-        a, b, where = tables.final(runs[p.a], p.metric), tables.final(runs[p.b], p.metric), ""
-    if min(len(a), len(b)) < 2:
-        return untestable(p.text, p.published, a, b, labels)
-    level = _levels(runs[p.a], p.metric)
-    learned = arm_learns(runs[p.a]) or arm_learns(runs[p.b])  # once per arm, the same in every row
+        a, b = tables.final(runs[p.a], p.metric), tables.final(runs[p.b], p.metric)
     if p.kind in ("fixed", "steps"):
-        v = if_learned(claim(p.text, p.published, a, b, labels), level, a, b, level=LEVEL, learned=learned)
+        v = claim(p.text, p.published, a, b, labels)
     else:
         v = (vf.no_gain if p.kind == "no_gain" else similar)(p.text, p.published, a, b, labels)
-        v = v if learned else _neither_learns(v)
-    return dataclasses.replace(v, ours=v.ours + where) if where else v
+    v = dataclasses.replace(v, ours=v.ours + f" at {at}") if at != "final" else v
+    return gate(v, arms_of(runs, p.metric, p.a, p.b, values={p.a: a, p.b: b}, at=at))
 
 
 def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
     """The claim "``better`` reaches a lower validation loss than ``worse`` after the same training time", read on
     each run's curve at the comparison's equal time measured where the runs were made (the shortest run's,
-    :func:`compute.equal_time`), gated like every comparison of arms (:func:`arm_learns`)."""
+    :func:`compute.equal_time`), both arms gated there."""
     pair = {better: runs[better], worse: runs[worse]}
     t = compute.equal_time(pair)
     a, b = compute.at_time(runs[better], t, "val"), compute.at_time(runs[worse], t, "val")
     labels = (_short(better), _short(worse))
-    if any(math.isnan(x) for x in a + b) or min(len(a), len(b)) < 2:
-        return untestable(text, published, a, b, labels)
-    level = _levels(runs[better], "val")
-    v = if_learned(claim(text, published, a, b, labels), level, a, b, level=LEVEL,
-                   learned=arm_learns(runs[better]) or arm_learns(runs[worse]))
-    return dataclasses.replace(v, ours=f"{v.ours} after {t:,.0f} s of training measured here")
-
-
-def _not_run_here(names: Sequence[str], profile: str | None) -> bool:
-    return profile is not None and not all(experiments.runs_at(n, profile) for n in names)
-
-
+    if any(math.isnan(x) for x in a + b):
+        return verdicts.not_decided(text, published, f"{labels[0]}: {span(a)}; {labels[1]}: {span(b)}",
+                                    "an arm has no evaluation before the equal time")
+    v = claim(text, published, a, b, labels)
+    v = dataclasses.replace(v, ours=f"{v.ours} after {t:,.0f} s of training measured here")
+    return gate(v, arms_of(runs, "val", better, worse, values={better: a, worse: b},
+                           at=f"{t:,.0f} s of training"))
 
 
 def timed(rows: Sequence[Verdict], keep: bool = True) -> list[Verdict]:
@@ -208,8 +175,6 @@ def _per_step(runs) -> list[float]:
 
 def _speed_claim(runs, fast: str, slow: str, text: str, published: str) -> Verdict:
     a, b = _per_step(runs[fast]), _per_step(runs[slow])
-    if min(len(a), len(b)) < 2:
-        return untestable(text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
     v = claim(text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
     return dataclasses.replace(v, ours=f"{v.ours} s/step; ratio {stats.mean(b) / stats.mean(a):.2f}x")
 
@@ -220,25 +185,22 @@ def _ratio_claim(runs, fast: str, slow: str, text: str, published: str, lo: floa
     return vf.ratio_within(text, published, [t / base for t in _per_step(runs[slow])], lo, hi)
 
 
-
-
-
 def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
     """"there is minimal overfitting after 5.6 epochs ... for the mixer": each run's final validation loss against
     its validation loss at the evaluation nearest the run's middle (lower at the end: still learning, no
-    overfitting). Runs that see less than one pass over their data cannot overfit it: then inconclusive."""
+    overfitting), the arm gated at both. Runs that see less than one pass over their data cannot overfit it: then
+    not decided."""
     text, name = OVERFIT
     rs = runs[name]
     final, middle = tables.final(rs, "val"), [_at_middle(r, "val") for r in rs]
     published = f"{_pub(name, 'train')}/{_pub(name, 'val')} (train/validation) after 5.6 epochs"
-    labels = ("end", "middle")
-    if min(len(final), len(middle)) < 2:
-        return untestable(text, published, final, middle, labels)
-    v = claim(text, published, final, middle, labels)
+    v = claim(text, published, final, middle, ("end", "middle"))
     passes = nb.passes(rs[0].config)
     v = dataclasses.replace(v, ours=f"{v.ours}; {passes:.2f} passes over the training stories" if passes else v.ours)
-    if passes is not None and passes < 1:
-        v = dataclasses.replace(v, verdict=f"{INCONCLUSIVE} (less than one pass over the data: overfitting cannot "
+    v = gate(v, [learning.arm(_short(name), rs, "val", middle, "the middle evaluation"),
+                 learning.arm(_short(name), rs, "val", final)])
+    if passes is not None and passes < 1 and v.outcome != NOT_DECIDED:
+        v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (less than one pass over the data: overfitting cannot "
                                            "show)")
     return v
 
@@ -249,65 +211,42 @@ def _at_middle(run, split: str) -> float:
     return float(ev.loc[i, split])
 
 
-def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
-    """The claims decided by training runs (experiment name -> runs). With ``profile``, a claim whose arms that
-    profile does not run gets a "not run at this profile" row; claims whose arms have no runs otherwise (recorded
-    runs may cover only some arms) are left out."""
-    rows = []
-    for p in PAIRS:
-        if _not_run_here((p.a, p.b), profile):
-            rows += in_notebook([vf.not_run(p.text, p.published, (p.a, p.b), profile)], f"{CHAPTER}/{p.notebook}")
-        elif have(runs, p.a, p.b):
-            rows += in_notebook([pair_row(p, runs)], f"{CHAPTER}/{p.notebook}")
-    if have(runs, OVERFIT[1]):
-        rows += in_notebook([overfitting_row(runs)], f"{CHAPTER}/01_mixer_vs_llama")
-    for text, fast, slow, published, bounds, notebook, _ in SPEED:
-        if have(runs, fast, slow):
-            v = (_speed_claim(runs, fast, slow, text, published) if bounds is None
-                 else _ratio_claim(runs, fast, slow, text, published, *bounds))
-            rows += in_notebook([v], f"{CHAPTER}/{notebook}")
-    for text, better, worse, parts, notebook, _ in EQUAL_TIME:
-        if have(runs, better, worse):
-            rows += in_notebook([equal_time_row(text, vf.quote(parts, "validation after the same 12 hours on one "
-                                                               "RTX 3060"), better, worse, runs)],
-                                f"{CHAPTER}/{notebook}")
-    for label, names in TRENDS.items():
-        if have(runs, *names):
-            pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
-                             else ("val",)) for n in names], "validation, the tables")
-            d = [exp.ARMS[n].n_embed for n in names]
-            rows += in_notebook([trend(rows_.trend_text(label), pub, d, [tables.final(runs[n], "val") for n in names],
-                                       direction="down")], f"{CHAPTER}/03_scaling")
-    return rows
+def trend_row(label: str, names: Sequence[str], runs) -> Verdict:
+    """The seed-mean final validation loss falls as d_model grows, every arm gated on it."""
+    pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
+                     else ("val",)) for n in names], "validation, the tables")
+    d = [exp.ARMS[n].n_embed for n in names]
+    v = trend(rows_.trend_text(label), pub, d, [tables.final(runs[n], "val") for n in names], direction="down")
+    return gate(v, arms_of(runs, "val", *names))
 
 
 def count_rows() -> list[Verdict]:
     counts = analysis.count_table()
-    return in_notebook([
+    return [
         exact(rows_.COUNTS,
               f"{len(counts)} models (reference notes)", f"{int(counts['agree'].sum())} of {len(counts)} agree "
               f"({int((counts['counted from'] != 'the original code').sum())} of them with the notes' count of a "
               "design no original runs)", bool(counts["agree"].all())),
-    ], f"{CHAPTER}/03_scaling")
+    ]
 
 
 def liveness_rows() -> list[Verdict]:
     unread = {e: analysis.unread_weights(e) for e in (1, 2, 4)}
-    return in_notebook([
+    return [
         exact(rows_.LIVENESS, "the write-up's argument (figure)",
               ", ".join(f"e={e}: {n:,} unread" for e, n in unread.items()) + " (one block, d = L = 64)",
-              unread[1] == 0 and unread[2] > 0 and unread[4] > unread[2]),
-    ], f"{CHAPTER}/02_flat_vs_expanded")
+              unread[1] == 0 and unread[2] > 0 and unread[4] > unread[2], kind=COMPUTED),
+    ]
 
 
 def worked_example_rows() -> list[Verdict]:
     table = facts.worked_example_table()
-    return in_notebook([
+    return [
         exact(rows_.WORKED,
               "m(W) = [[2, 1, 1], [0, 1, 4], [0, 0, 1]]; output tokens 2x0, x0 + x1, x0 + 4x1 + x2",
               f"{int(table['agree'].sum())} of {len(table)} matrix rows agree (computed by MaskedTokenConv)",
               bool(table["agree"].all())),
-    ], f"{CHAPTER}/02_flat_vs_expanded")
+    ]
 
 
 def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
@@ -323,11 +262,12 @@ def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
                           f"+{pub['transformer'][n][2] - pub['transformer'][n][0]:,} MB" for n in layers)
     ours = "; ".join(f"{n} layers: mixer +{grow['mixer'][n]:,.0f}, transformer +{grow['transformer'][n]:,.0f} MB"
                      for n in layers)
-    return in_notebook([
+    return [
         exact(rows_.MEMORY_LESS, "the tables of the 'Memory' section", f"{'every' if below else 'not every'} "
-              "cell (counted, fp32)", below),
-        exact(rows_.MEMORY_GROWTH, published, ours + " (counted)", all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers)),
-    ], f"{CHAPTER}/06_memory")
+              "cell (counted, fp32)", below, kind=COMPUTED),
+        exact(rows_.MEMORY_GROWTH, published, ours + " (counted)",
+              all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers), kind=COMPUTED),
+    ]
 
 
 LLAMA128, MIXER256 = "Llama d=128, 16 heads", "expanded mixer d=256 (the first comparison's)"
@@ -340,23 +280,23 @@ def batch16_rows() -> list[Verdict]:
     gb = {k: v["training_step"] / 2**30 for k, v in c.items()}
     r1, r2 = gb[LLAMA128] / gb[MIXER256], gb[LLAMA256] / gb[FLAT512]
     pub = facts.BATCH16_GB
-    return in_notebook([
+    return [
         exact(rows_.BATCH16_LLAMA,
               f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB (Training); "
               f"{pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB (Mixer Inference)",
-              f"{gb[LLAMA128]:.2f} vs {gb[MIXER256]:.2f} GB counted (fp32): {r1:.2f}x", r1 > 1),
+              f"{gb[LLAMA128]:.2f} vs {gb[MIXER256]:.2f} GB counted (fp32): {r1:.2f}x", r1 > 1, kind=COMPUTED),
         exact(rows_.BATCH16_DOUBLE,
               f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
-              f"{gb[LLAMA256]:.2f} vs {gb[FLAT512]:.2f} GB counted (fp32): {r2:.2f}x", r2 > 2),
-    ], f"{CHAPTER}/06_memory")
+              f"{gb[LLAMA256]:.2f} vs {gb[FLAT512]:.2f} GB counted (fp32): {r2:.2f}x", r2 > 2, kind=COMPUTED),
+    ]
 
 
 def jl_rows() -> list[Verdict]:
     rows = []
     for text, (what, log10_m, pub) in zip(rows_.JL, analysis.JL_PUBLISHED):
         n = analysis.jl_dimension(log10_m)
-        rows.append(exact(text, f"{pub}", f"{n:,.0f}", abs(n - pub) <= 0.1 * pub))
-    return in_notebook(rows, f"{CHAPTER}/08_dimensions")
+        rows.append(exact(text, f"{pub}", f"{n:,.0f}", abs(n - pub) <= 0.1 * pub, kind=COMPUTED))
+    return rows
 
 
 def width_estimate_rows() -> list[Verdict]:
@@ -364,34 +304,88 @@ def width_estimate_rows() -> list[Verdict]:
     closest = min(facts.STANDARD_SHAPES.items(), key=lambda kv: max(abs(kv[1](d) / p - 1)
                                                                     for d, p in facts.WIDTH_ESTIMATES.items()))
     counts = " / ".join(f"{closest[1](d) / 1e6:,.1f}M" for d in facts.WIDTH_ESTIMATES)
-    return in_notebook([
+    return [
         exact(rows_.WIDTHS,
               " and ".join(f"{p / 1e6:,.0f} million (width {d:,})" for d, p in facts.WIDTH_ESTIMATES.items()),
               (f"within {facts.ABOUT:.0%} at both widths: {', '.join(ok)}" if ok else
                f"no declared standard shape within {facts.ABOUT:.0%} at both widths; the closest, "
-               f"{closest[0]}: {counts}"), bool(ok)),
-    ], f"{CHAPTER}/08_dimensions")
+               f"{closest[0]}: {counts}"), bool(ok), kind=COMPUTED),
+    ]
+
+
+def _one(fn: Callable[[], list[Verdict]], i: int = 0) -> Callable[[Context], Verdict]:
+    return lambda ctx: fn()[i]
+
+
+def _memory(ctx: Context, i: int) -> Verdict:
+    return memory_rows(ctx.extra.get("memory"))[i]
+
+
+def _jl(i: int) -> Callable[[Context], Verdict]:
+    return lambda ctx: jl_rows()[i]
+
+
+def _pair(p: Pair) -> Row:
+    return Row(p.text, p.notebook, lambda ctx: pair_row(p, ctx.runs), arms=(p.a, p.b), published=p.published)
+
+
+def _rows() -> list[Row]:
+    """Every row of the chapter, in the write-up's order (:func:`rows_.in_write_up_order`)."""
+    out = [_pair(p) for p in PAIRS]
+    out.append(Row(OVERFIT[0], "01_mixer_vs_llama", lambda ctx: overfitting_row(ctx.runs), arms=(OVERFIT[1],)))
+    for text, fast, slow, published, bounds, notebook, _ in SPEED:
+        decide = ((lambda ctx, t=text, f=fast, s=slow, p=published: _speed_claim(ctx.runs, f, s, t, p)) if bounds is None
+                  else (lambda ctx, t=text, f=fast, s=slow, p=published, b=bounds: _ratio_claim(ctx.runs, f, s, t, p, *b)))
+        out.append(Row(text, notebook, decide, arms=(fast, slow), kind=COST, published=published))
+    for text, better, worse, parts, notebook, _ in EQUAL_TIME:
+        published = vf.quote(parts, "validation after the same 12 hours on one RTX 3060")
+        out.append(Row(text, notebook, lambda ctx, t=text, b=better, w=worse, p=published: equal_time_row(
+            t, p, b, w, ctx.runs), arms=(better, worse), published=published))
+    for label, names in TRENDS.items():
+        out.append(Row(rows_.trend_text(label), "03_scaling", lambda ctx, lab=label, ns=names: trend_row(lab, ns, ctx.runs),
+                       arms=tuple(names)))
+    out += [Row(rows_.COUNTS, "03_scaling", _one(count_rows), kind=CHECK),
+            Row(rows_.WORKED, "02_flat_vs_expanded", _one(worked_example_rows), kind=CHECK),
+            Row(rows_.LIVENESS, "02_flat_vs_expanded", _one(liveness_rows), kind=COMPUTED),
+            Row(rows_.MEMORY_LESS, "06_memory", lambda ctx: _memory(ctx, 0), kind=COMPUTED),
+            Row(rows_.MEMORY_GROWTH, "06_memory", lambda ctx: _memory(ctx, 1), kind=COMPUTED),
+            Row(rows_.BATCH16_LLAMA, "06_memory", _one(batch16_rows, 0), kind=COMPUTED),
+            Row(rows_.BATCH16_DOUBLE, "06_memory", _one(batch16_rows, 1), kind=COMPUTED),
+            Row(rows_.WIDTHS, "08_dimensions", _one(width_estimate_rows), kind=COMPUTED),
+            *[Row(text, "08_dimensions", _jl(i), kind=COMPUTED) for i, text in enumerate(rows_.JL)]]
+    return sorted(out, key=lambda r: rows_.SECTIONS.index(rows_.section_of(r.text)))
+
+
+ROWS = register_rows(CHAPTER, _rows())
+
+
+def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
+    """The rows decided by runs (experiment name -> runs), in the write-up's order. With ``profile``, a claim whose
+    arms that profile does not run gets a "not run at this profile" row; claims whose arms have no runs otherwise
+    (recorded runs may cover only some arms) are left out."""
+    ctx = Context(runs, profile)
+    return [v for r in ROWS if r.arms and (v := claim_rows.decide(CHAPTER, r, ctx)) is not None]
 
 
 def exact_rows(memory: Mapping | None = None) -> list[Verdict]:
     """The claims decided by computation: parameter counts, the mask, memory, the background's estimates."""
-    return (count_rows() + worked_example_rows() + liveness_rows() + memory_rows(memory) + batch16_rows()
-            + width_estimate_rows() + jl_rows())
+    ctx = Context({}, None, extra={"memory": memory} if memory is not None else {})
+    return [v for r in ROWS if not r.arms and (v := claim_rows.decide(CHAPTER, r, ctx)) is not None]
 
 
 def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None,
                  profile: str | None = None) -> list[Verdict]:
     """Every claim of the write-up's CLM part, from the runs of the chapter's experiments (name -> runs), in the
     write-up's order; with ``profile``, the claims whose arms it does not run are listed as such."""
-    return rows_.in_write_up_order(training_rows(runs, profile) + exact_rows(memory))
+    return claim_rows.verdicts(CHAPTER, Context(runs, profile, extra={"memory": memory} if memory is not None else {}))
 
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
 ledger.register(CHAPTER, CLAIMS)
 
 __all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION",
-           "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LEVEL", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
-           "PARALLEL", "POSITIONAL", "Pair", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
+           "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
+           "PARALLEL", "POSITIONAL", "Pair", "ROWS", "equal_time_row", "trend_row", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
            "CLAIMS", "by_title", "compute", "count_rows", "exact_rows", "facts", "jl_rows", "liveness_rows",
            "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "results", "similar", "timed",
-           "training_rows", "untestable", "verdict_rows", "width_estimate_rows", "worked_example_rows"]
+           "training_rows", "verdict_rows", "width_estimate_rows", "worked_example_rows"]

@@ -1,0 +1,140 @@
+"""One claims interface: every chapter declares the rows of its verdict table in one shape, and one function makes them
+verdicts, for the verdict pages, the summaries, the scorecard, the ledger and the GPU campaign alike.
+
+A chapter registers its rows (:func:`register`) in the write-up's order, each a :class:`Row`: the claim's text (the
+ledger names a row by it), the notebook whose page shows what decides it, the experiments whose runs decide it
+(``arms``; none for a row decided by computation), what kind of row it is (a claim about training, which the
+learning gate guards; a cost measured here; a statement of the write-up checked by computation; a check of our code;
+:mod:`lmcompanion.verdicts`), whether it is the book's own extension beyond the write-up, which pair of arms it times
+side by side (the verdict notebook times them), and how it is decided (``decide``: a function of the
+:class:`Context`, the runs and what the chapter's notebook computed).
+
+:func:`verdicts` decides every row of a chapter the same way: a row whose arms the profile does not run, or runs with
+one seed on a side, is *not decided at this scale* and says why; a row whose runs are missing (recorded runs of
+another profile may cover some arms only) is left out; every other row is decided by its ``decide`` and stamped with
+its notebook, kind, extension and whether it is a headline row (its arms are a headline comparison's, declared in the
+experiment registry).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from . import experiments
+from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, have, not_decided
+
+PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rows are decided from: the runs of the chapter's experiments (name -> runs, in seed order), the profile
+    whose plan says which arms run (None: recorded runs, whatever they cover), the side-by-side timings of the
+    verdict notebook, and anything else the chapter's notebook computed for its rows (``extra``)."""
+
+    runs: Mapping[str, Sequence]
+    profile: str | None = None
+    timings: Sequence = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def timing(self, a: str, b: str):
+        """The side-by-side timing of arms ``a`` and ``b`` (None where they were not timed)."""
+        return next((t for t in self.timings if {a, b} <= set(t.names)), None)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One verdict row of a chapter, declared (see the module doc)."""
+
+    text: str
+    notebook: str  # the notebook of the chapter (its file name without .py) whose page shows what decides the row
+    decide: Callable[[Context], Verdict]
+    arms: tuple[str, ...] = ()  # the experiments whose runs decide it (none: decided by computation)
+    kind: str = TRAINING
+    extension: bool = False  # the book's own claim, beyond the write-up
+    timed: tuple[str, str] | None = None  # the two arms the verdict notebook times side by side for it
+    published: str = ""  # the write-up's numbers, shown where this profile does not run its arms
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"row {self.text!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not self.text.strip() or "/" in self.notebook:
+            raise ValueError(f"row {self.text!r}: a claim text and a notebook name (no folder) are needed")
+
+
+ROWS: dict[str, list[Row]] = {}
+
+
+def register(chapter: str, rows: Sequence[Row]) -> list[Row]:
+    """Register a chapter's rows (once), in the write-up's order; their texts are unique."""
+    if chapter in ROWS:
+        raise ValueError(f"the rows of {chapter!r} are registered twice")
+    texts = [r.text for r in rows]
+    twice = sorted({t for t in texts if texts.count(t) > 1})
+    if twice:
+        raise ValueError(f"{chapter}: two rows share a claim text: {twice[:2]}")
+    ROWS[chapter] = list(rows)
+    return ROWS[chapter]
+
+
+def rows(chapter: str) -> list[Row]:
+    """The registered rows of ``chapter`` (none where it registers none)."""
+    return list(ROWS.get(chapter, []))
+
+
+def _where(arms: Sequence[str], profile: str) -> str:
+    profiles = {p for a in arms for p in experiments.get(a).profiles} - {profile}
+    shared = [p for p in PROFILE_ORDER if p in profiles and all(experiments.runs_at(a, p) for a in arms)]
+    return ", ".join(shared) or "no profile"
+
+
+def _stamp(v: Verdict, row: Row, chapter: str) -> Verdict:
+    if v.claim != row.text:
+        raise ValueError(f"{chapter}: the row {row.text!r} decided a verdict for another claim, {v.claim!r}")
+    return dataclasses.replace(v, notebook=f"{chapter}/{row.notebook}", kind=row.kind, extension=row.extension,
+                               headline=experiments.is_headline(chapter, row.arms))
+
+
+def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
+    """The verdict of one row (None: its runs are missing, as in recorded runs that cover other arms)."""
+    runs = ctx.runs
+    if row.arms and ctx.profile is not None and not all(experiments.runs_at(a, ctx.profile) for a in row.arms):
+        v = not_decided(row.text, row.published or "see the chapter", "not run at this profile",
+                        f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}")
+        return _stamp(v, row, chapter)
+    if row.arms and not have(runs, *row.arms):
+        return None
+    v = row.decide(ctx)
+    if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
+        v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
+                                           "no test is possible)")
+    return _stamp(v, row, chapter)
+
+
+def verdicts(chapter: str, ctx: Context, notebook: str | None = None) -> list[Verdict]:
+    """Every registered row of ``chapter`` (of its notebook ``notebook`` only, when given) decided from ``ctx``, in
+    the registered order."""
+    return [v for row in rows(chapter) if notebook is None or row.notebook == notebook
+            if (v := decide(chapter, row, ctx)) is not None]
+
+
+def arm_claims(chapter: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(claim, arms) of every row of ``chapter`` that runs decide: what the GPU campaign completes."""
+    return [(r.text, r.arms) for r in rows(chapter) if r.arms]
+
+
+def timed_pairs(chapter: str, profile: str | None = None) -> list[tuple[str, str]]:
+    """The pairs of arms ``chapter``'s verdict notebook times side by side (those both run at ``profile``), once each."""
+    pairs = dict.fromkeys(r.timed for r in rows(chapter) if r.timed)
+    return [p for p in pairs if profile is None or all(experiments.runs_at(a, profile) for a in p)]
+
+
+def timed_claims(chapter: str) -> list[str]:
+    """The claims of ``chapter`` decided by a side-by-side timing (shown beside it, apart from the other rows)."""
+    return [r.text for r in rows(chapter) if r.timed]
+
+
+__all__ = ["Context", "ROWS", "Row", "arm_claims", "decide", "register", "rows", "timed_claims", "timed_pairs",
+           "verdicts"]
