@@ -89,3 +89,31 @@ def test_the_summaries_are_written_with_the_other_pages(tmp_path):
     assert (tmp_path / "summary.md").read_text() == pages.summary(REFS)
     for chapter in ("ar_ed", "mixer", "retrieval", "hourglass", "deepsight", "formal_ed"):
         assert (tmp_path / f"summary-{chapter}.md").is_file()
+
+
+def test_the_pages_refuse_a_verdict_decided_on_an_arm_that_has_not_learned(tmp_path):
+    import json
+
+    import pytest
+
+    from lmcompanion.errors import LMCError
+
+    assert pages.gate_violations(REFS) == []  # the references obey the gate
+    nb = nbformat.v4.new_notebook()
+    row = {"chapter": "ar_ed", "profile": "cpu", "claim": "a beats b", "verdict": "holds", "outcome": "holds",
+           "group": "training", "notebook": "ar_ed/x",
+           "arms": [{"label": "a", "reference": "unigram", "level": 6.0, "values": [5.0, 5.6], "at": "final",
+                     "kind": "loss"}]}
+    nb.cells.append(nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "display_data", data={pages.GLUE_MIME: repr(json.dumps([row]))},
+        metadata={"scrapbook": {"name": "verdicts:cpu"}})]))
+    (tmp_path / "ar_ed").mkdir()
+    nbformat.write(nb, tmp_path / "ar_ed" / "x.ipynb")
+    assert pages.gate_violations(tmp_path) == ["ar_ed/x (cpu): 'a beats b' holds with arms that have not learned: a"]
+    with pytest.raises(LMCError, match="arms that have not learned"):
+        pages.write_pages(tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+    row["arms"][0]["values"] = [5.0, 5.5]
+    nb.cells[0].outputs[0]["data"][pages.GLUE_MIME] = repr(json.dumps([row]))
+    nbformat.write(nb, tmp_path / "ar_ed" / "x.ipynb")
+    assert pages.gate_violations(tmp_path) == []

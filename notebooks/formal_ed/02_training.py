@@ -100,10 +100,11 @@ literal_runs = S.runs(LITERAL, settings=lit)
 # %%
 adamw_runs = S.runs(NAME)
 
-# %% mystnb={"figure": {"caption": "Loss against the number of training examples seen (log scale), for ED-Training as written (plain SGD, one example at a time, summed loss) and for batched AdamW through the shared trainer, from the same initial weights. Left: the training loss (ED-Training: the mean of J/(ℓ_X−1) since the previous point). Right: the held-out loss in eval mode on fixed batches. Lines are means over seeds; bands span the lowest to the highest seed.", "name": "formal-ed-training-curves"}}
+# %% mystnb={"figure": {"caption": "Loss against the number of training examples seen (log scale), for ED-Training as written (plain SGD, one example at a time, summed loss) and for batched AdamW through the shared trainer, from the same initial weights. Left: the training loss (ED-Training: the mean of J/(ℓ_X−1) since the previous point). Right: the held-out loss in eval mode on fixed batches. Lines are means over seeds; bands span the lowest to the highest seed. The dashed line is the unigram loss of the answer tokens (their frequencies alone), the learning gate's reference line.", "name": "formal-ed-training-curves"}}
 fig = plots.curves(fe.curves(literal_runs, adamw_runs), "examples",
                    {"loss": "training loss", "val": "held-out loss (eval mode)"},
-                   xlabel="training examples seen", ylabel="cross-entropy (nats/token)", logx=True)
+                   xlabel="training examples seen", ylabel="cross-entropy (nats/token)", logx=True,
+                   reference=fe.unigram_reference(adamw_runs[0].config))
 
 # %% [markdown]
 # ## What each method learned

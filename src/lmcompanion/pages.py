@@ -28,6 +28,7 @@ from scipy import stats as scipy_stats
 
 from . import chapters, experiments, ledger, learning
 from .config import PROFILES
+from .errors import LMCError
 from .stats import ALPHA
 from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCONCLUSIVE, NOT_DECIDED, OUTCOMES, TRAINING
 
@@ -59,10 +60,15 @@ def glued_verdicts(nb) -> list[dict]:
 
 
 def _cell(v: dict) -> str:
-    """A verdict cell: the verdict (with the scale it names), our effect and p."""
-    notes = [f"effect {v['effect']}" if v.get("effect") else "", v.get("chance") or ""]
+    """A verdict cell: the verdict (with the scale it names), our effect and p, and how far each gated arm learned."""
+    notes = [f"effect {v['effect']}" if v.get("effect") else "", v.get("chance") or "", _learned_text(v)]
     notes = [n for n in notes if n]
     return f"{v['verdict']}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _learned_text(v: dict) -> str:
+    text = v.get("learned") or ""
+    return f"learned: {text}" if text else ""
 
 
 def _book_order(chapters) -> list[str]:
@@ -210,9 +216,7 @@ def _learned_cell(r: dict) -> str:
     """How far each gated arm learned, from the glued arms (the same text as the verdict tables')."""
     if r.get("learned"):
         return r["learned"]
-    arms = [learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
-            for a in r.get("arms") or []]
-    return learning.summary(arms) or "(no trained arm gated)"
+    return learning.summary([_arm_of(a) for a in r.get("arms") or []]) or "(no trained arm gated)"
 
 
 def _why_not(r: dict) -> str:
@@ -223,9 +227,7 @@ def _why_not(r: dict) -> str:
 
 def _unlearned(rows: list[dict]) -> list[str]:
     """The arms that have not learned, over ``rows``, each once."""
-    return list(dict.fromkeys(a["label"] for r in rows for a in (r.get("arms") or [])
-                              if not learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v)
-                                                     for k, v in a.items()}).learned))
+    return list(dict.fromkeys(a["label"] for r in rows for a in (r.get("arms") or []) if not _arm_of(a).learned))
 
 
 def _other_profiles(chapter: str, profile: str) -> str:
@@ -511,7 +513,34 @@ def mark_stale(root: Path, sources: Path) -> list[str]:
     return stale
 
 
+def _arm_of(a: dict) -> learning.Arm:
+    return learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
+
+
+def gate_violations(root: Path) -> list[str]:
+    """Every glued claim about training that holds or does not hold although an arm it rests on has not learned (or
+    with no gated arm at all): what the learning gate forbids (:mod:`lmcompanion.learning`), re-read from the arms'
+    own numbers. Empty when the build is sound."""
+    out = []
+    for docname, _, nb in executed_notebooks(root):
+        for r in glued_verdicts(nb):
+            if r["outcome"] not in (HOLDS, FAILS) or group_of(r) != TRAINING:
+                continue
+            arms = [_arm_of(a) for a in r.get("arms") or []]
+            bad = [a.label for a in arms if not a.learned]
+            if not arms or bad:
+                out.append(f"{docname} ({r['profile']}): {r['claim']!r} {r['outcome']} "
+                           + (f"with arms that have not learned: {', '.join(bad)}" if bad else "with no gated arm"))
+    return out
+
+
 def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str = "notebooks") -> list[str]:
+    """Write the generated pages; stop, writing nothing, where a glued row breaks the learning gate."""
+    bad = gate_violations(root)
+    if bad:
+        raise LMCError("verdicts decided on arms that have not learned (the learning gate, lmcompanion.learning): "
+                       + "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+                       + ". Re-execute these notebooks with this package (make book)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scorecard.md").write_text(scorecard(root, prefix))
@@ -525,5 +554,5 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
 
 
 __all__ = ["build_record", "chance_line", "claims_about_training", "conclusion", "executed_notebooks", "glued_verdicts",
-           "group_of", "is_check", "ledger_page", "mark_stale", "own_verdicts", "registered_claims", "scale_of",
+           "gate_violations", "group_of", "is_check", "ledger_page", "mark_stale", "own_verdicts", "registered_claims", "scale_of",
            "scorecard", "summary", "write_pages"]

@@ -64,17 +64,18 @@ def _stack(frames, column: str):
 Reference = tuple[str, "float | Mapping[str, float]"]
 
 
-def _reference(ax, reference: Reference | None, column: str) -> None:
+def _reference(ax, reference: Reference | list[Reference] | None, column: str) -> None:
     """``reference`` (label, value), e.g. the unigram loss, as a dashed horizontal line; its value may be one number
-    for every panel or one per panel's column (a panel whose column it lacks gets none)."""
+    for every panel or one per panel's column (a panel whose column it lacks gets none). A list of references draws
+    each (e.g. chance with 31 and with 127 candidates), in different dashes."""
     if reference is None:
         return
-    label, value = reference
-    if isinstance(value, Mapping):
-        if column not in value:
-            return
-        value = value[column]
-    ax.axhline(value, color="0.4", linestyle="--", linewidth=1, label=label)
+    for (label, value), style in zip(reference if isinstance(reference, list) else [reference], ("--", ":", "-.")):
+        if isinstance(value, Mapping):
+            if column not in value:
+                continue
+            value = value[column]
+        ax.axhline(value, color="0.4", linestyle=style, linewidth=1, label=label)
 
 
 def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,

@@ -122,8 +122,8 @@ def curves(runs: Mapping[str, Sequence], names: Sequence[str]):
     """Train and test cross-entropy per query against step (mean over seeds, min-max band), one line per arm, with
     chance (a uniform guess among the candidates) as a dashed line."""
     groups = {experiments.get(n).title: runs[n] for n in names if runs.get(n)}
-    n_ctx = {rs[0].config.model.context_size for rs in groups.values()}
-    reference = (f"chance (ln {n_ctx.copy().pop() - 1})", chance(n_ctx.pop())) if len(n_ctx) == 1 else None
+    n_ctx = sorted({rs[0].config.model.context_size for rs in groups.values()})
+    reference = [(f"chance (ln {n - 1})", chance(n)) for n in n_ctx]  # one line per candidate count shown
     return plots.loss_curves(groups, splits=("train", "test"), reference=reference,
                              ylabel="cross-entropy (nats per query)")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Sequence
 
+from ...data import unigram_loss
 from ...data.seq2seq import Seq2SeqDataConfig, dataset
 from ...stats import span
 from ...train import Run
@@ -29,6 +30,12 @@ def curves(literal_runs: Sequence[Run], adamw_runs: Sequence[Run]) -> dict[str, 
         "ED-Training (literal, SGD per example)": [_curve(r, 1) for r in literal_runs],
         "AdamW, batched (shared trainer)": [_curve(r, r.config.train.global_batch) for r in adamw_runs],
     }
+
+
+def unigram_reference(cfg) -> tuple[str, dict[str, float]]:
+    """("unigram loss", {panel column: loss}) for the training curves: the answer tokens' unigram loss on the train
+    split (the training-loss panel) and on the held-out one (:func:`lmcompanion.data.unigram_loss`)."""
+    return "unigram loss", {"loss": unigram_loss(cfg, "train"), "val": unigram_loss(cfg, "val")}
 
 
 def task_table(data: Seq2SeqDataConfig):
