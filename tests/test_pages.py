@@ -55,7 +55,7 @@ def test_the_summaries_keep_exact_checks_apart_and_give_each_training_claim_a_ba
     intro = pages.summary(REFS)
     assert f"{len(training)} claims about training" in intro and f"{len(checks)} exact checks of our code" in intro
     for chapter in {r["chapter"] for r in rows}:
-        assert f"| {pages.CHAPTER_TITLES[chapter]} | " in intro
+        assert f"| {{doc}}`{pages.CHAPTER_TITLES[chapter]} </book/{chapter}/index>` | " in intro  # a link to it
     page = pages.summary(REFS, "ar_ed")
     mine = [r for r in training if r["chapter"] == "ar_ed"]
     table = [line for line in page.splitlines() if line.startswith("| ") and "{bdg-" in line]

@@ -118,3 +118,5 @@ def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
     assert ">4<" in out  # a whole float (a count beside a missing value) as an integer
     assert '<span class="math notranslate nohighlight">\\(L^1\\)</span>' in out and "$L^1$" not in out
     assert "<code>$HOME</code>" in out  # no mathematics inside code
+    names = tables.html(pd.DataFrame({"experiment": ["mixer/expanded_d256"], "cmd": ["`a/b_c`"]}))
+    assert "mixer/<wbr>expanded_<wbr>d256" in names and "<code>a/b_c</code>" in names  # may wrap; code stays whole

@@ -183,7 +183,7 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
             tr = [r for r in training if r["chapter"] == c]
             ck = [r for r in checks if r["chapter"] == c]
             n = [sum(r["outcome"] == o for r in tr) for o in (HOLDS, FAILS, INCONCLUSIVE)]
-            lines.append(f"| {CHAPTER_TITLES.get(c, c)} | " + " | ".join(map(str, n)) + f" | {_counts(ck)} |")
+            lines.append(f"| {{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>` | " + " | ".join(map(str, n)) + f" | {_counts(ck)} |")
         return "\n".join(lines) + "\n"
     lines += ["| claim | verdict | the write-up | ours (effect ± SE) | decided in |", "|---|---|---|---|---|"]
     for r in training:

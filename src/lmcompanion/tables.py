@@ -140,14 +140,26 @@ def _math(html_text: str) -> str:
                    _MATH.sub(r'<span class="math notranslate nohighlight">\(\1\)</span>', p) for p in parts)
 
 
+_TEXT = re.compile(r">([^<>]+)<")
+_BREAK = re.compile(r"(?<=[/_])(?=\w)")
+
+
+def _breaks(html_text: str) -> str:
+    """A line-break opportunity (``<wbr>``) after every / and _ inside a word of the table's text (experiment names
+    such as ``mixer/expanded_d256``), so that a narrow column wraps them instead of widening the table; not in text
+    that holds code or mathematics."""
+    return _TEXT.sub(lambda m: m.group(0) if "`" in m.group(1) or "$" in m.group(1) else
+                     ">" + _BREAK.sub("<wbr>", m.group(1)) + "<", html_text)
+
+
 def html(df: pd.DataFrame) -> str:
     """The book's HTML of a table (installed as the notebooks' DataFrame formatter by ``nb.setup``): pandas' own,
     with one header row (:func:`one_header_row`), floats in the book's number format (:func:`_cell`), text between
     backticks (`cpu`, a command) set as code, as Markdown would set it (an HTML table shows the backticks
-    themselves), and TeX between dollars typeset (:func:`_math`)."""
+    themselves), TeX between dollars typeset (:func:`_math`), and names that may wrap after / and _ (:func:`_breaks`)."""
     shown = df.map(_cell) if any(kind in "fc" for kind in df.dtypes.map(lambda d: d.kind)) or \
         any(d == object for d in df.dtypes) else df
-    return _math(_CODE.sub(r"<code>\1</code>", one_header_row(shown)._repr_html_()))
+    return _math(_CODE.sub(r"<code>\1</code>", _breaks(one_header_row(shown)._repr_html_())))
 
 
 def environment(run) -> pd.DataFrame:
