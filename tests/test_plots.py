@@ -93,8 +93,7 @@ def test_no_figure_of_several_panels_is_wider_than_the_page():
 def test_a_figure_records_only_its_width():
     fig = plots.loss_curves({"a": [Finished(0)]})
     data, metadata = plots.retina_png(fig)
-    from PIL import Image
-    import io
+    import struct
 
-    w, h = Image.open(io.BytesIO(data)).size
-    assert metadata == {"width": w // 2}
+    w, h = struct.unpack(">II", data[16:24])  # the PNG's IHDR: width and height in pixels (twice the density)
+    assert metadata == {"width": w // 2} and h > 0
