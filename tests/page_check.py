@@ -79,7 +79,7 @@ const scroller = el => { for (let e = el.parentElement; e instanceof Element && 
   if (s.overflowX === 'auto' || s.overflowX === 'scroll' || s.overflowX === 'hidden' || s.overflowX === 'clip') return e; }
   return null; };
 const wide = [];
-for (const el of col.querySelectorAll('table, pre, mjx-container[display="true"]')) {
+for (const el of col.querySelectorAll('table, pre, img, mjx-container[display="true"]')) {
   if (!visible(el) || (el.tagName === 'TABLE' && el.parentElement.closest('table'))) continue;
   const r = el.getBoundingClientRect();
   const width = Math.max(r.width, el.scrollWidth);
