@@ -109,10 +109,11 @@ return {column: Math.round(right - left), viewport: window.innerWidth, figures: 
 
 WAIT_MATH = r"""
 const done = arguments[arguments.length - 1];
+const frames = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50))));
 const ready = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : Promise.resolve();
 // open every folded cell and dropdown, so that what it hides is checked too
 for (const d of document.querySelectorAll('details')) d.open = true;
-ready().then(() => done(true), () => done(false));
+ready().then(frames).then(() => done(true), () => done(false));  // and the layout settled at this width
 """
 
 

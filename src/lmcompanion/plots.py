@@ -70,6 +70,7 @@ def install_png_formatter() -> None:
 
 
 PANEL_WIDTH = 3.0  # inches: one panel of a row of panels (two fill the page)
+SINGLE_WIDTH = 4.8  # inches: a figure of one panel (wide enough for its legend below it)
 
 
 def panel_grid(n: int, panel_width: float = PANEL_WIDTH, ncols: int | None = None,
@@ -86,7 +87,7 @@ def panel_figure(n: int, height: float = 3.2, **kw):
     """A figure of ``n`` panels laid out by :func:`panel_grid` within the page's width, and its first ``n`` axes
     (row by row; the grid's unused cells are hidden). ``kw`` goes to ``plt.subplots`` (e.g. ``sharey``)."""
     rows, cols = panel_grid(n)
-    width = min(DRAWN_WIDTH, PANEL_WIDTH * cols + 0.6)
+    width = min(DRAWN_WIDTH, PANEL_WIDTH * cols + 0.6 if cols > 1 else SINGLE_WIDTH)
     fig, grid = plt.subplots(rows, cols, squeeze=False, figsize=(width, height * rows), **kw)
     for ax in grid.flat[n:]:
         ax.set_visible(False)

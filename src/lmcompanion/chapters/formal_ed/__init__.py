@@ -20,8 +20,8 @@ CLAIMS = register(_C, [
     Claim(_C, r"the Encoder-Decoder transformer outputs the probability distribution $P \in (0,1)^{|V| \times |x|}$ "
               r"where $P_{ij} = \hat P_\theta(x_{j+1} \mid x_{1:j}, z)$", "Algorithm",
           row="The batched model computes the write-up's ED-Transformer P"),
-    Claim(_C, r"$Z \leftarrow Z + \mathrm{MultiHeadAttention}(Z, Z \mid \mathcal{W}_\mathrm{enc}, 1)$; "
-              r"$X \leftarrow X + \mathrm{MultiHeadAttention}(X, Z \mid \mathcal{W}_\mathrm{cross}, 1)$",
+    Claim(_C, r"Z ← Z + MultiHeadAttention(Z, Z | $\mathcal{W}_\mathrm{enc}$, 1); "
+              r"X ← X + MultiHeadAttention(X, Z | $\mathcal{W}_\mathrm{cross}$, 1)",
           "Algorithm", row="The encoder and the cross-attention see all of z (Mask ≡ 1)"),
     Claim(_C, "Given a dataset $(z^i, x^i)$, initial parameters θ with hyper-parameters T ∈ ℕ and η ∈ (0, ∞), it outputs "
               "the trained parameters θ̂", "Training",
