@@ -20,6 +20,7 @@ layer and the tables all print the same way.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Sequence
 
 SIG = 3  # significant digits of a value
@@ -50,8 +51,8 @@ def number(x: float, sig: int = SIG, sign: str = "") -> str:
     """A value to ``sig`` significant digits (see the module's rules); integers are written whole."""
     if isinstance(x, bool):
         return str(x)
-    if isinstance(x, int):
-        return f"{x:{sign},}"
+    if isinstance(x, numbers.Integral):  # numpy's integers too
+        return f"{int(x):{sign},}"
     x = float(x)
     if not math.isfinite(x) or x == 0:
         return f"{x:{sign}g}"
@@ -91,6 +92,8 @@ def span(values: Sequence[float], fmt: str | None = None) -> str:
     if len(values) == 1:
         return number(values[0], sign=sign)
     m, lo, hi = sum(values) / len(values), min(values), max(values)
+    if not all(math.isfinite(v) for v in values):  # nothing to choose digits by: each as a value ("nan [nan, nan]")
+        return f"{number(m, sign=sign)} [{number(lo, sign=sign)}, {number(hi, sign=sign)}]"
     if lo == hi:
         return f"{number(lo, sign=sign)} (all {len(values)} seeds)"
     largest = max(abs(lo), abs(hi))
