@@ -88,6 +88,10 @@ def test_no_figure_of_several_panels_is_wider_than_the_page():
     assert len({ax.get_subplotspec().rowspan.start for ax in figs["sweep"].axes if ax.get_visible()}) == 2
     (legend,) = figs["loss curves"].legends
     assert legend._ncols < 3  # long labels: fewer a row
+    longest = {"a label far longer than the figure is wide, " * 3: [Finished(0)], "b": [Finished(0.1)]}
+    fig = plots.loss_curves(longest)
+    assert _displayed_width(fig) <= page  # wrapped onto more lines
+    assert "\n" in fig.legends[0].get_texts()[0].get_text()
 
 
 def test_a_figure_records_only_its_width():

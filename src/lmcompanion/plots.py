@@ -6,6 +6,7 @@ spread the verdicts account for is visible in the curves too.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Mapping, Sequence
 
 import matplotlib as mpl
@@ -110,9 +111,20 @@ def legend_outside(fig, ax) -> None:
     width = fig.get_window_extent(renderer).width
     for ncols in range(min(len(labels), 3), 0, -1):
         legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=ncols)
-        if ncols == 1 or legend.get_window_extent(renderer).width <= width:
+        if legend.get_window_extent(renderer).width <= width:
             return
         legend.remove()
+    # one a row is still too wide: a label longer than the figure wraps onto more lines
+    chars = max(len(label) for label in labels)
+    while chars > 20:
+        chars = int(chars * 0.8)
+        legend = fig.legend(handles, [textwrap.fill(label, chars) for label in labels], loc="upper center",
+                            bbox_to_anchor=(0.5, 0.0), ncols=1)
+        if legend.get_window_extent(renderer).width <= width:
+            return
+        legend.remove()
+    fig.legend(handles, [textwrap.fill(label, 20) for label in labels], loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncols=1)
 
 
 def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
