@@ -45,12 +45,13 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book references clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book page-check references clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
 	@echo "make runs [PROFILE=cpu]   train every run the book reads, JOBS processes at a time (make book does this first)"
 	@echo "make test                 unit tests + nbval + warning-free smoke build"
+	@echo "make page-check [HTML=_build/html]  read a built book in headless Chromium at three widths (figures, tables, math, links)"
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
 	@echo "make gpu-rehearsal        one training step of every model family under bf16 autocast and torch.compile on the CPU"
@@ -164,6 +165,17 @@ smoke-book: $(INSTALLED)
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
 	grep -q '_sources/notebooks/prologue/baseline.py' _build/smoke/_build/html/notebooks/prologue/baseline.html
 	test -s _build/smoke/_build/html/_sources/notebooks/prologue/baseline.py   # the page's .py source, downloadable
+
+# A built book read as a reader sees it, in headless Chromium at a phone's, a laptop's and a wide window's width
+# (tests/page_check.py): every figure shown at its file's aspect ratio, no table, code block or equation wider than
+# the text column outside a visible scroll container (at the laptop and wide widths, no table that needs one), no
+# raw TeX, every internal link resolving. HTML is the book's folder: _build/html (make book), or the smoke book,
+# _build/smoke/_build/html (make smoke-book). Chromium and its driver come from Debian: apt-get install -y chromium
+# chromium-driver. About a minute for the smoke book on two cores; not part of make test (CI installs no Chromium).
+HTML ?= _build/html
+PAGE_CHECK_ARGS ?= -q
+page-check: $(INSTALLED)
+	$(BIN)python tests/page_check.py $(HTML) $(PAGE_CHECK_ARGS)
 
 # Every smoke notebook, re-executed in a fresh run store; then the numbers of every run it trained.
 references: $(INSTALLED)

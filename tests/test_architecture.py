@@ -23,7 +23,7 @@ MODULES = sorted(
 # patterns ("x.*": the submodules of x; "x*": x and its submodules).
 LAYERS = {
     0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths"],
-    1: ["lmcompanion.config", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
+    1: ["lmcompanion.config", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
         "lmcompanion.ledger"],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries

@@ -8,17 +8,26 @@ def test_the_cost_table_has_a_row_per_profile_and_few_enough_columns_to_show_the
     S = nb.setup(profile="smoke", device="cpu")
     names = ["ar_ed/baseline", "ar_ed/mse_pos_sub"]
     table = nb.cost_table(S, names)
-    assert list(table.columns) == ["profile", "tokens/run", "PFLOP/run", "estimated time/run (one H100)",
+    assert list(table.columns) == ["profile", "tokens/run", "FLOPs/run", "estimated time/run (one H100)",
                                    "measured time/run"]
     assert list(table.loc["ar_ed/baseline", "profile"]) == ["smoke (here)", "gpu", "paper"]
     paper = table[table.profile == "paper"].loc["ar_ed/baseline"]
     cfg = experiments.planned("ar_ed/baseline", "paper", 0, device="cpu").config
     assert paper["tokens/run"] == f"{cfg.tokens():,}"
+    assert paper["FLOPs/run"].endswith("FLOP") and float(paper["FLOPs/run"].split()[0]) >= 1  # a prefix, not 0.000755
     assert paper["estimated time/run (one H100)"].endswith(("min", "h")) and paper["measured time/run"] == "not recorded yet"
 
 
 def test_three_significant_digits_with_thousands_separators():
     assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == ["1,230", "0.0123", "2.00", "1,000,000", "0"]
+
+
+def test_the_write_up_passes_read_in_the_book_format():
+    from lmcompanion import models  # noqa: F401  (the registries)
+
+    cfg = experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu")
+    text = nb.write_up_passes(cfg)
+    assert text.startswith("≈ ") and ".00 " not in text, text
 
 
 def test_a_legend_never_gives_a_scaled_model_the_published_size():

@@ -86,15 +86,25 @@ def test_nothing_is_declared_that_nothing_uses():
     assert not unused, f"declared in pyproject.toml but never imported: {unused}"
 
 
+PAGE_CHECK = REPO / "tests" / "page_check.py"  # make page-check: its own extra, not part of make test
+
+
 def test_the_test_extra_runs_the_tests_without_the_book_extra():
     """Unit tests and nbval need the core, the test extra and nothing from the book extra alone."""
-    files = sorted((REPO / "tests").glob("*.py")) + sorted((REPO / "notebooks").rglob("*.py"))
+    files = sorted(set((REPO / "tests").glob("*.py")) - {PAGE_CHECK}) + sorted((REPO / "notebooks").rglob("*.py"))
     needed = _imports(files)
     need_extra = {d: sorted(f)[:3] for d, f in needed.items() if d not in CORE | EXTRAS["test"]}
     assert not need_extra, f"imported by the tests or notebooks, not in the core or the test extra: {need_extra}"
     # running notebooks (test_runner, nbval): jupytext reads them, papermill runs them on ipykernel; the verdict
     # notebooks glue their tables with myst_nb; without ipywidgets tqdm.auto warns on stderr, which nbval compares
     assert {"jupytext", "papermill", "ipykernel", "ipywidgets", "myst-nb", "nbval", "pytest"} <= EXTRAS["test"]
+
+
+def test_the_page_check_needs_only_its_extra_and_the_core():
+    needed = _imports([PAGE_CHECK])
+    assert set(needed) <= CORE | EXTRAS["page-check"], needed
+    assert "selenium" in needed and "selenium" in EXTRAS["page-check"]
+    assert "page-check" in (REPO / "Makefile").read_text()
 
 
 def test_the_version_is_written_once():

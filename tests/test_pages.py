@@ -29,6 +29,10 @@ def test_the_build_record_lists_every_executed_notebook():
         doc = src.relative_to(REPO / "notebooks").with_suffix("")
         assert f"{{doc}}`/notebooks/{doc}`" in text
     assert "| `smoke` |" in text and "Total execution time" in text
+    assert all(f"## {title}" in text for title in pages.CHAPTER_TITLES.values())  # a table per chapter
+    rows = [line for line in text.splitlines() if line.startswith("| {doc}")]
+    assert rows and all(line.count(" | ") == 4 for line in rows)  # five columns
+    assert all(line.rstrip(" |").endswith("UTC") for line in rows)  # "2026-11-27 14:38 UTC", not the ISO stamp
 
 
 def test_a_page_whose_source_changed_after_execution_says_so(tmp_path):

@@ -56,4 +56,48 @@ def test_labelled_ticks_are_legible_and_panels_grow_to_fit_them():
     assert all(t.get_fontsize() >= 9 for t in ax.get_xticklabels() + ax.get_yticklabels())
     assert fig.get_size_inches()[0] >= 30 * plots.TICK_INCHES
     many = plots.heatmaps([{"matrix": np.eye(30), "xlabel": "x", "ylabel": "y", "xticks": tokens}] * 4, ncols=4)
-    assert many.get_size_inches()[0] <= plots.MAX_WIDTH  # wrapped to more rows, not shrunk to the page
+    rows = {ax.get_subplotspec().rowspan.start for ax in many.axes if ax.images}
+    assert len(rows) == 4  # one a row: wrapped to more rows, not shrunk to the page
+    assert all(t.get_fontsize() >= 9 for t in many.axes[0].get_xticklabels())
+
+
+def _displayed_width(fig) -> float:
+    """The width in CSS pixels the book shows a figure at: the width its notebook output records."""
+    data, metadata = plots.retina_png(fig)
+    assert set(metadata) == {"width"}  # no height: the browser keeps the file's aspect ratio at every width
+    return metadata["width"]
+
+
+def test_no_figure_of_several_panels_is_wider_than_the_page():
+    """Panels that do not fit side by side in the text column wrap to more rows (no figure is shrunk to the page,
+    its text with it), and a legend of long labels takes fewer columns instead of widening the figure."""
+    import numpy as np
+
+    plots.style()
+    page = plots.PAGE_WIDTH * plots.DPI + 2  # + rounding
+    long = {f"a rather long arm label number {i}, d_model=512": [Finished(0), Finished(0.1)] for i in range(5)}
+    figs = {"loss curves": plots.loss_curves(long, reference=("unigram loss", 3.3)),
+            "three splits": plots.loss_curves(long, splits=("train", "val", "val")),
+            "sweep": plots.sweep([0, 1], {k: [[1, 2], [2, 3]] for k in "abc"}, xlabel="x", ylabel="y"),
+            "curves": plots.curves({"a": [pd.DataFrame({"x": [1, 2], "y": [1.0, 0.5]})]}, "x",
+                                   {"y": "one", "z": "two", "w": "three"}, xlabel="x", ylabel="y"),
+            "heatmaps": plots.heatmaps([{"matrix": np.eye(12), "xlabel": "x", "ylabel": "y",
+                                         "xticks": list("abcdefghijkl")}] * 4, colorbar="weight")}
+    wide = {name: _displayed_width(fig) for name, fig in figs.items() if _displayed_width(fig) > page}
+    assert not wide, f"wider than the page ({page:.0f} px): {wide}"
+    assert len({ax.get_subplotspec().rowspan.start for ax in figs["sweep"].axes if ax.get_visible()}) == 2
+    (legend,) = figs["loss curves"].legends
+    assert legend._ncols < 3  # long labels: fewer a row
+    longest = {"a label far longer than the figure is wide, " * 3: [Finished(0)], "b": [Finished(0.1)]}
+    fig = plots.loss_curves(longest)
+    assert _displayed_width(fig) <= page  # wrapped onto more lines
+    assert "\n" in fig.legends[0].get_texts()[0].get_text()
+
+
+def test_a_figure_records_only_its_width():
+    fig = plots.loss_curves({"a": [Finished(0)]})
+    data, metadata = plots.retina_png(fig)
+    import struct
+
+    w, h = struct.unpack(">II", data[16:24])  # the PNG's IHDR: width and height in pixels (twice the density)
+    assert metadata == {"width": w // 2} and h > 0

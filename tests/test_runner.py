@@ -1,6 +1,7 @@
 import nbformat
 import pytest
 
+from lmcompanion import runner
 from lmcompanion.errors import ConfigError
 from lmcompanion.runner import check_parameters, parameters_of, read_source, run_notebook
 
@@ -74,6 +75,11 @@ def test_plumbing_is_hidden_one_click_away_and_the_rest_is_not():
         ["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], ["hide-input"],
         ["nbval-ignore-output", "hide-input"], [], []]
     assert "tags" not in nb.cells[0].metadata
+    # the three toggles at the top of a page say what they fold (myst-nb's per-cell prompts), the others do not
+    prompts = [c.metadata.get("mystnb", {}).get("code_prompt_show") for c in nb.cells[1:]]
+    assert prompts[:3] == [p[0] for p in (runner.PROMPTS["parameters"], runner.PROMPTS["injected-parameters"],
+                                          runner.PROMPTS["setup"])]
+    assert all(p is None for p in prompts[3:]) and len(set(prompts[:3])) == 3
 
 
 def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path):

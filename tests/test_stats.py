@@ -30,8 +30,8 @@ def test_arms_of_one_value_are_judged_by_the_same_exact_test():
     assert stats.permutation_p([3.0, 1.0, 4.0], [2.0], "greater") == pytest.approx(2 / 4)
     assert stats.permutation_p([1.0], [1.0], "less") == 1.0  # a tie counts against the claim
     assert stats.compare([1.0], [2.0]).outcome == "inconclusive"
-    assert stats.compare([1.0], [2.0]).effect_text() == "-1.000 (no spread: one seed on a side)"  # not "± 0.000"
-    assert stats.compare([1.0, 1.2], [2.0, 2.2]).effect_text() == "-1.000 ± 0.141"
+    assert stats.compare([1.0], [2.0]).effect_text() == "-1.00 (no spread: one seed on a side)"  # not "± 0.000"
+    assert stats.compare([1.0, 1.2], [2.0, 2.2]).effect_text() == "-1.00 ± 0.14"  # the error's two digits
 
 
 def test_the_enumeration_agrees_with_scipy_where_both_apply():

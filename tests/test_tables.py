@@ -61,7 +61,7 @@ def test_the_best_validation_column_shows_only_where_it_differs_from_the_final_o
     assert "val (best)" not in tables.results(falling).columns
     rising = {**falling, "c": [Finished([3.0, 2.0, 2.4])]}
     table = tables.results(rising)
-    assert table.loc["c", "val (best)"] == "2.000" and table.loc["c", "val (final)"] == "2.400"
+    assert table.loc["c", "val (best)"] == "2.00" and table.loc["c", "val (final)"] == "2.40"
 
 
 def test_backticked_text_in_a_table_is_set_as_code_not_shown_with_its_backticks():
@@ -89,4 +89,39 @@ def test_an_auxiliary_loss_shows_three_significant_digits_not_an_exponent_for_0_
     table = tables.results({"a": [Finished(0.112), Finished(0.109), Finished(0.115)], "b": [Finished(4.1e-9)]},
                            aux=("aux/planning", "planning loss"))
     assert table.loc["a", "planning loss"] == "0.112 [0.109, 0.115]"
-    assert table.loc["b", "planning loss"] == "4.1e-09"
+    assert table.loc["b", "planning loss"] == "4.10×10⁻⁹"
+
+
+def test_one_number_format_digits_follow_from_what_the_number_is():
+    """The cases issue 39 named: a value over seeds in one number of decimals, every seed equal said once, a tiny
+    amount of FLOPs with its prefix, a ratio without spurious decimals, an effect to its error's digits."""
+    from lmcompanion import formats
+
+    assert tables.span([0.11, 0.0947, 0.12]) == "0.108 [0.095, 0.120]"  # not "0.11 [0.0947, 0.12]"
+    assert tables.span([1.0, 1.0, 1.0], ".4f") == "1.00 (all 3 seeds)"  # not "1.0000 [1.0000, 1.0000]"
+    assert tables.span([2.9134, 2.9151]) == "2.91 [2.91, 2.92]"
+    assert tables.span([2.91341, 2.91349]) == "2.9135 [2.9134, 2.9135]"  # the seeds differ: shown where
+    assert tables.span([153.2, 140.1]) == "146.6 [140.1, 153.2]"  # a measurement keeps a decimal
+    assert tables.si(7.55e11, "FLOP") == "755 GFLOP"  # not "0.000755" PFLOP
+    assert tables.number(550.0) == "550" and tables.number(0.000755) == "7.55×10⁻⁴"  # not "550.00"
+    assert tables.estimate(-0.01234, 0.00412) == "-0.0123 ± 0.0041"
+    assert formats.number(3) == "3" and tables.count(1234567.0) == "1,234,567"
+    import numpy as np
+
+    assert formats.number(np.int64(14_710_784)) == "14,710,784"  # a count stays whole
+    assert tables.span([float("nan"), 1.0]).startswith("nan [")  # a seed without a value: no digits to choose
+    assert tables.span([0.0, 0.0]) == "0 (all 2 seeds)" and tables.span([-0.5, 0.0]) == "-0.250 [-0.500, 0.000]"
+
+
+def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
+    import pandas as pd
+
+    df = pd.DataFrame({"arm": ["a", "b"], "PFLOP": [0.000755, 12.5], "batch": [4.0, float("nan")],
+                       "note": ["$L^1$ or $L^2$ distance", "`$HOME` stays code"]}).set_index("arm")
+    out = tables.html(df)
+    assert "7.55×10⁻⁴" in out and "12.5" in out and "0.000755" not in out
+    assert ">4<" in out  # a whole float (a count beside a missing value) as an integer
+    assert '<span class="math notranslate nohighlight">\\(L^1\\)</span>' in out and "$L^1$" not in out
+    assert "<code>$HOME</code>" in out  # no mathematics inside code
+    names = tables.html(pd.DataFrame({"experiment": ["mixer/expanded_d256"], "cmd": ["`a/b_c`"]}))
+    assert "mixer/<wbr>expanded_<wbr>d256" in names and "<code>a/b_c</code>" in names  # may wrap; code stays whole

@@ -56,8 +56,9 @@ fig = plots.heatmaps(deepsight.option_panels(), panel_size=(3.0, 3.0), colorbar=
 # %% [markdown]
 # ## Checked by hand
 #
-# For T = 5 and δ = 2, target i (1-based) is (mean(E_1..E_i) + E_{i+1} + E_{i+2}/2) / 2. Writing those
-# fractions out gives the rows below, which must equal the matrix the model uses.
+# For $T = 5$ and $\delta = 2$, target $i$ (1-based) is
+# $\big(\mathrm{mean}(E_1, \dots, E_i) + E_{i+1} + E_{i+2}/2\big) / 2$. Writing those fractions out gives the rows
+# below, which must equal the matrix the model uses.
 
 # %%
 model_w, by_hand, agree = deepsight.hand_check()

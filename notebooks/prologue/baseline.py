@@ -13,7 +13,8 @@
 # %% [markdown]
 # # The baseline, trained
 #
-# Every comparison in the yif-AI write-ups (the AR encoder–decoder and DeepSight chapters) is made against a
+# Every comparison in the yif-AI write-ups (Yifei Yan's AR encoder–decoder and DeepSight, whose code is his GitHub
+# repository yif-AI, https://github.com/yiphei/yif-AI; the next two chapters) is made against a
 # decoder-only transformer in the style of nanoGPT. This notebook builds the write-ups' three baselines,
 # checks their parameter counts against the published ones, trains the baseline at the chosen profile and
 # reports what the run measured: loss curves, final losses, a sample, throughput and the environment.

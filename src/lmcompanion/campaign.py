@@ -355,7 +355,7 @@ def passes_table(all_steps: Sequence[Step]) -> list[dict]:
             continue
         try:
             paper = experiments.config(s.run.name, "paper", device="cpu")
-            write_up = paper.data.write_up_passes(paper)
+            write_up = nb.write_up_passes(paper)
         except LMCError:
             write_up = "not known here"
         rows.append({"experiment": s.run.name, "tokens/run": s.run.config.tokens(), "passes": p, "write-up": write_up})

@@ -309,6 +309,11 @@ def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[exper
 _sig3 = tables.sig3  # three significant digits, thousands separated
 
 
+def _flops(cfg: RunConfig) -> str:
+    """A run's counted training FLOPs with the prefix that suits them (755 GFLOP, 1.23 PFLOP)."""
+    return tables.si(cfg.flops(), "FLOP")
+
+
 def _seen(cfg: RunConfig) -> str:
     """What a run trains on, counted (RunConfig.tokens()), with its unit where it is not tokens: a retrieval
     matcher's targets are query items."""
@@ -331,7 +336,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
         here = (runs or {}).get(name) or []
         cfg = experiments.config(name, settings.profile, device="cpu")
         rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
-                     "PFLOP/run": _sig3(cfg.flops() / 1e15), "estimated time/run (one H100)": "",
+                     "FLOPs/run": _flops(cfg), "estimated time/run (one H100)": "",
                      "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
                                            f"({len(here)} runs, this build)" if here else "")})
         for profile in ("gpu", "paper"):
@@ -342,7 +347,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             rec = found[profile].runs.get(name, []) if profile in found else []
             cfg = plan[0].config
             rows.append({"experiment": name, "profile": profile, "tokens/run": _seen(cfg),
-                         "PFLOP/run": _sig3(cfg.flops() / 1e15),
+                         "FLOPs/run": _flops(cfg),
                          "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
                          "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:,.1f} min "
                                                f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
@@ -365,13 +370,24 @@ def scale_table(settings: Settings, names: Sequence[str]):
                      "parameters (write-up)": f"{models.num_params(paper.model):,}",
                      f"tokens/run ({settings.profile})": _seen(here),
                      "tokens/run (write-up)": _seen(paper),
-                     f"passes over the data ({settings.profile})": f"{p_here:.2f}" if p_here is not None else "",
+                     f"passes over the data ({settings.profile})": _sig3(p_here) if p_here is not None else "",
                      "passes (write-up)": p_paper})
     return pd.DataFrame(rows).set_index("experiment")
 
 
-def _paper_passes(cfg: RunConfig) -> str:
-    return cfg.data.write_up_passes(cfg)
+_APPROX = re.compile(r"^≈ (\d[\d,]*\.\d+)")
+
+
+def write_up_passes(cfg: RunConfig) -> str:
+    """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
+    the number in the book's format. The data kinds write it with fixed decimals ("≈ 550.00"); the number is
+    rewritten here rather than there, because a data module's code is part of every run's key (editing it would
+    retrain every cached run of that kind)."""
+    text = cfg.data.write_up_passes(cfg)
+    return _APPROX.sub(lambda m: "≈ " + _sig3(float(m.group(1).replace(",", ""))), text)
+
+
+_paper_passes = write_up_passes
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import json
 import pkgutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -461,8 +462,18 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _when(stamp: str) -> str:
+    """An execution time stamp as a reader reads it: "2026-11-27 14:38 UTC" (the record keeps the full ISO form)."""
+    try:
+        t = datetime.fromisoformat(stamp).astimezone(timezone.utc)
+    except (TypeError, ValueError):
+        return stamp or ""
+    return t.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def build_record(root: Path, prefix: str = "notebooks") -> str:
-    """The build record page: every executed notebook's profile, execution time and commit."""
+    """The build record page: every executed notebook's profile, execution time and commit, a table per chapter
+    (five columns that fit the text column)."""
     lines = ["(build-record)=", "# How this book was built", "",
              "Every page below was executed by papermill in this build (`make book`); its profile and parameters, how "
              "long it took and the commit of the package that executed it are read from the executed notebook itself. "
@@ -471,21 +482,24 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
              "`make book` trains every run the pages read before it executes them (`make runs`: several runs at a "
              "time, in as many worker processes), so a page's execution time below is the time to read its runs and "
              "draw its figures and tables, not to train them. The training time of a page's runs is in its "
-             "provenance table.", "",
-             "| chapter | page | profile | parameters | execution time (s) | commit | executed |",
-             "|---|---|---|---|---:|---|---|"]
+             "provenance table.", ""]
     total = 0.0
+    header = ["| page | profile and parameters | execution time (s) | commit | executed |", "|---|---|---:|---|---|"]
+    chapter = None
     for docname, _, nb in executed_notebooks(root):
+        name = CHAPTER_TITLES.get(docname.split("/")[0], docname.split("/")[0])
+        if name != chapter:
+            chapter = name
+            lines += ["", f"## {name}", ""] + header
         meta = nb.metadata.get("lmcompanion")
-        chapter = CHAPTER_TITLES.get(docname.split("/")[0], "")
         if not meta:
-            lines.append(f"| {chapter} | {{doc}}`/{prefix}/{docname}` | (no record) | | | | |")
+            lines.append(f"| {{doc}}`/{prefix}/{docname}` | (no record) | | | |")
             continue
-        params = ", ".join(f"{k}={v!r}" for k, v in meta.get("parameters", {}).items() if k != "profile") or "defaults"
+        params = ", ".join(f"`{k}={v!r}`" for k, v in meta.get("parameters", {}).items() if k != "profile")
         commit = f"`{(meta.get('commit') or '?')[:10]}`" + (" (uncommitted changes)" if meta.get("dirty") else "")
         total += meta.get("duration_s", 0.0)
-        lines.append(f"| {chapter} | {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}` | {params} | "
-                     f"{meta.get('duration_s', 0):.0f} | {commit} | {meta.get('executed', '')} |")
+        lines.append(f"| {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}`" + (f", {params}" if params else "")
+                     + f" | {meta.get('duration_s', 0):.0f} | {commit} | {_when(meta.get('executed', ''))} |")
     lines += ["", f"Total execution time of the pages: {total / 60:.1f} min (pages that ran at the same time count "
               "separately).", ""]
     return "\n".join(lines)

@@ -6,6 +6,7 @@ spread the verdicts account for is visible in the curves too.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Mapping, Sequence
 
 import matplotlib as mpl
@@ -15,18 +16,18 @@ import numpy as np
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22"]
 
 
+PAGE_WIDTH = 6.8  # inches: the book's text column (760 to 790 px at figure.dpi, less some slack): no figure is wider
+DPI = 110  # figure.dpi: a figure's inch is this many CSS pixels on the page
+DRAWN_WIDTH = PAGE_WIDTH - 0.2  # the widest figure to draw: a saved figure gains 0.1 in of padding on each side
+
+
 def style() -> None:
     """The book's matplotlib style (called by ``lmcompanion.nb.setup``; in a notebook, figures are also stored at
-    twice their pixel density, sharp on high-DPI screens at the same size)."""
-    try:
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
-
-        set_matplotlib_formats("retina")
-    except ModuleNotFoundError:  # outside a notebook's kernel
-        pass
+    twice their pixel density, sharp on high-DPI screens at the same size: :func:`install_png_formatter`)."""
+    install_png_formatter()
     mpl.rcParams.update({
-        "figure.figsize": (7.0, 3.4),
-        "figure.dpi": 110,
+        "figure.figsize": (DRAWN_WIDTH, 3.4),
+        "figure.dpi": DPI,
         "savefig.bbox": "tight",
         "axes.grid": True,
         "grid.alpha": 0.3,
@@ -39,12 +40,91 @@ def style() -> None:
     })
 
 
+def retina_png(fig):
+    """A figure as PNG data at twice its pixel density, with its display width (in CSS pixels) and no height.
+
+    matplotlib-inline's "retina" format stores both the width and the height, and the book's HTML then gives the
+    image both as a fixed style: when the text column is narrower than the figure, the width shrinks and the height
+    does not, and the figure is squashed sideways. With the width alone the browser keeps the file's aspect ratio at
+    every width."""
+    from IPython.core.pylabtools import retina_figure
+
+    out = retina_figure(fig)
+    if out is None:  # an empty figure shows nothing, as IPython's own formatter
+        return None
+    data, metadata = out
+    return data, {"width": metadata["width"]}
+
+
+def install_png_formatter() -> None:
+    """In a notebook's kernel, figures are shown through :func:`retina_png` (nothing outside one)."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ModuleNotFoundError:  # outside a notebook's kernel
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    set_matplotlib_formats("png")  # the inline backend's own formatter, replaced for figures just below
+    shell.display_formatter.formatters["image/png"].for_type(mpl.figure.Figure, retina_png)
+
+
+PANEL_WIDTH = 3.0  # inches: one panel of a row of panels (two fill the page)
+SINGLE_WIDTH = 4.8  # inches: a figure of one panel (wide enough for its legend below it)
+
+
+def panel_grid(n: int, panel_width: float = PANEL_WIDTH, ncols: int | None = None,
+               margin: float = 0.6) -> tuple[int, int]:
+    """(rows, columns) for ``n`` panels of ``panel_width`` inches beside ``margin`` inches of labels: as many side by
+    side as fit in :data:`PAGE_WIDTH` (and at most ``ncols``), the rest on more rows, so that no panel is shrunk to
+    fit the page."""
+    fit = max(1, int((DRAWN_WIDTH - margin) / panel_width + 1e-9))
+    cols = max(1, min(n, ncols or n, fit))
+    return -(-n // cols), cols
+
+
+def panel_figure(n: int, height: float = 3.2, **kw):
+    """A figure of ``n`` panels laid out by :func:`panel_grid` within the page's width, and its first ``n`` axes
+    (row by row; the grid's unused cells are hidden). ``kw`` goes to ``plt.subplots`` (e.g. ``sharey``)."""
+    rows, cols = panel_grid(n)
+    width = min(DRAWN_WIDTH, PANEL_WIDTH * cols + 0.6 if cols > 1 else SINGLE_WIDTH)
+    fig, grid = plt.subplots(rows, cols, squeeze=False, figsize=(width, height * rows), **kw)
+    for ax in grid.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(grid.flat[:n])
+
+
+def _first_in_row(axes) -> list:
+    """The axes that start a row of a :func:`panel_figure` (they carry the y label)."""
+    return [ax for ax in axes if ax.get_subplotspec().is_first_col()]
+
+
 def legend_outside(fig, ax) -> None:
     """One legend for the figure, below its panels (off the data, and as wide as the figure, not a panel), from the
-    lines of ``ax``; nothing when they have no labels."""
+    lines of ``ax``; nothing when they have no labels. Up to three labels a row, fewer where long labels would make
+    the legend wider than the figure (the saved figure would grow to hold it, past the page's width)."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=min(len(labels), 3))
+    if not handles:
+        return
+    renderer = fig.canvas.get_renderer()
+    width = fig.get_window_extent(renderer).width
+    for ncols in range(min(len(labels), 3), 0, -1):
+        legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=ncols)
+        if legend.get_window_extent(renderer).width <= width:
+            return
+        legend.remove()
+    # one a row is still too wide: a label longer than the figure wraps onto more lines
+    chars = max(len(label) for label in labels)
+    while chars > 20:
+        chars = int(chars * 0.8)
+        legend = fig.legend(handles, [textwrap.fill(label, chars) for label in labels], loc="upper center",
+                            bbox_to_anchor=(0.5, 0.0), ncols=1)
+        if legend.get_window_extent(renderer).width <= width:
+            return
+        legend.remove()
+    fig.legend(handles, [textwrap.fill(label, 20) for label in labels], loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncols=1)
 
 
 def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
@@ -83,8 +163,8 @@ def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train"
                 ylabel: str = "cross-entropy (nats/token)"):
     """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm; and
     ``reference`` (label, loss or {split: loss}), e.g. the unigram loss, as a dashed horizontal line."""
-    fig, axes = plt.subplots(1, len(splits), sharey=True, squeeze=False, figsize=(3.6 * len(splits) + 0.6, 3.4))
-    for ax, split in zip(axes[0], splits):
+    fig, axes = panel_figure(len(splits), sharey=True)
+    for ax, split in zip(axes, splits):
         for color, (label, runs) in zip(COLORS, groups.items()):
             steps, values = _stack([r.evals() for r in runs], split)
             _band(ax, steps, values, label, color)
@@ -93,11 +173,12 @@ def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train"
         ax.set_xlabel("step")
         if logy:
             ax.set_yscale("log")
-    axes[0][0].set_ylabel(ylabel)
+    for ax in _first_in_row(axes):
+        ax.set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    legend_outside(fig, axes[0][-1])
+    legend_outside(fig, axes[-1])
     return fig
 
 
@@ -126,8 +207,8 @@ def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabe
 
     ``series[name][j]`` holds the per-seed values at ``x[j]``.
     """
-    fig, axes = plt.subplots(1, len(series), squeeze=False, figsize=(3.6 * len(series) + 0.6, 3.2))
-    for ax, color, (name, values) in zip(axes[0], COLORS, series.items()):
+    fig, axes = panel_figure(len(series))
+    for ax, color, (name, values) in zip(axes, COLORS, series.items()):
         means = np.array([np.mean(v) for v in values])
         lo = means - np.array([np.min(v) for v in values])
         hi = np.array([np.max(v) for v in values]) - means
@@ -135,7 +216,8 @@ def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabe
         ax.set_title(name)
         ax.set_xlabel(xlabel)
         ax.set_xticks(list(x))
-    axes[0][0].set_ylabel(ylabel)
+    for ax in _first_in_row(axes):
+        ax.set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -144,7 +226,6 @@ def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabe
 
 TICK_FONT = 9  # a labelled tick of a matrix (a token): the book's smallest text that still reads at 100%
 TICK_INCHES = 0.2  # the room each labelled tick gets, so that labels at TICK_FONT do not overlap
-MAX_WIDTH = 11.0  # inches: a figure wider than this is shrunk to the page and its text with it
 
 
 def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
@@ -175,8 +256,8 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
     """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
     title), one line per group (mean over seeds, min-max band), and ``reference`` as in :func:`loss_curves` (by
     column). Rows where a panel's column is missing are skipped, and so is x = 0 on a log axis."""
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(3.6 * len(panels) + 0.6, 3.4))
-    for ax, (column, panel_title) in zip(axes[0], panels.items()):
+    fig, axes = panel_figure(len(panels))
+    for ax, (column, panel_title) in zip(axes, panels.items()):
         for color, (label, frames) in zip(COLORS, groups.items()):
             kept = [f.dropna(subset=[column]) for f in frames if column in f.columns]
             if logx:
@@ -195,11 +276,12 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
         if logy:
             ax.set_yscale("log")
             ax.yaxis.set_minor_formatter(mpl.ticker.NullFormatter())
-    axes[0][0].set_ylabel(ylabel)
+    for ax in _first_in_row(axes):
+        ax.set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    legend_outside(fig, axes[0][0])
+    legend_outside(fig, axes[0])
     return fig
 
 
@@ -211,12 +293,15 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
     with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible."""
     n = len(panels)
     most = {k: max((len(p.get(k) or ()) for p in panels), default=0) for k in ("xticks", "yticks")}
-    panel_size = (max(panel_size[0], TICK_INCHES * most["xticks"] + 1.2),
-                  max(panel_size[1], TICK_INCHES * most["yticks"] + 1.2))
-    ncols = max(1, min(ncols or n, int((MAX_WIDTH - 0.8) // panel_size[0])))  # wider panels wrap to more rows
-    nrows = -(-n // ncols)
+    # the narrowest a panel may be drawn (its labelled ticks legible), and the size asked for
+    least = (max(2.2, TICK_INCHES * most["xticks"] + 1.2), max(2.0, TICK_INCHES * most["yticks"] + 1.2))
+    want = (max(panel_size[0], least[0]), max(panel_size[1], least[1]))
+    margin = 0.7 + (0.6 if colorbar is not None else 0.0)  # the y label, and the colour bar beside the panels
+    nrows, ncols = panel_grid(n, least[0], ncols, margin)  # as many a row as fit at their narrowest; more rows
+    scale = min(1.0, max(least[0] / want[0], (DRAWN_WIDTH - margin) / ncols / want[0]))
+    size = (want[0] * scale, max(least[1], want[1] * scale))
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
-                             figsize=(panel_size[0] * ncols + 0.8, panel_size[1] * nrows + 0.3))
+                             figsize=(size[0] * ncols + margin, size[1] * nrows + 0.3))
     for ax in axes.flat[n:]:
         ax.axis("off")
     for ax, panel in zip(axes.flat, panels):

@@ -165,21 +165,38 @@ def clean(nb, provenance: Mapping[str, Any] | None = None):
 
 # Plumbing a reader does not need to see, one click away on the page (Jupyter Book's cell tags, as QuantEcon and d2l
 # hide theirs): the parameters cell and papermill's injected copy of it whole; the cell that calls ``nb.setup`` and
-# every cell that shows nothing, by their code only (a toggle line where the code was).
+# every cell that shows nothing, by their code only (a toggle line where the code was). The three at the top of every
+# page say what they hold (myst-nb's per-cell ``code_prompt_show``/``code_prompt_hide``), not "Show code cell".
 HIDE_CELL, HIDE_INPUT = "hide-cell", "hide-input"
 SETUP_CALL = re.compile(r"\bnb\.setup\(")
+PROMPTS = {  # what a folded cell's toggle says, shown and hidden
+    "parameters": ("The notebook's parameters and their defaults", "Hide the parameters"),
+    "injected-parameters": ("The parameters this page was executed with", "Hide the executed parameters"),
+    "setup": ("The set-up code: imports and nb.setup", "Hide the set-up code"),
+}
+
+
+def _label(cell, which: str) -> None:
+    show, hide = PROMPTS[which]
+    cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), "code_prompt_show": show, "code_prompt_hide": hide}
 
 
 def tag_plumbing(nb):
     """Tag the cells a reader need not see (see ``HIDE_CELL``): the ``parameters`` and ``injected-parameters`` cells
-    ``hide-cell``; the setup cell and every executed code cell without outputs ``hide-input``. Other tags are kept."""
+    ``hide-cell``; the setup cell and every executed code cell without outputs ``hide-input``; the first three
+    labelled (``PROMPTS``). Other tags are kept."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         tags = list(cell.metadata.get("tags", []))
-        if {"parameters", "injected-parameters"} & set(tags):
+        which = next((t for t in ("injected-parameters", "parameters") if t in tags), None)
+        if which is not None:
             add = HIDE_CELL
-        elif SETUP_CALL.search(cell.source) or not cell.get("outputs"):
+            _label(cell, which)
+        elif SETUP_CALL.search(cell.source):
+            add = HIDE_INPUT
+            _label(cell, "setup")
+        elif not cell.get("outputs"):
             add = HIDE_INPUT
         else:
             continue

@@ -22,6 +22,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
+from . import formats
+
 ALPHA = 0.05  # the largest chance, under equal arms, at which a verdict is decisive
 
 
@@ -39,12 +41,10 @@ def std(values: Sequence[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def span(values: Sequence[float], fmt: str = ".3f") -> str:
-    """'mean [min, max]' over seeds (just the value for one seed)."""
-    values = list(values)
-    if len(values) == 1:
-        return f"{values[0]:{fmt}}"
-    return f"{mean(values):{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+def span(values: Sequence[float], fmt: str | None = None) -> str:
+    """'mean [min, max]' over seeds (just the value for one seed), in the book's number format
+    (:func:`lmcompanion.formats.span`: the digits follow from the values; ``fmt`` gives only an explicit sign)."""
+    return formats.span(values, fmt)
 
 
 def _mean_difference(x, y, axis=-1):
@@ -104,12 +104,13 @@ class Comparison:
         """The chance that the rule gives this verdict's direction if the arms were equal."""
         return self.p_reverse if self.outcome == "does not hold" else self.p_claim
 
-    def effect_text(self, fmt: str = ".3f") -> str:
-        """The effect with its standard error ("-0.012 ± 0.004"); without one where a side has a single value (no
-        spread can be estimated from it)."""
+    def effect_text(self, fmt: str | None = None) -> str:
+        """The effect with its standard error ("-0.0123 ± 0.0041": the error to two significant digits, the effect to
+        the same decimals, :func:`lmcompanion.formats.estimate`); without one where a side has a single value (no
+        spread can be estimated from it). ``fmt`` is no longer read: the digits follow from the error."""
         if min(self.n_a, self.n_b) < 2:
-            return f"{self.effect:+{fmt}} (no spread: one seed on a side)"
-        return f"{self.effect:+{fmt}} ± {self.se:{fmt}}"
+            return f"{formats.number(self.effect, sign='+')} (no spread: one seed on a side)"
+        return formats.estimate(self.effect, self.se)
 
     @property
     def lean(self) -> str:

@@ -6,9 +6,11 @@ import math
 import re
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
-from .stats import mean, span
+from .formats import count, estimate, number, si, span
+from .stats import mean
 
 
 def final(runs: Sequence, split: str) -> list[float]:
@@ -65,11 +67,9 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
 
 
 def sig3(x: float) -> str:
-    """Three significant digits, with thousands separators (2.91, 0.0123, 1,230), the book's format for losses."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    decimals = 2 - math.floor(math.log10(abs(x)))
-    return f"{round(x, decimals):,.{max(decimals, 0)}f}"
+    """Three significant digits, with thousands separators (2.91, 0.0123, 1,230): the book's format for a value
+    (:func:`lmcompanion.formats.number`)."""
+    return number(float(x))
 
 
 def ranking_sentence(groups: Mapping[str, Sequence], split: str = "val", *, what: str = "validation loss",
@@ -112,14 +112,54 @@ def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+__all__ = ["best", "count", "environment", "estimate", "final", "html", "last_train_metric", "number",
+           "one_header_row", "ranking_sentence", "results", "si", "sig3", "span"]
+
 _CODE = re.compile(r"`([^`<>\n]+)`")
+_MATH = re.compile(r"\$([^$<>\n]+?)\$")
+_CODE_SPAN = re.compile(r"(<code>.*?</code>)", re.S)
+
+
+def _cell(value):
+    """A cell's value as the book prints it: a float in the book's number format (:mod:`lmcompanion.formats`; a
+    whole float, e.g. a count that pandas turned into a float beside a missing value, as an integer)."""
+    if isinstance(value, bool) or not isinstance(value, (float, np.floating)):
+        return value
+    value = float(value)
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return count(value)
+    return number(value) if math.isfinite(value) else value
+
+
+def _math(html_text: str) -> str:
+    """TeX between dollars (``$L^1$``) as MathJax typesets it in the book's HTML (the markup Sphinx gives a
+    ``{math}`` role: MathJax processes elements of class ``math`` only, and notebook outputs are otherwise
+    excluded), outside code."""
+    parts = _CODE_SPAN.split(html_text)
+    return "".join(p if p.startswith("<code>") else
+                   _MATH.sub(r'<span class="math notranslate nohighlight">\(\1\)</span>', p) for p in parts)
+
+
+_TEXT = re.compile(r">([^<>]+)<")
+_BREAK = re.compile(r"(?<=[/_])(?=\w)")
+
+
+def _breaks(html_text: str) -> str:
+    """A line-break opportunity (``<wbr>``) after every / and _ inside a word of the table's text (experiment names
+    such as ``mixer/expanded_d256``), so that a narrow column wraps them instead of widening the table; not in text
+    that holds code or mathematics."""
+    return _TEXT.sub(lambda m: m.group(0) if "`" in m.group(1) or "$" in m.group(1) else
+                     ">" + _BREAK.sub("<wbr>", m.group(1)) + "<", html_text)
 
 
 def html(df: pd.DataFrame) -> str:
     """The book's HTML of a table (installed as the notebooks' DataFrame formatter by ``nb.setup``): pandas' own,
-    with one header row (:func:`one_header_row`), and text between backticks (`cpu`, a command) set as code, as
-    Markdown would set it (an HTML table shows the backticks themselves)."""
-    return _CODE.sub(r"<code>\1</code>", one_header_row(df)._repr_html_())
+    with one header row (:func:`one_header_row`), floats in the book's number format (:func:`_cell`), text between
+    backticks (`cpu`, a command) set as code, as Markdown would set it (an HTML table shows the backticks
+    themselves), TeX between dollars typeset (:func:`_math`), and names that may wrap after / and _ (:func:`_breaks`)."""
+    shown = df.map(_cell) if any(kind in "fc" for kind in df.dtypes.map(lambda d: d.kind)) or \
+        any(d == object for d in df.dtypes) else df
+    return _math(_CODE.sub(r"<code>\1</code>", _breaks(one_header_row(shown)._repr_html_())))
 
 
 def environment(run) -> pd.DataFrame:

@@ -663,8 +663,8 @@ LEDGER = register(_C, [
               "several channels of the same sequence (i.e., several different q, k, v) rather than to have a very long "
               "sequence", "Preliminary Explorations",
           reason="the postulate behind soft experts; the experts and lengths rows test what the write-up measured"),
-    Claim(_C, "if we reduce the initial latent size from K to K/m, we go in the attention module from K^2 to "
-              "s * (K/m)^2", "Preliminary Explorations",
+    Claim(_C, "if we reduce the initial latent size from K to K/m, we go in the attention module from $K^2$ to "
+              "$s * (K/m)^2$", "Preliminary Explorations",
           reason="arithmetic of attention's cost, true by construction; the counted FLOPs rows measure the models"),
     Claim(_C, "Merging via max and mean of the features was also considered, but according to the first experiments, "
               "this performed less well than the chosen version", "Preliminary Explorations", row=MERGE_MAX),

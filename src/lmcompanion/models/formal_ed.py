@@ -9,14 +9,14 @@ sizes) we take Phuong & Hutter's definition; the chapter's "Where we differ from
 *column*: ``Z ∈ R^{d_e × ℓ}``, ``P ∈ (0,1)^{|V| × ℓ}``, indices from 1. We keep a batch of ``B`` sequences with
 one token per *row*: ``Z[b, t, :]`` is column ``t + 1`` of the write-up's ``Z`` for sequence ``b``. Then
 
-- a product ``W·Z + b·1ᵀ`` (W ∈ R^{m × d_e}) is ``Z @ W.T + b``, i.e. ``nn.Linear`` whose ``weight`` *is* the
-  write-up's W (same orientation, shape (m, d_e)); so W_q^h, W_1, W_u, ... are stored exactly as written;
+- a product ``W·Z + b·1ᵀ`` ($W ∈ ℝ^{m × d_e}$) is ``Z @ W.T + b``, i.e. ``nn.Linear`` whose ``weight`` *is* the
+  write-up's W (same orientation, shape (m, d_e)); so $W_q^h$, $W_1$, $W_u$, ... are stored exactly as written;
 - ``W_e ∈ R^{d_e × |V|}`` and ``W_p ∈ R^{d_e × ℓ_max}`` are ``nn.Embedding`` tables, which store the
   *transpose* (row v is column v of W_e);
 - the attention scores ``S = Kᵀ Q ∈ R^{ℓ_z × ℓ_x}`` are stored as ``S[b, h, t_x, t_z]`` (the transpose: queries
   on rows), and ``Mask[t_z, t_x]`` as ``allowed[t_x, t_z]``; "softmax over each column" becomes softmax over
   the last dim;
-- ``P_{:, j}`` (the distribution of x_{j+1}) is ``logits[b, j - 1].softmax(-1)``.
+- ``P_{:, j}`` (the distribution of $x_{j+1}$) is ``logits[b, j - 1].softmax(-1)``.
 
 **Batches and padding.** The write-up runs one (z, x) pair at a time. A batch pads z and x on the right. The
 encoder and the cross-attention ignore padded columns of z (``z_valid``), and the decoder's unidirectional mask

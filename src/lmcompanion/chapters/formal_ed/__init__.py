@@ -59,12 +59,13 @@ ROWS = register_rows(_C, [
 CLAIMS = register(_C, [
     Claim(_C, "P̂(x|z) = P̂θ(x1|z) P̂θ(x2|x1, z) … P̂θ(xℓX|x1:ℓX−1, z)", "Definition",
           row="Decoder self-attention is unidirectional (M_uni)"),
-    Claim(_C, "the Encoder-Decoder transformer outputs the probability distribution P ∈ (0,1)^{|V|,|x|} where "
-              "P_ij = P̂θ(x_{j+1}|x_{1:j}, z)", "Algorithm",
+    Claim(_C, r"the Encoder-Decoder transformer outputs the probability distribution $P \in (0,1)^{|V| \times |x|}$ "
+              r"where $P_{ij} = \hat P_\theta(x_{j+1} \mid x_{1:j}, z)$", "Algorithm",
           row="The batched model computes the write-up's ED-Transformer P"),
-    Claim(_C, "Z ← Z + MultiHeadAttention(Z, Z | 𝒲_enc, 1); X ← X + MultiHeadAttention(X, Z | 𝒲_cross, 1)",
+    Claim(_C, r"Z ← Z + MultiHeadAttention(Z, Z | $\mathcal{W}_\mathrm{enc}$, 1); "
+              r"X ← X + MultiHeadAttention(X, Z | $\mathcal{W}_\mathrm{cross}$, 1)",
           "Algorithm", row="The encoder and the cross-attention see all of z (Mask ≡ 1)"),
-    Claim(_C, "Given a dataset (z^i, x^i), initial parameters θ with hyper-parameters T ∈ ℕ and η ∈ (0, ∞), it outputs "
+    Claim(_C, "Given a dataset $(z^i, x^i)$, initial parameters θ with hyper-parameters T ∈ ℕ and η ∈ (0, ∞), it outputs "
               "the trained parameters θ̂", "Training",
           row="ED-Training (θ ← θ − η∇J per example) reduces the loss"),
     Claim(_C, "τ = 0 samples the most likely continuation", "Inference", row="τ = 0 samples the most likely token"),

@@ -47,20 +47,23 @@ def parameter_inventory(model: FormalED):
     items = [
         ("W_e", "", f"d_e×|V| = {c.d_e}×{c.vocab_size}", c.d_e * c.vocab_size, r"W_e\.weight"),
         ("W_p", "", f"d_e×ℓ_max = {c.d_e}×{c.l_max}", c.d_e * c.l_max, r"W_p\.weight"),
-        ("𝒲^l_enc: W_q^h,b_q^h,W_k^h,b_k^h,W_v^h,b_v^h (h∈[H]), W_o,b_o", "l ∈ [L_enc]",
+        ("$\\mathcal{W}^l_\\mathrm{enc}$: $W_q^h$, $b_q^h$, $W_k^h$, $b_k^h$, $W_v^h$, $b_v^h$ (h∈[H]), $W_o$, $b_o$",
+         "l ∈ [L_enc]",
          f"H·(3·d_attn·d_e + 3·d_attn) + d_e·H·d_attn + d_e = {_mha_count(c)}", c.L_enc * _mha_count(c),
          r"encoder\.\d+\.mha\."),
-        ("γ^l_r, β^l_r", "l ∈ [L_enc], r ∈ {1,2}", f"d_e = {c.d_e} each", c.L_enc * 4 * c.d_e,
+        ("$\\gamma^l_r$, $\\beta^l_r$", "l ∈ [L_enc], r ∈ {1,2}", f"d_e = {c.d_e} each", c.L_enc * 4 * c.d_e,
          r"encoder\.\d+\.ln[12]\."),
-        ("W^l_1, b^l_1, W^l_2, b^l_2", "l ∈ [L_enc]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
+        ("$W^l_1$, $b^l_1$, $W^l_2$, $b^l_2$", "l ∈ [L_enc]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
          c.L_enc * mlp, r"encoder\.\d+\.W[12]\."),
-        ("𝒲^l_dec (self-attention)", "l ∈ [L_dec]", f"as 𝒲_enc: {_mha_count(c)}", c.L_dec * _mha_count(c),
+        ("$\\mathcal{W}^l_\\mathrm{dec}$ (self-attention)", "l ∈ [L_dec]", f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}",
+         c.L_dec * _mha_count(c),
          r"decoder\.\d+\.mha_self\."),
-        ("𝒲^l_cross (cross-attention)", "l ∈ [L_dec]", f"as 𝒲_enc: {_mha_count(c)}", c.L_dec * _mha_count(c),
+        ("$\\mathcal{W}^l_\\mathrm{cross}$ (cross-attention)", "l ∈ [L_dec]", f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}",
+         c.L_dec * _mha_count(c),
          r"decoder\.\d+\.mha_cross\."),
-        ("γ^l_r, β^l_r", "l ∈ [L_dec], r ∈ {3,4,5}", f"d_e = {c.d_e} each", c.L_dec * 6 * c.d_e,
+        ("$\\gamma^l_r$, $\\beta^l_r$", "l ∈ [L_dec], r ∈ {3,4,5}", f"d_e = {c.d_e} each", c.L_dec * 6 * c.d_e,
          r"decoder\.\d+\.ln[345]\."),
-        ("W^l_3, b^l_3, W^l_4, b^l_4", "l ∈ [L_dec]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
+        ("$W^l_3$, $b^l_3$, $W^l_4$, $b^l_4$", "l ∈ [L_dec]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
          c.L_dec * mlp, r"decoder\.\d+\.W[34]\."),
         ("W_u (not tied to W_e)", "", f"|V|×d_e = {c.vocab_size}×{c.d_e}", c.vocab_size * c.d_e, r"W_u\.weight"),
     ]
@@ -254,7 +257,7 @@ def verdict_masks(checks: Mapping[str, int]) -> list[Verdict]:
     leak = checks["earlier columns changed by a later x token"]
     blind = checks["columns of P not changed by some z token"] + checks["columns of Z not changed by some z token"]
     return [
-        exact("Decoder self-attention is unidirectional (M_uni)", "P_{:,j} depends on x_{1:j} only",
+        exact("Decoder self-attention is unidirectional (M_uni)", "$P_{:,j}$ depends on $x_{1:j}$ only",
               f"a later x token changed an earlier column of P in {leak} of "
               f"{checks['pairs (column j, later token)']} cases", leak == 0),
         exact("The encoder and the cross-attention see all of z (Mask ≡ 1)", "MultiHeadAttention(Z, Z | 𝒲, 1)",

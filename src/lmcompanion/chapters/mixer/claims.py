@@ -255,7 +255,7 @@ CLAIMS = [
     _tested("Transformer-mixer hybrids offer the most efficient models observed for this dataset", rows.CONCLUSIONS,
             P["the sequential transformer-mixer hybrid beats the same transformer without the masked convolution "
               "(4xV100, validation)"]),
-    _tested("n > 8 \\ln (512 \\times 10^6) \\approx 160", rows.CONCLUSIONS, rows.JL[3]),
+    _tested("$n > 8 \\ln (512 \\times 10^6) \\approx 160$", rows.CONCLUSIONS, rows.JL[3]),
     _untested("even the smaller mixers should be able to effectively memorize the entirety of the training portion "
               "of TinyStories", rows.CONCLUSIONS, "an interpretation of the Johnson-Lindenstrauss estimate, not a "
                                                   "measurement"),

@@ -111,7 +111,7 @@ STANDARD_SHAPES = {
     "GPT-2 XL shape (48 layers)": lambda d: gpt2_params(d, 48),
     "Llama 2 7B shape (32 layers)": lambda d: llama2_params(d),
 }
-FOUND_SHAPE = ("found by search: 32 layers of 16 d^2 (attention, SwiGLU of inner width 4d), untied embeddings "
+FOUND_SHAPE = ("found by search: 32 layers of $16 d^2$ (attention, SwiGLU of inner width 4d), untied embeddings "
                "of 50,257 tokens", lambda d: 32 * (16 * d * d + 2 * d) + d + 2 * 50257 * d)
 
 
