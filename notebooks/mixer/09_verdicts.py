@@ -21,8 +21,9 @@
 # data lean. Claims of equality ("nearly identical", "nearly the same") are judged against a stated margin, the two
 # losses within 2% of each other, by two one-sided tests (the row's effect gives the margin); claims that something
 # is absent ("no benefit", "no apparent reduction") can only be refuted, by a gain
-# significant at 5%. A comparison is decided only where one of its arms learns beyond the unigram level (its loss
-# below the loss of token frequencies alone). Claims whose arms this profile does not run (the `cpu` budget would
+# significant at 5%. A comparison is decided only where every arm it compares has learned: every seed at least half a
+# nat below the unigram loss (the loss of token frequencies alone) at the step the row compares; a row with an arm run
+# with one seed illustrates and is not decided. Claims whose arms this profile does not run (the `cpu` budget would
 # give them fewer than forty steps) are listed as such, with the write-up's numbers. Computed facts (counts, the
 # mask, memory, the estimates) are exact. Which claim of the write-up each row tests, and why the others are not
 # tested, is the [claims ledger](claims-ledger). The runs are the ones the previous notebooks made, reused from the

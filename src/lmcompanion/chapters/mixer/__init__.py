@@ -2,15 +2,16 @@
 claim of the write-up's CLM part.
 
 **Rows.** The claims are data (:mod:`.rows`: the write-up's words, the two arms, the numbers it quotes, in its
-order); this module decides them. A comparison of two trained arms is decided only where one of them learns beyond
-the unigram level (:func:`lmcompanion.data.unigram_loss`); a claim of equality needs four seeds per arm, a claim that
-something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
+order); this module decides them. A comparison of trained arms is decided only where every arm has learned (the
+learning gate, :func:`lmcompanion.verdicts.gate`: every seed half a nat below the unigram loss at the compared step);
+a claim of equality needs four seeds per arm, a claim that something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
 the ledger (:mod:`.claims`), registered here with :mod:`lmcompanion.ledger`.
 
 **Seeds.** How many seeds each arm runs at each profile is declared where the arms are registered
-(:mod:`lmcompanion.experiments.mixer`: the profile's three, four for the arms of claims of equality, and one at
-``smoke`` outside the headline arms; arms the ``cpu`` budget would starve are not run there); the notebooks read
-them through the plan (``S.arms``). A notebook's ``n_seeds`` parameter applies to every arm.
+(:mod:`lmcompanion.experiments.mixer` and :mod:`lmcompanion.experiments.plan`: at ``cpu`` five for the headline
+comparison's arms and one for every other, which illustrates; at ``gpu`` and ``paper`` three, four for the arms of
+claims of equality; one at ``smoke`` outside the headline arms; arms the ``cpu`` budget would starve are not run
+there); the notebooks read them through the plan (``S.arms``). A notebook's ``n_seeds`` parameter applies to every arm.
 """
 
 from __future__ import annotations

@@ -305,8 +305,9 @@ MEMORY_LESS = ("a mixer needs less training memory than a same-width transformer
                "(4, 8, 16 layers, d = 1024)")
 MEMORY_GROWTH = ("the mixer's training memory grows far more slowly with context than the transformer's (512 to 2,048 "
                  "tokens)")
-BATCH16_LLAMA = ("at batch 16 and 512 tokens, in fp16 mixed precision, a Llama (d=128, 8 layers) needs more than 4 times "
-                 "the training memory of a mixer of the same depth and double the width (more than 10 GB against 2.4)")
+BATCH16_LLAMA = ("at batch 16 and 512 tokens, in fp16 mixed precision, a Llama (d=128, 8 layers) needs over 10 / 2.4 "
+                 "times the training memory of a mixer of the same depth and double the width (more than 10 GB against "
+                 "2.4 GB)")
 BATCH16_DOUBLE = ("at batch 16 and 512 tokens, in fp16 mixed precision, the d=256 transformer needs more than double "
                   "the training memory of the flat d=512 mixer")
 # The limits of the RTX 3060's 12 GB behind the write-up's batch choices (fp16 mixed precision, 8 layers, 512 tokens)
