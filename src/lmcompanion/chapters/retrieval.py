@@ -416,22 +416,22 @@ def lead(rows: Sequence[Mapping]) -> str:
     bm = next((r for r in rows if r["claim"] == BM25 and r["outcome"] == HOLDS), None)
     if bm is None:
         return ""
-    arms = {}
+    gated = {}
     for r in rows:
         for a in r.get("arms") or []:
             if a["reference"].startswith("chance (ln") and a.get("at", "final") == "final":
-                arms[a["label"]] = learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
-    if not arms:
+                gated[a["label"]] = learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
+    if not gated:
         return ""
-    learned = [label for label, a in arms.items() if a.learned]
-    below = [d for a in arms.values() for d in a.distances if math.isfinite(d)]
+    learned = [label for label, a in gated.items() if a.learned]
+    below = [d for a in gated.values() for d in a.distances if math.isfinite(d)]
     if learned:
-        matchers = (f"{len(learned)} of the {len(arms)} matcher arms trained on embeddings have left chance "
+        matchers = (f"{len(learned)} of the {len(gated)} matcher arms trained on embeddings have left chance "
                     f"({', '.join(learned)})")
     else:
-        matchers = (f"none of the {len(arms)} matcher arms trained on embeddings has left chance: their final test "
-                    f"cross-entropy lies at most {max(below):.2f} nats below chance (ln K), where the learning gate "
-                    f"needs {learning.MARGIN:g}")
+        matchers = (f"none of the {len(gated)} matcher arms trained on embeddings has left chance: their final test "
+                    f"cross-entropy is never more than {max(0.0, max(below)):.2f} nats below chance (ln K), where the "
+                    f"learning gate needs {learning.MARGIN:g}")
     return (f"**This build's clearest result (`{bm['profile']}`).** BM25 on the texts alone, a baseline the write-up "
             f"does not have, finds the true story far more often than chance on the headline matcher's own test "
             f"items ({bm['ours']}), while {matchers}.")
