@@ -272,7 +272,7 @@ SCALES: dict[str, Scale] = {
                    batch={4: 4, 8: 8, 16: 16, 32: 32, 64: 64, 128: 128}, lr_mult={"mixer": 1.0, "transformer": 1.0},
                    warmup=500, budget=None, eval_interval=4000, eval_batches=100, eval_batch_size=32, per_gpu=32,
                    dtype="fp16", min_head_size=1),
-    # One H100, the whole chapter in under 20 minutes (estimated from counted FLOPs, see the verdict notebook): the
+    # One H100, the whole chapter in under half an hour (estimated from counted FLOPs, see the verdict notebook): the
     # write-up's context, vocabulary, depth and batches, widths / 4, on the offline stories (the GPU machines have
     # no network); the 4xV100 set runs one GPU's batch (32, and 16 for its batch-16 Llamas).
     "gpu": Scale(data=StoriesDataConfig(corpus="tinystories", vocab_size=4096), context=512, n_layer=8, width_div=4,
