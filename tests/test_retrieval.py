@@ -475,3 +475,5 @@ def test_where_the_arms_run_is_generated_from_the_registry():
     assert paper_only and all(f"`{n}`" in text for n in paper_only)
     assert "run at `paper` only (550k pairs" in text
     assert all(f"`{n}`" in text for n in rexp.CPU_SKIP) and "every profile but `cpu`" in text
+    for chapter in experiments.CHAPTERS:  # every chapter's line is written, whatever its arms' profiles
+        experiments.where_they_run(chapter)

@@ -189,7 +189,7 @@ def where_they_run(chapter: str) -> str:
     parts = []
     for (profiles, why), names in groups.items():
         missing = [p for p in PROFILES if p not in profiles]
-        where = (f"at {_ticks(profiles)} only" if len(profiles) <= len(missing)
+        where = ("at no profile" if not profiles else f"at {_ticks(profiles)} only" if len(profiles) <= len(missing)
                  else f"at every profile but {_ticks(missing)}")
         parts.append(f"{', '.join(f'`{n}`' for n in names)} run{'s' if len(names) == 1 else ''} {where}"
                      + (f" ({why})" if why else ""))
