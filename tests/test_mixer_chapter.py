@@ -16,6 +16,7 @@ from lmcompanion.chapters.mixer import analysis
 from lmcompanion.errors import ConfigError
 from lmcompanion.memory import training_memory
 from lmcompanion.experiments import mixer as exp
+from lmcompanion.models.mixer import MixerConfig
 from lmcompanion.verdicts import NOT_DECIDED, FAILS, HOLDS, INCONCLUSIVE
 
 PROFILES = ("cpu", "paper")  # smoke and gpu: the notebooks build them
@@ -326,3 +327,113 @@ def test_an_arm_is_gated_at_the_step_its_row_compares(monkeypatch):
              for r in a]
     v = mixer.pair_row(p, {p.a: early, p.b: [*b, *b_short]})
     assert "at step 10" in v.ours and v.outcome == NOT_DECIDED and f"{_short(p.a)} has not learned" in v.verdict
+
+
+def test_the_generation_prompts_and_samples_are_the_write_ups_and_name_their_models():
+    """The first prompt runs to "You can play with it when you", which the quoted completions continue (issue 37);
+    every quoted completion names the arm of its model's shape, and the generation notebook reads those arms."""
+    prompt = analysis.PROMPTS["the orange ball"]
+    assert prompt.endswith("You can play with it when you")
+    assert analysis.SAMPLES[0].completion.startswith('come back."') and analysis.ACTUAL_NEXT.startswith('want."')
+    assert [s.arm for s in analysis.SAMPLES] == ["mixer/expanded_d256", "mixer/llama_d128", "mixer/expanded_d256",
+                                                 "mixer/llama_d128", "mixer/flat_d1024", "mixer/deep_d64",
+                                                 "mixer/flat_d1024_b32"]
+    assert all(s.prompt in analysis.PROMPTS for s in analysis.SAMPLES)
+    assert set(mixer.GENERATION) == {s.arm for s in analysis.SAMPLES}
+    assert experiments.runs_at("mixer/deep_d64", "cpu")  # its sample at cpu too (its comparison is not run there)
+
+
+def test_the_d_model_tables_show_the_tables_numbers_and_the_text_keeps_its_own():
+    pub = {n: experiments.get(n).published for n in ("mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d1024",
+                                                     "mixer/llama_d1024_b4")}
+    table = {n: {**p, **{k: p[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in p}} for n, p in pub.items()}
+    assert (str(table["mixer/llama_d128"]["train"]), str(table["mixer/llama_d128"]["val"])) == ("2.38", "2.40")
+    assert str(table["mixer/llama_d256"]["val"]) == "2.02" and str(pub["mixer/llama_d256"]["val"]) == "2.03"
+    assert (str(pub["mixer/llama_d1024"]["train"]), str(pub["mixer/llama_d1024"]["val"])) == ("2.31", "2.32")
+    assert str(pub["mixer/llama_d1024_b4"]["val"]) == "2.315" and "train_440k" not in pub["mixer/llama_d1024"]
+    # the text's d=1024 Llama runs at batch 4, the table's at 8 (a quarter of each at cpu)
+    assert {n: experiments.config(n, p, device="cpu").train.global_batch
+            for n in ("mixer/llama_d1024", "mixer/llama_d1024_b4") for p in ("paper",)} == {
+        "mixer/llama_d1024": 8, "mixer/llama_d1024_b4": 4}
+    assert experiments.config("mixer/llama_d1024_b4", "cpu", device="cpu").train.global_batch == 1
+    rows = {p.text: p for p in mixer.PAIRS}
+    assert rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].b == "mixer/llama_d1024_b4"
+    assert "2.313/2.315" in rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].published
+    assert "2.31/2.32" in rows["Llama d=512 beats d=1024 at batch 8 at fixed compute (the transformer table, "
+                               "validation)"].published
+
+
+def test_equal_samples_read_arms_of_different_batches_after_the_same_sequences(monkeypatch):
+    from types import SimpleNamespace
+
+    def run(batch, steps, losses):
+        ev = pd.DataFrame({"step": steps, "train": losses, "val": losses})
+        return SimpleNamespace(config=SimpleNamespace(train=SimpleNamespace(global_batch=batch)), evals=lambda: ev,
+                               summary={"final": {"train": losses[-1], "val": losses[-1]}})
+
+    big = [run(8, [10, 20, 30], [4.0, 3.5, 3.0])]  # sequences 80, 160, 240
+    small = [run(4, [10, 20, 40, 60], [4.2, 4.1, 3.9, 3.8])]  # sequences 40, 80, 160, 240
+    assert mixer.compute.common_samples(big, small) == 240
+    assert mixer.compute.at_samples(small, 160, "train") == [3.9]
+    _unigram(monkeypatch, 5.0)
+    p = next(p for p in mixer.PAIRS if p.kind == "samples")
+    v = mixer.pair_row(p, {p.a: big, p.b: small})
+    assert "at 240 sequences" in v.ours and "3.000" in v.ours and "3.800" in v.ours
+
+
+def test_trend_rows_have_enough_settings_to_be_decided():
+    """Over three settings the smallest one-sided chance of a rank correlation is 1/6: a trend row needs four."""
+    from lmcompanion import stats
+
+    for label, names in mixer.TRENDS.items():
+        assert len(names) >= 4, label
+        d = [exp.ARMS[n].n_embed for n in names]
+        assert d == sorted(d) and stats.spearman_p(d, [-x for x in d], "less") <= 0.05
+        assert all(experiments.runs_at(n, "cpu") for n in names)
+
+
+def test_the_gpts_run_at_both_learning_rates_and_name_the_mixer_they_are_compared_with():
+    lr = {n: experiments.config(n, "paper", device="cpu").train.lr
+          for n in ("mixer/gpt_h16", "mixer/gpt", "mixer/gpt_h16_eta005", "mixer/gpt_eta005")}
+    assert lr == {"mixer/gpt_h16": 5e-4, "mixer/gpt": 5e-4, "mixer/gpt_h16_eta005": 0.005, "mixer/gpt_eta005": 0.005}
+    gpt_rows = [p for p in mixer.PAIRS if p.section == mixer.rows.GPT]
+    assert len(gpt_rows) == 6 and {p.b for p in gpt_rows} >= {"mixer/gpt_h16_eta005", "mixer/gpt_h16"}
+    for p in gpt_rows:
+        if p.a == "mixer/flat_d512":
+            assert "1.76/1.81 mixer" in p.text and "cannot be identified" in p.published
+
+
+def test_the_heads_claim_is_read_at_equal_time_and_timed_side_by_side():
+    from lmcompanion import claims
+
+    equal_time = {t[2] for t in mixer.EQUAL_TIME if t[1] == "mixer/llama_d512_h4"}
+    assert equal_time == {"mixer/llama_d512", "mixer/llama_d512_h8", "mixer/llama_d512_h2"}
+    assert set(claims.timed_pairs("mixer")) == {(f"mixer/llama_d512_h{h}", "mixer/llama_d512") for h in (8, 4, 2)}
+    assert all(t in claims.timed_claims("mixer") for t, *_ in mixer.HEADS_TIME)
+
+
+def test_memory_is_counted_in_mixed_precision_and_the_limits_read_the_counts(monkeypatch):
+    from lmcompanion.chapters.mixer import facts
+
+    from lmcompanion.memory import AutocastPolicy
+
+    # CUDA's policy, applied above autograd: matrix products in fp16 (a parameter cast once), norms in fp32
+    lin, x = torch.nn.Linear(4, 4), torch.randn(2, 4)
+    with AutocastPolicy(torch.float16) as policy:
+        y = lin(x)
+        assert y.dtype == torch.float16 and lin(x).dtype == torch.float16 and len(policy.cache) == 2  # weight, bias
+        assert torch.nn.functional.layer_norm(y, (4,)).dtype == torch.float32
+    assert not policy.cache and lin(x).dtype == torch.float32
+    cfg = MixerConfig(n_embed=64, n_layer=2, context_size=128)
+    amp = training_memory(cfg, batch_size=16, include_head=True, autocast=torch.float16)
+    fp32 = training_memory(cfg, batch_size=16, include_head=True)
+    # the weights, their gradients and AdamW's state stay fp32; the activations shrink
+    assert {k: amp[k] for k in ("parameters", "gradients", "optimizer_state")} == {
+        k: fp32[k] for k in ("parameters", "gradients", "optimizer_state")}
+    assert amp["saved_for_backward"] < fp32["saved_for_backward"]
+    # a limit row holds exactly where every cell fits (or not) as the write-up says
+    monkeypatch.setattr(facts, "gib", lambda label, batch, heads=16: {16: 13.0, 8: 11.0, 4: 5.0}.get(batch, 1.0)
+                        if label.startswith("Llama") else {32: 9.0, 64: 13.0}[batch])
+    got = {v.claim: v.verdict for v in mixer.limit_rows()}
+    assert got == {mixer.rows.LIMIT_D256: FAILS, mixer.rows.LIMIT_D512: HOLDS, mixer.rows.LIMIT_D1024: FAILS,
+                   mixer.rows.LIMIT_B32: HOLDS}

@@ -282,6 +282,9 @@ def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys
     unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)
     scores = np.einsum("nd,nkd->nk", unit(q[f["test_query"]]), unit(t[cand]))
     assert np.mean(scores.argmax(-1) == label) == pytest.approx(ours["cosine_top1"])
+    # the write-up's sphere: the spread of the test embeddings' norms, re-derived from the exported matrices
+    norms = np.linalg.norm(np.concatenate([q, t]).astype(np.float64), axis=-1)
+    assert norms.std(ddof=1) / norms.mean() == pytest.approx(ours["norm_spread"], rel=1e-9)
     assert ours["matcher_test_ce"] == run.summary["final"]["test"]
     assert main(["export-retrieval", "mixer/flat_d256", "--profile", "smoke", "-o", str(tmp_path)]) == 2
     assert "not a run of a retrieval arm" in capsys.readouterr().err
@@ -428,3 +431,49 @@ def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
     other = next((tmp_path / "clean").glob("retrieval_*"))
     assert (folder / "metrics.jsonl").read_bytes() == (other / "metrics.jsonl").read_bytes()
     assert (folder / "model.pt").read_bytes() == (other / "model.pt").read_bytes()
+
+
+def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated_level(monkeypatch):
+    """The sphere row's rule, fixed before any embedding was looked at: norms spread (sd / mean) more than those of
+    isotropic Gaussian vectors of the width, 1/sqrt(2d), are not on a sphere."""
+    from types import SimpleNamespace
+
+    from lmcompanion.chapters import retrieval as R
+
+    d, n = 256, 4000
+    gauss = torch.randn(n, d, generator=torch.Generator().manual_seed(0))
+    run = SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(n_embed=d)))
+    for emb, expected in ((torch.nn.functional.normalize(gauss, dim=-1), 0.0), (gauss, R.sphere_level(run))):
+        half = n // 2
+        monkeypatch.setattr(R, "_source", lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]}))
+        assert R.norm_spread(run) == pytest.approx(expected, abs=0.1 * R.sphere_level(run))
+
+
+def test_the_lead_states_bm25_against_the_matchers_from_the_glued_rows():
+    from lmcompanion import claims
+    from lmcompanion.chapters import retrieval as R
+
+    def arm(label, values, level=3.434):
+        return {"label": label, "reference": "chance (ln 31)", "level": level, "values": values, "at": "final",
+                "kind": "loss"}
+
+    bm25 = {"claim": R.BM25, "outcome": "holds", "profile": "cpu",
+            "ours": "BM25 top-1 0.92 [0.90, 0.94] among 31 candidates; the matcher's 0.03; chance 0.032"}
+    rows = [bm25, {"claim": "x", "outcome": "not decided at this scale", "profile": "cpu",
+                   "arms": [arm("flat_d1024_c32", [3.43, 3.40]), arm("llama_d1024_c32", [3.44])]}]
+    text = claims.lead("retrieval", rows)
+    assert "BM25 top-1 0.92" in text and "none of the 2 matcher arms" in text and "never more than 0.03 nats below" in text
+    learned = [bm25, {**rows[1], "arms": [arm("flat_d1024_c32", [2.0, 2.1]), arm("llama_d1024_c32", [3.44])]}]
+    assert "1 of the 2 matcher arms trained on embeddings have left chance (flat_d1024_c32)" in claims.lead(
+        "retrieval", learned)
+    assert claims.lead("retrieval", [{**bm25, "outcome": "inconclusive at this scale"}, rows[1]]) == ""
+
+
+def test_where_the_arms_run_is_generated_from_the_registry():
+    text = experiments.where_they_run("retrieval")
+    paper_only = [n for n in experiments.names("retrieval") if experiments.get(n).profiles == ("paper",)]
+    assert paper_only and all(f"`{n}`" in text for n in paper_only)
+    assert "run at `paper` only (550k pairs" in text
+    assert all(f"`{n}`" in text for n in rexp.CPU_SKIP) and "every profile but `cpu`" in text
+    for chapter in experiments.CHAPTERS:  # every chapter's line is written, whatever its arms' profiles
+        experiments.where_they_run(chapter)

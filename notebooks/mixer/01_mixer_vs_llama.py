@@ -58,7 +58,8 @@ mixer.results(runs)
 # %% [markdown]
 # A comparison rests on something learned only where an arm's loss is below the **unigram level**: the loss of
 # predicting every token from token frequencies alone, on the same examples. Every comparison of this chapter is
-# decided only where at least one of its arms is below it (the prologue's [verdict rule](verdict-rule)).
+# decided only where every arm it compares has learned: every seed at least half a nat below it at the step the row
+# compares (the prologue's [verdict rule](verdict-rule)).
 
 # %%
 print(f"unigram loss on these examples: validation {mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'val'):.3f}, "

@@ -68,19 +68,29 @@ mixer.analysis.growth_table(counted)
 fig = mixer.analysis.memory_figure(counted)
 
 # %% [markdown]
-# ## Training memory at batch 16
+# ## Training memory as the write-up trained: fp16 mixed precision, its batches
 #
-# The write-up's earlier figures: at batch 16 on 512 tokens the Llama $d_{model}=128$ "exceeds 10 GB" against 2.4 GB
-# for the mixer of double the width (its "Training" section), the same two models at 10.7 GB and 1.8 GB "for
-# 16-bit training" (its "Mixer Inference" section: one model, two figures), the flat $d_{model}=512$ mixer at
-# 3.59 GB and the $d_{model}=256$ transformer at "more than double the memory". The same memory method counts a
-# whole training step of each (parameters, gradients, AdamW's two moments, and the most activation bytes alive at
-# once, the language-model head included), in fp32: the write-up trained with fp16 autocast and measured whole-process
-# memory, so compare the ratios. On a GPU the step is also measured.
+# The write-up's earlier figures, all for training with the HF Trainer's `fp16=True` on its 12 GB RTX 3060 at 512
+# tokens: at batch 16 the Llama $d_{model}=128$ "exceeds 10 GB" against 2.4 GB for the mixer of double the width
+# (its "Training" section), the same two models at 10.7 GB and 1.8 GB "for 16-bit training" (its "Mixer Inference"
+# section: one model, two figures), the flat $d_{model}=512$ mixer at 3.59 GB and the $d_{model}=256$ transformer at
+# "more than double the memory". Its batch choices rest on the same 12 GB: the $d_{model}=256$ Llama is "the largest
+# 8-layer transformer that will fit" at batch 16, the $d_{model}=512$ one "can just barely fit" at batch 8, the
+# $d_{model}=1024$ one "requires a reduction to a batch size of 4", and batch 32 is "the largest power of two that
+# fits" for the flat $d_{model}=1024$ mixer.
+#
+# The same memory method counts a whole training step of each (parameters, gradients, AdamW's two moments, and the
+# most activation bytes alive at once, the language-model head included) in fp16 mixed precision: the model, its
+# gradients and AdamW's state in fp32, the forward under CUDA's autocast policy (matrix products, convolutions and
+# attention read fp16 copies, softmax, normalisations and the loss fp32; `lmcompanion.memory.AutocastPolicy`). The
+# Llamas have the tables' 16 heads; their count with 32 heads, the default several original configurations fall
+# back to, is shown beside and not judged. A GPU adds its CUDA context and the allocator's slack (a few hundred MB
+# or more), which no count includes, so the rows judge the write-up's ratios by the ratios of counts, and its limits
+# by whether a count fits in 12 GiB. On a GPU the steps are also measured.
 
 # %%
-measured16 = mixer.facts.batch16_measured() if S.device == "cuda" else None
-mixer.facts.batch16_table(measured16)
+measured_amp = mixer.facts.memory_measured() if S.device == "cuda" else None
+mixer.facts.memory_table(measured_amp)
 
 # %% [markdown]
 # ## Verdicts of this page

@@ -20,11 +20,13 @@
 # here (a causal model never reads the placeholders ahead of the position it writes), so the two columns differ
 # only in the model.
 #
-# The prompts are the write-up's two validation stories (`<unk>` is its newline). The models are the first
-# comparison's, the write-up's sample models (expanded mixer $d_{model}=256$, Llama $d_{model}=128$), first seed,
-# at this profile's scale: a model trained for minutes on a CPU writes little more than plausible words. At the
-# smaller profiles the window is shorter than the prompt, so only its last tokens are kept (the table says how
-# many), and at most half the window is generated.
+# The prompts are the write-up's two validation stories (`<unk>` is its newline). Every completion the write-up
+# prints is quoted beside one by the book's model of the same shape, at this profile's scale and its first seed: the
+# first comparison's models (expanded mixer $d_{model}=256$, Llama $d_{model}=128$) for both prompts, the flat
+# $d_{model}=1024$ mixer, the 64-layer mixer (64 wide in the write-up; at `cpu` 16 blocks of width 16) and the
+# batch-32 $d_{model}=1024$ mixer for the second. A row says where this profile does not run the arm. A model trained
+# for minutes on a CPU writes little more than plausible words. At the smaller profiles the window is shorter than
+# the prompt, so only its last tokens are kept (the table says how many), and at most half the window is generated.
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -43,17 +45,14 @@ print(S.describe())
 
 # %%
 runs = S.arms(mixer.GENERATION, by="name")
-first = {experiments.get(n).title: rs[0] for n, rs in runs.items()}
-mixer.analysis.prompt_table(next(iter(first.values())))
-
-# %%
-mixer.analysis.generations(first)
+mixer.analysis.prompt_table(runs[mixer.FIRST[0]][0])
 
 # %% [markdown]
-# The write-up's completions of the same prompts (its models, trained for 12 hours at full size), quoted:
+# The write-up's completions, in its order, each beside ours by the arm of its model's shape (its first seed here);
+# the last row is the first prompt's actual continuation, as the write-up quotes it.
 
 # %%
-mixer.analysis.write_up_completions()
+mixer.analysis.samples_table(runs)
 
 # %% [markdown]
 # ## Provenance

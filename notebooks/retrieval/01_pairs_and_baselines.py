@@ -27,7 +27,10 @@
 # when a cosine distance metric is used", and "$L^1$ or $L^2$ distance on the vectorized output layer" is "also very
 # inaccurate"; it gives no numbers. All three are computed here on exactly the candidate sets the matchers are
 # evaluated on (the same embeddings, no training), beside **BM25** on the texts (the `bm25s` library), which needs no
-# model at all and shows how far word overlap alone gets.
+# model at all and shows how far word overlap alone gets. The write-up explains the failure of distances: "the mixer's
+# last layer does not form a manifold resembling a high-dimensional sphere or anything similar". Whether embeddings
+# lie near a sphere shows in their norms, which are checked here from the same embeddings the runs recorded (the ones
+# `export-retrieval` writes).
 
 
 # %% tags=["parameters"]
@@ -39,7 +42,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb
+from lmcompanion import nb, verdicts
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -73,6 +76,29 @@ R.pairs_table(cfg)
 # %%
 runs = S.arms(R.MAIN, by="name")  # the arms planned at this profile (the cpu profile leaves out two)
 R.baselines(runs, list(runs))
+
+# %% [markdown]
+# ## Do the embeddings lie on a sphere?
+#
+# On a sphere every embedding has the same length, and L2 distance ranks candidates as cosine similarity does. For
+# each embedder, the L2 norms of its test embeddings (queries and stories): their mean, and their spread (standard
+# deviation over mean; 0 on a sphere), beside the spread of random isotropic Gaussian vectors of the same width,
+# $1/\sqrt{2d}$, which concentration of measure puts almost on a sphere. The rule was fixed before any embedding was
+# looked at: embeddings whose norms spread more than that do not lie on a sphere. The mixer's last hidden state has
+# no final norm; the transformer's is read after its final RMSNorm.
+
+# %%
+R.norms_table(runs, list(runs))
+
+# %% [markdown]
+# ## Verdicts of this page
+#
+# The book's own BM25 row (a baseline the write-up does not have, counted apart from the write-up's claims) and the
+# write-up's sphere claim, on the headline matcher's embeddings (the verdict notebook gathers every claim of the
+# chapter).
+
+# %%
+verdicts.table(nb.page_rows(S, "retrieval", "01_pairs_and_baselines", runs))
 
 # %% [markdown]
 # ## Provenance

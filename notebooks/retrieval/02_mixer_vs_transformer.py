@@ -23,7 +23,8 @@
 # and compare like with like. At d_model 512 the transformer is "the transformer architecture with the lowest loss
 # after the 12-hour 3060 compute ($d_m=512, n_l=8, h=4, \eta=0.005$)": "virtually no train or test loss after 200
 # epochs at 3.43" (chance, ln 31), against 0.01/0.10 for the mixer of the same size. With 550k pairs instead of 200k
-# the mixer reaches 0.053 (32 positions) and 0.12 (128): those arms run at the `paper` profile only.
+# the mixer reaches 0.053 (32 positions) and 0.12 (128). Which of these arms each profile runs is generated below
+# from the experiment registry.
 #
 # The embeddings are each model's last hidden state at its own correct position: the mixer's second-to-last
 # position (its last output is never trained), the transformer's last position after its final norm. The language
@@ -40,6 +41,8 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
+from IPython.display import Markdown
+
 from lmcompanion import experiments, nb, tables
 from lmcompanion.chapters import retrieval as R
 
@@ -47,13 +50,13 @@ S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_ste
 print(S.describe())
 
 # %% [markdown]
-# The arms this profile trains (the `cpu` profile leaves out the 127-candidate comparison at d_model 512, to stay
-# within its budget):
+# The arms this profile trains, and where the others run:
 
 # %%
-MAIN = [n for n in R.MAIN + R.MORE_PAIRS if experiments.runs_at(n, S.profile)]  # cpu leaves out two; 550k: paper
+MAIN = [n for n in R.MAIN + R.MORE_PAIRS if experiments.runs_at(n, S.profile)]
 print("\n".join(MAIN))
 runs = S.arms(MAIN, by="name")
+Markdown(experiments.where_they_run("retrieval"))
 
 # %% [markdown]
 # ## Results beside the write-up's

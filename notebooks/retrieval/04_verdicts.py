@@ -19,11 +19,12 @@
 # would appear if the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is
 # at most 5%; otherwise it is **inconclusive at this scale**, with the direction the data lean. The write-up compares
 # final losses and "peak" ones (a run's best test loss); each row says which it compares, and compares like with
-# like. Every row about how well matchers learn is decided only where at least one of its arms ends below the chance
-# loss ln(candidates) by a one-sided t-test at 5%; where neither does, the row says so and is inconclusive. A claim
-# that something does not learn holds where the loss lies significantly above its level and fails where it lies
-# significantly below. Rows whose arms this profile does not run (the 550k pairs run at `paper` only) say so, with
-# the write-up's numbers. Offline (`cpu`, `smoke`, and `gpu` on a local copy) the queries are extractive sentences,
+# like. Every row about how well matchers learn is decided only where every arm it compares has learned (the
+# learning gate: every seed at least half a nat below chance, ln(candidates), or twice chance in top-1); otherwise it
+# is *not decided at this scale* and names the arm. A claim that something does not learn holds where the loss lies
+# significantly above its level and fails where it lies significantly below, and names a control arm that must have
+# learned. Rows whose arms this profile does not run say so, with the write-up's numbers and where the arms run (the
+# registry's line below). Offline (`cpu`, `smoke`, and `gpu` on a local copy) the queries are extractive sentences,
 # a substitute for the write-up's summaries. Which claim of the write-up each row tests, and why the others are not
 # tested, is the [claims ledger](claims-ledger). The runs are the ones the previous notebooks made, reused from the
 # run store.
@@ -38,12 +39,17 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb
+from IPython.display import Markdown
+
+from lmcompanion import experiments, nb
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
 
+
+# %%
+Markdown(experiments.where_they_run("retrieval"))
 
 # %%
 runs, rows = nb.verdict_page(S, "retrieval")  # reused from the run store (the cpu profile plans fewer arms)

@@ -120,6 +120,23 @@ def verdicts(chapter: str, ctx: Context, notebook: str | None = None) -> list[Ve
             if (v := decide(chapter, row, ctx)) is not None]
 
 
+LEADS: dict[str, Callable[[Sequence[Mapping]], str]] = {}
+
+
+def register_lead(chapter: str, lead: Callable[[Sequence[Mapping]], str]) -> None:
+    """Register a chapter's lead: a function of its glued verdict rows at one profile (dicts, as the pages read them)
+    that returns the sentence its summaries state first (its clearest result at that scale), or "" for none."""
+    if chapter in LEADS:
+        raise ValueError(f"the lead of {chapter!r} is registered twice")
+    LEADS[chapter] = lead
+
+
+def lead(chapter: str, rows: Sequence[Mapping]) -> str:
+    """The chapter's lead from its glued rows ("" where it registers none)."""
+    fn = LEADS.get(chapter)
+    return fn(rows) if fn is not None and rows else ""
+
+
 def arm_claims(chapter: str) -> list[tuple[str, tuple[str, ...]]]:
     """(claim, arms) of every row of ``chapter`` that runs decide: what the GPU campaign completes."""
     return [(r.text, r.arms) for r in rows(chapter) if r.arms]
@@ -136,5 +153,5 @@ def timed_claims(chapter: str) -> list[str]:
     return [r.text for r in rows(chapter) if r.timed]
 
 
-__all__ = ["Context", "ROWS", "Row", "arm_claims", "decide", "register", "rows", "timed_claims", "timed_pairs",
-           "verdicts"]
+__all__ = ["Context", "LEADS", "ROWS", "Row", "arm_claims", "decide", "lead", "register", "register_lead", "rows",
+           "timed_claims", "timed_pairs", "verdicts"]

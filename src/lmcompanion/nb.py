@@ -334,11 +334,14 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
     rows = []
     for name in names:
         here = (runs or {}).get(name) or []
-        cfg = experiments.config(name, settings.profile, device="cpu")
-        rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
-                     "FLOPs/run": _flops(cfg), "estimated time/run (one H100)": "",
-                     "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
-                                           f"({len(here)} runs, this build)" if here else "")})
+        if not experiments.runs_at(name, settings.profile):  # its config exists, but no run of it is planned here
+            rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": "not run"})
+        else:
+            cfg = experiments.config(name, settings.profile, device="cpu")
+            rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
+                         "FLOPs/run": _flops(cfg), "estimated time/run (one H100)": "",
+                         "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
+                                               f"({len(here)} runs, this build)" if here else "")})
         for profile in ("gpu", "paper"):
             plan = planned[profile].get(name)
             if not plan:

@@ -10,6 +10,8 @@
   each with the write-up's words and where they are, and either the verdict of the row that tests it at each
   profile with runs (read from the glued rows, as the scorecard's) or the one-line reason it is not tested.
 - ``build.md``: every executed notebook with its profile, parameters, execution time, and the commit that made it.
+- ``summary.md``, ``summary-<chapter>.md``: the one-screen summaries of the intro and the landing pages, and
+  ``where-<chapter>.md``: which of a chapter's experiments leave out which profiles, and why (from the registry).
 - A notebook whose source changed after its outputs were made gets a warning at the top of its page.
 """
 
@@ -27,7 +29,7 @@ import nbformat
 
 from scipy import stats as scipy_stats
 
-from . import chapters, experiments, ledger, learning
+from . import chapters, claims, experiments, ledger, learning
 from .config import PROFILES
 from .errors import LMCError
 from .stats import ALPHA
@@ -258,8 +260,16 @@ def _other_profiles(chapter: str, profile: str) -> str:
     return "; ".join(parts)
 
 
-def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None) -> str:
-    """A chapter's conclusion, generated from its verdicts at its build's profile: what this scale decides (the
+def lead(chapter: str, rows: list[dict]) -> str:
+    """The sentence a chapter registered to be stated first (:func:`lmcompanion.claims.register_lead`: its clearest
+    result at this scale), from its glued rows; "" where it has none."""
+    registered_claims()  # the chapter modules register their leads when imported
+    return claims.lead(chapter, rows)
+
+
+def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None, with_lead: bool = True) -> str:
+    """A chapter's conclusion, generated from its verdicts at its build's profile: its lead where it has one (its
+    clearest result, :func:`lead`; ``with_lead=False`` leaves it to the caller), what this scale decides (the
     headline first), what it cannot decide and why, and what the ``gpu`` and ``paper`` profiles would run to decide
     it (and what their recorded runs decided, where the book has them)."""
     if not rows:
@@ -268,7 +278,8 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     training = [r for r in rows if group_of(r) == TRAINING]
     head = [r for r in training if r.get("headline")]
     decided = [r for r in training if r["outcome"] in (HOLDS, FAILS) and not r.get("headline")]
-    out = [f"**What `{profile}` decides.**"]
+    first = lead(chapter, rows) if with_lead else ""
+    out = ([first] if first else []) + [f"**What `{profile}` decides.**"]
     if head:
         out.append("The headline: " + "; ".join(f"{r['claim']}: *{WORD[r['outcome']]}*"
                                                + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
@@ -391,7 +402,10 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
                       ""]
         return "\n".join(lines) + "\n"
     profile = profiles[0]
-    lines += [headline_line(chapter, rows, profile), "", conclusion(rows, chapter, every), ""]
+    first = lead(chapter, rows)
+    if first:  # the chapter's clearest result, before everything else
+        lines = [first, ""] + lines
+    lines += [headline_line(chapter, rows, profile), "", conclusion(rows, chapter, every, with_lead=False), ""]
     shown = [r for r in rows if group_of(r) in (TRAINING, COST)]
     head = [r for r in shown if r.get("headline")]
     if head:
@@ -564,6 +578,8 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     (out / "summary.md").write_text(summary(root, None, prefix))
     for chapter in CHAPTER_TITLES:
         (out / f"summary-{chapter}.md").write_text(summary(root, chapter, prefix))
+        # where each arm runs, from the registry: the one description the landing pages include
+        (out / f"where-{chapter}.md").write_text(experiments.where_they_run(chapter) + "\n")
     return mark_stale(root, sources) if sources is not None else []
 
 

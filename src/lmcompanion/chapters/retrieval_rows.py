@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..verdicts import COMPUTED, TRAINING
 from . import verdict_forms as vf
 
 R = "retrieval/"
@@ -30,7 +31,11 @@ class Row:
     - ``"rises_more"``: ``b``'s test loss rises more from its best to the end than ``a``'s;
     - ``"metric"``: on ``a``'s embeddings the trained matcher's top-1 error is lower than the ``metric``'s
       (``"cosine"``, ``"l1"``, ``"l2"``); ``"cosine_better"``: cosine's top-1 error is lower on ``b``'s embeddings
-      (a transformer's) than on ``a``'s.
+      (a transformer's) than on ``a``'s;
+    - ``"off_sphere"``: the norms of ``a``'s embeddings spread (standard deviation over mean) more than those of
+      isotropic Gaussian vectors of their width, 1/sqrt(2d): they do not lie on a sphere;
+    - ``"bm25"``: BM25's top-1 on ``a``'s test items is at least twice chance (the book's own row: a computed
+      baseline, no training).
 
     ``control``: for a claim that something does *not* learn (``not_below``, ``no_gain`` between two controls), the
     arm that must have learned for "no learning" to say anything: the same matcher on embeddings the write-up says
@@ -47,6 +52,8 @@ class Row:
     metric: str = ""
     notebook: str = "04_verdicts"
     control: str = ""
+    group: str = TRAINING  # what the row is (lmcompanion.verdicts.KINDS): a claim about training, or computed
+    extension: bool = False  # the book's own row, beyond the write-up
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -59,6 +66,10 @@ class Row:
 
 
 ROWS = [
+    # beyond the write-up: BM25, a baseline it does not have (the book's own row, counted apart)
+    Row("beyond the write-up: BM25 on the texts finds the true story at least twice as often as chance (top-1, 31 "
+        "candidates, the matchers' own test items)", "bm25", R + "flat_d1024_c32",
+        note="the write-up has no such baseline", notebook="01_pairs_and_baselines", group=COMPUTED, extension=True),
     # the metrics on the embeddings themselves
     Row("on a trained mixer's embeddings cosine similarity retrieves worse than a trained matcher (top-1, "
         "d_model=1024, 31 candidates)", "metric", R + "flat_d1024_c32", metric="cosine",
@@ -73,6 +84,10 @@ ROWS = [
     Row("on a trained mixer's embeddings L2 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
         "candidates)", "metric", R + "flat_d1024_c32", metric="l2",
         note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)"),
+    Row("a trained mixer's embeddings (d_model=1024) do not lie on a high-dimensional sphere: their norms spread more "
+        "than those of random Gaussian vectors of the same width", "off_sphere", R + "flat_d1024_c32",
+        note="'the mixer's last layer does not form a manifold resembling a high-dimensional sphere' (no number)",
+        notebook="01_pairs_and_baselines"),
     # d_model 1024, 31 candidates
     Row("with 31 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
         "each at its best evaluation", "lower_peak", R + "flat_d1024_c32", R + "llama_d1024_c32",
@@ -156,5 +171,6 @@ ROWS = [
 ]
 
 ALL_CLAIMS = [r.text for r in ROWS]
+BM25 = ROWS[0].text  # the book's baseline row, which the chapter's summary states first (retrieval.lead)
 
-__all__ = ["ALL_CLAIMS", "ROWS", "Row"]
+__all__ = ["ALL_CLAIMS", "BM25", "ROWS", "Row"]

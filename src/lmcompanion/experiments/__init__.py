@@ -17,7 +17,7 @@ from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieva
 from .plan import (DEFAULT_SEEDS, PlannedRun, chapter_names, config, minutes_total, plan, planned, resolve_device,
                    runs_at, seeds_of)
 from .registry import (CPU_RULE, HEADLINES, PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Headline, Procedure, headline,
-                       headline_arms, headlines, is_headline, register)
+                       headline_arms, headlines, is_headline, register, where_they_run)
 
 CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
 
@@ -50,4 +50,4 @@ def get(name: str) -> Experiment:
 __all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "PlannedRun", "Procedure",
            "TRAINED_NOTHING", "all_experiments", "chapter_names", "chapters", "config", "get", "headline",
            "headline_arms", "headlines", "is_headline", "minutes_total", "names", "plan", "planned", "register",
-           "resolve_device", "runs_at", "seeds_of"]
+           "resolve_device", "runs_at", "seeds_of", "where_they_run"]

@@ -81,6 +81,7 @@ class Experiment:
     n_seeds: Mapping[str, int] = field(default_factory=dict)  # profile -> seeds, where not the profile's default
     procedure: str = TRAINER  # the name of its procedure in PROCEDURES
     also_in: tuple[str, ...] = ()  # other chapters whose notebooks read its runs (the prologue reads ar_ed/baseline)
+    why_not_everywhere: str = ""  # why it leaves out the profiles it does not run at (one line)
 
     def runs_at(self, profile: str) -> bool:
         return profile in self.profiles
@@ -152,8 +153,10 @@ def trained_nothing(chapter: str) -> None:
 
 def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = "",
              profiles: tuple[str, ...] | None = None, first_seed_only: tuple[str, ...] = (),
-             n_seeds: Mapping[str, int] | None = None, procedure: str = TRAINER, also_in: tuple[str, ...] = ()):
-    """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``, with where and how it runs."""
+             n_seeds: Mapping[str, int] | None = None, procedure: str = TRAINER, also_in: tuple[str, ...] = (),
+             why_not_everywhere: str = ""):
+    """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``, with where and how it runs
+    (``why_not_everywhere``: why it leaves out some profiles, which :func:`where_they_run` says)."""
     profiles = tuple(PROFILES) if profiles is None else tuple(profiles)
     n_seeds = dict(n_seeds or {})
     unknown = [p for p in (*profiles, *first_seed_only, *n_seeds) if p not in PROFILES]
@@ -167,12 +170,37 @@ def register(name: str, *, title: str, published: Mapping[str, float] | None = N
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} is registered twice")
         REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes, profiles,
-                                    tuple(first_seed_only), n_seeds, procedure, tuple(also_in))
+                                    tuple(first_seed_only), n_seeds, procedure, tuple(also_in), why_not_everywhere)
         return fn
 
     return deco
 
 
+def where_they_run(chapter: str) -> str:
+    """One paragraph, generated from the registry, that the landing pages and notebooks show wherever they say which
+    arms a profile leaves out: the chapter's experiments that do not run at every profile, grouped by where they run,
+    each group with its registered reason; "" when every experiment runs everywhere."""
+    groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    for e in REGISTRY.values():
+        if e.chapter == chapter and set(e.profiles) != set(PROFILES):
+            groups.setdefault((tuple(p for p in PROFILES if p in e.profiles), e.why_not_everywhere), []).append(e.name)
+    if not groups:
+        return ""
+    parts = []
+    for (profiles, why), names in groups.items():
+        missing = [p for p in PROFILES if p not in profiles]
+        where = ("at no profile" if not profiles else f"at {_ticks(profiles)} only" if len(profiles) <= len(missing)
+                 else f"at every profile but {_ticks(missing)}")
+        parts.append(f"{', '.join(f'`{n}`' for n in names)} run{'s' if len(names) == 1 else ''} {where}"
+                     + (f" ({why})" if why else ""))
+    return "Where the arms run (from the experiment registry): " + "; ".join(parts) + "."
+
+
+def _ticks(profiles) -> str:
+    names = [f"`{p}`" for p in profiles]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 __all__ = ["CPU_RULE", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "TRAINER",
            "headline", "headline_arms", "headlines", "is_headline", "procedure", "register", "register_procedure",
-           "trained_nothing"]
+           "trained_nothing", "where_they_run"]

@@ -368,8 +368,17 @@ def _profiles(name: str) -> tuple[str, ...]:
     return tuple(p for p in PROFILES if not (p == "cpu" and name in CPU_SKIP))
 
 
+WHY_PAPER_ONLY = "550k pairs need the hub's stories: the offline copies of TinyStories hold about 2,300"
+WHY_NOT_CPU = "left out to keep the cpu build within its time budget: fewer arms rather than fewer seeds"
+
+
+def _why(name: str) -> str:
+    return WHY_PAPER_ONLY if name in PAPER_ONLY else WHY_NOT_CPU if name in CPU_SKIP else ""
+
+
 for _name, _arm in ARMS.items():
-    register(_name, title=_arm[5], published=_arm[6], procedure="match", profiles=_profiles(_name))(_make(_name))
+    register(_name, title=_arm[5], published=_arm[6], procedure="match", profiles=_profiles(_name),
+             why_not_everywhere=_why(_name))(_make(_name))
 
 # The headline: the retrieval part's claim that "a summary-story matching retrieval model is capable of far better
 # training on embeddings from these models compared to embeddings from transformers", at its first setting

@@ -2,15 +2,16 @@
 claim of the write-up's CLM part.
 
 **Rows.** The claims are data (:mod:`.rows`: the write-up's words, the two arms, the numbers it quotes, in its
-order); this module decides them. A comparison of two trained arms is decided only where one of them learns beyond
-the unigram level (:func:`lmcompanion.data.unigram_loss`); a claim of equality needs four seeds per arm, a claim that
-something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
+order); this module decides them. A comparison of trained arms is decided only where every arm has learned (the
+learning gate, :func:`lmcompanion.verdicts.gate`: every seed half a nat below the unigram loss at the compared step);
+a claim of equality needs four seeds per arm, a claim that something is absent can only be refuted. Which claim of the write-up each row tests, or why a claim has none, is
 the ledger (:mod:`.claims`), registered here with :mod:`lmcompanion.ledger`.
 
 **Seeds.** How many seeds each arm runs at each profile is declared where the arms are registered
-(:mod:`lmcompanion.experiments.mixer`: the profile's three, four for the arms of claims of equality, and one at
-``smoke`` outside the headline arms; arms the ``cpu`` budget would starve are not run there); the notebooks read
-them through the plan (``S.arms``). A notebook's ``n_seeds`` parameter applies to every arm.
+(:mod:`lmcompanion.experiments.mixer` and :mod:`lmcompanion.experiments.plan`: at ``cpu`` five for the headline
+comparison's arms and one for every other, which illustrates; at ``gpu`` and ``paper`` three, four for the arms of
+claims of equality; one at ``smoke`` outside the headline arms; arms the ``cpu`` budget would starve are not run
+there); the notebooks read them through the plan (``S.arms``). A notebook's ``n_seeds`` parameter applies to every arm.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 from typing import Callable, Mapping, Sequence
 
 from ... import experiments, learning, ledger, nb, stats, tables, verdicts
+from .. import cost
 from ... import claims as claim_rows
 from ...claims import Context, Row, register as register_rows
 from ...stats import span
@@ -30,7 +32,7 @@ from .. import verdict_forms as vf
 from . import analysis, compute, facts
 from . import rows as rows_
 from .claims import CLAIMS
-from .rows import EQUAL_TIME, OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
+from .rows import EQUAL_TIME, HEADS_TIME, OVERFIT, PAIRS, SPEED, TIMED, TRENDS, Pair
 
 CHAPTER = "mixer"
 
@@ -39,21 +41,25 @@ FIRST = ["mixer/expanded_d256", "mixer/llama_d128"]  # the write-up's first comp
 MAIN = ["mixer/flat_d512", "mixer/llama_d512"]  # its flat mixer against Llama at d=512
 FLAT_EXPANDED = ["mixer/flat_d256", "mixer/expanded_d256", "mixer/flat_d512", "mixer/expanded_d512"]
 HEADLINE = exp.HEADLINE  # the arms that run every seed at every profile (declared where they are registered)
-LLAMA_D = ["mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d512", "mixer/llama_d1024"]
+LLAMA_D = ["mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d512", "mixer/llama_d1024"]  # the transformer table
+LLAMA_B4 = ["mixer/llama_d1024_b4"]  # the text's d=1024 Llama, at batch 4
 FLAT_D = ["mixer/flat_d256", "mixer/flat_d512", "mixer/flat_d1024", "mixer/flat_d2048"]
 EXPANDED_D = ["mixer/expanded_d256", "mixer/expanded_d512", "mixer/expanded_d1024"]
+BETWEEN = ["mixer/flat_d384", "mixer/flat_d768", "mixer/expanded_d384", "mixer/expanded_d768"]  # the trends' widths
 HEADS = ["mixer/llama_d512", "mixer/llama_d512_h8", "mixer/llama_d512_h4", "mixer/llama_d512_h2"]
 ETA_3060 = ["mixer/llama_d512_h4", "mixer/llama_d512_h4_eta005"]  # the code's learning rate and the text's
 BATCH = ["mixer/flat_d1024", "mixer/flat_d1024_b32"]
 DEEP = ["mixer/deep_d64", "mixer/flat_d1024_b32"]  # 64 layers of width 64 against 8 of width 1024
-SCALING = list(dict.fromkeys(LLAMA_D + FLAT_D + EXPANDED_D + HEADS + ETA_3060 + BATCH + DEEP))
+SCALING = list(dict.fromkeys(LLAMA_D + LLAMA_B4 + FLAT_D + EXPANDED_D + BETWEEN + HEADS + ETA_3060 + BATCH + DEEP))
 PARALLEL = ["mixer/flat_d512", "mixer/parallel2_d512", "mixer/parallel4_d512"]
 POSITIONAL = ["mixer/flat_d1024", "mixer/positional_first", "mixer/positional_every"]
 V100 = ["mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_tuned", "mixer/kernel4", "mixer/extra_linear",
         "mixer/heads2", "mixer/hybrid_sequential", "mixer/hybrid_parallel"]
 HYBRID_3060 = ["mixer/flat_d512", "mixer/llama_d512_h4", "mixer/hybrid_rtx3060"]
-GPT = ["mixer/flat_d512", "mixer/gpt_h16", "mixer/gpt"]
-GENERATION = FIRST  # the write-up's samples: the d=256 mixer and the d=128 Llama of its first comparison
+GPT = ["mixer/flat_d512", "mixer/gpt_h16", "mixer/gpt", "mixer/gpt_h16_eta005", "mixer/gpt_eta005"]
+# the models of the write-up's samples (analysis.SAMPLES): its first comparison's, the flat d=1024 mixer, the 64-layer
+# one and the batch-32 d=1024 one
+GENERATION = list(dict.fromkeys(s.arm for s in analysis.SAMPLES))
 # The arms each notebook trains, in reading order (an arm is trained by the first notebook that uses it).
 NOTEBOOK_ARMS = {
     "01_mixer_vs_llama": FIRST + MAIN,
@@ -84,14 +90,20 @@ def by_title(runs: Mapping[str, Sequence]) -> dict[str, Sequence]:
     return {experiments.get(n).title: rs for n, rs in runs.items()}
 
 
-def results(runs: Mapping[str, Sequence]):
+def results(runs: Mapping[str, Sequence], table: bool = False):
     """tables.results of runs keyed by experiment name, beside the write-up's numbers (a one-line note when none of
-    the arms runs at this profile)."""
+    the arms runs at this profile). ``table=True``: the numbers of the write-up's d_model tables where its text gives
+    others for the same arm (the table's ``table_train``/``table_val``, e.g. Llama d=128's 2.38/2.40, not the first
+    comparison's 2.471/2.497)."""
     if not runs:
         import pandas as pd
 
         return pd.DataFrame({"note": ["these arms are not run at this profile (see the landing page)"]})
-    return tables.results(by_title(runs), published=nb.published(list(runs)))
+    published = nb.published(list(runs))
+    if table:
+        published = {label: {**pub, **{k: pub[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in pub}}
+                     for label, pub in published.items()}
+    return tables.results(by_title(runs), published=published)
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------------
@@ -137,9 +149,16 @@ def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     if p.kind in ("steps", "similar_steps"):
         step, a, b = _equal_steps(runs, p.a, p.b, p.metric)
         at = f"step {step}"
+    elif p.kind == "samples":
+        n = compute.common_samples(runs[p.a], runs[p.b])
+        if n is None:
+            return verdicts.not_decided(p.text, p.published, "no evaluation after the same number of samples",
+                                        "the two arms were never evaluated after the same number of sequences")
+        a, b = compute.at_samples(runs[p.a], n, p.metric), compute.at_samples(runs[p.b], n, p.metric)
+        at = f"{n:,} sequences"
     else:
         a, b = tables.final(runs[p.a], p.metric), tables.final(runs[p.b], p.metric)
-    if p.kind in ("fixed", "steps"):
+    if p.kind in ("fixed", "steps", "samples"):
         v = claim(p.text, p.published, a, b, labels)
     else:
         v = (vf.no_gain if p.kind == "no_gain" else similar)(p.text, p.published, a, b, labels)
@@ -214,7 +233,10 @@ def _at_middle(run, split: str) -> float:
 def trend_row(label: str, names: Sequence[str], runs) -> Verdict:
     """The seed-mean final validation loss falls as d_model grows, every arm gated on it."""
     pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
-                     else ("val",)) for n in names], "validation, the tables")
+                     else ("val",)) for n in names if exp.ARMS[n].published],
+                   "validation, the table; d_model " + " and ".join(str(exp.ARMS[n].n_embed) for n in names
+                                                                    if not exp.ARMS[n].published)
+                   + " are the book's widths between the table's")
     d = [exp.ARMS[n].n_embed for n in names]
     v = trend(rows_.trend_text(label), pub, d, [tables.final(runs[n], "val") for n in names], direction="down")
     return gate(v, arms_of(runs, "val", *names))
@@ -270,25 +292,40 @@ def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
     ]
 
 
-LLAMA128, MIXER256 = "Llama d=128, 16 heads", "expanded mixer d=256 (the first comparison's)"
-LLAMA256, FLAT512 = "Llama d=256, 16 heads", "flat mixer d=512"
-
-
 def batch16_rows() -> list[Verdict]:
-    """The write-up's batch-16 memory figures, against our count (fp32, the chapter's memory method)."""
-    c = facts.batch16_counted()
-    gb = {k: v["training_step"] / 2**30 for k, v in c.items()}
-    r1, r2 = gb[LLAMA128] / gb[MIXER256], gb[LLAMA256] / gb[FLAT512]
-    pub = facts.BATCH16_GB
+    """The write-up's batch-16 memory figures, judged by the ratios of our counts in fp16 mixed precision (the
+    shared memory method, :func:`facts.counted`): a constant a GPU adds to both (its CUDA context) is not counted, so
+    the ratio of two counts is what compares with the write-up's ratio."""
+    F = facts
+    pub = F.BATCH16_GB
+    low = pub["llama_d128"][0] / pub["mixer_d256"][0]  # "exceeds 10 GB" against 2.4 GB: at least this ratio
+    g = {k: F.gib(k, 16) for k in (F.LLAMA128, F.MIXER256, F.LLAMA256, F.FLAT512)}
+    r1, r2 = g[F.LLAMA128] / g[F.MIXER256], g[F.LLAMA256] / g[F.FLAT512]
+    how = f"counted, fp16 mixed precision, {F.LLAMA_HEADS} heads"
     return [
         exact(rows_.BATCH16_LLAMA,
-              f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB (Training); "
-              f"{pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB (Mixer Inference)",
-              f"{gb[LLAMA128]:.2f} vs {gb[MIXER256]:.2f} GB counted (fp32): {r1:.2f}x", r1 > 1, kind=COMPUTED),
+              f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB, a ratio above {low:.2f} "
+              f"(Training); {pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB, "
+              f"{pub['llama_d128'][1] / pub['mixer_d256'][1]:.2f}x (Mixer Inference)",
+              f"{g[F.LLAMA128]:.2f} vs {g[F.MIXER256]:.2f} GiB ({how}): {r1:.2f}x; with 32 heads "
+              f"{F.gib(F.LLAMA128, 16, 32):.2f} GiB, {F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256]:.2f}x (not judged)",
+              r1 > low, kind=COMPUTED),
         exact(rows_.BATCH16_DOUBLE,
               f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
-              f"{gb[LLAMA256]:.2f} vs {gb[FLAT512]:.2f} GB counted (fp32): {r2:.2f}x", r2 > 2, kind=COMPUTED),
+              f"{g[F.LLAMA256]:.2f} vs {g[F.FLAT512]:.2f} GiB ({how}): {r2:.2f}x", r2 > 2, kind=COMPUTED),
     ]
+
+
+def limit_rows() -> list[Verdict]:
+    """The 12 GB limits behind the write-up's batch choices: each holds where every cell it names fits, or does not
+    fit, in 12 GiB as the write-up says, by our count in fp16 mixed precision."""
+    out = []
+    for text, (words, cells) in facts.LIMIT_CELLS.items():
+        parts = [f"{m} at batch {b}: {facts.gib(m, b):.2f} GiB ({'fits' if facts.fits(m, b) else 'does not fit'})"
+                 for m, b, _ in cells]
+        out.append(exact(text, words, "; ".join(parts) + f" (counted, fp16 mixed precision, against {facts.GPU_GIB} "
+                         "GiB)", all(facts.fits(m, b) == should for m, b, should in cells), kind=COMPUTED))
+    return out
 
 
 def jl_rows() -> list[Verdict]:
@@ -341,6 +378,10 @@ def _rows() -> list[Row]:
         published = vf.quote(parts, "validation after the same 12 hours on one RTX 3060")
         out.append(Row(text, notebook, lambda ctx, t=text, b=better, w=worse, p=published: equal_time_row(
             t, p, b, w, ctx.runs), arms=(better, worse), published=published))
+    for text, faster, slower, notebook, _ in HEADS_TIME:
+        out.append(Row(text, notebook, lambda ctx, t=text, f=faster, w=slower: cost.time_lower(
+            t, rows_.HEADS_TIME_QUOTE, ctx.timing(f, w), f, w, ctx.runs), arms=(faster, slower), kind=COST,
+            timed=(faster, slower), published=rows_.HEADS_TIME_QUOTE))
     for label, names in TRENDS.items():
         out.append(Row(rows_.trend_text(label), "03_scaling", lambda ctx, lab=label, ns=names: trend_row(lab, ns, ctx.runs),
                        arms=tuple(names)))
@@ -351,6 +392,7 @@ def _rows() -> list[Row]:
             Row(rows_.MEMORY_GROWTH, "06_memory", lambda ctx: _memory(ctx, 1), kind=COMPUTED),
             Row(rows_.BATCH16_LLAMA, "06_memory", _one(batch16_rows, 0), kind=COMPUTED),
             Row(rows_.BATCH16_DOUBLE, "06_memory", _one(batch16_rows, 1), kind=COMPUTED),
+            *[Row(text, "06_memory", _one(limit_rows, i), kind=COMPUTED) for i, text in enumerate(rows_.LIMITS)],
             Row(rows_.WIDTHS, "08_dimensions", _one(width_estimate_rows), kind=COMPUTED),
             *[Row(text, "08_dimensions", _jl(i), kind=COMPUTED) for i, text in enumerate(rows_.JL)]]
     return sorted(out, key=lambda r: rows_.SECTIONS.index(rows_.section_of(r.text)))
@@ -386,6 +428,7 @@ ledger.register(CHAPTER, CLAIMS)
 __all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION",
            "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
            "PARALLEL", "POSITIONAL", "Pair", "ROWS", "equal_time_row", "trend_row", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
-           "CLAIMS", "by_title", "compute", "count_rows", "exact_rows", "facts", "jl_rows", "liveness_rows",
+           "CLAIMS", "BETWEEN", "LLAMA_B4", "by_title", "compute", "count_rows", "exact_rows", "facts", "jl_rows",
+           "limit_rows", "liveness_rows",
            "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "results", "similar", "timed",
            "training_rows", "verdict_rows", "width_estimate_rows", "worked_example_rows"]

@@ -146,7 +146,7 @@ def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence
 
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     for family, names in families.items():
-        names = [n for n in names if runs.get(n)]
+        names = sorted((n for n in names if runs.get(n)), key=lambda n: exp.ARMS[n].n_embed)  # one line by width
         d = [exp.ARMS[n].n_embed for n in names]
         vals = [[r.summary["final"][split] for r in runs[n]] for n in names]
         mean = [stats.mean(v) for v in vals]
@@ -181,6 +181,23 @@ def at_step(runs: Sequence, step: int, split: str) -> list[float]:
         ev = r.evals()
         out.append(float(ev.loc[ev["step"] == step, split].iloc[0]))
     return out
+
+
+def common_samples(*arms: Sequence) -> int | None:
+    """The most training sequences (steps x global batch) after which every run of every arm was evaluated: equal
+    samples for arms of different batches (None if there is none)."""
+    seen = None
+    for runs in arms:
+        for r in runs:
+            batch = r.config.train.global_batch
+            s = {int(x) * batch for x in r.evals()["step"]}
+            seen = s if seen is None else seen & s
+    return max(seen) if seen else None
+
+
+def at_samples(runs: Sequence, samples: int, split: str) -> list[float]:
+    """Each run's evaluation of ``split`` after ``samples`` training sequences (at step samples / global batch)."""
+    return [at_step([r], samples // r.config.train.global_batch, split)[0] for r in runs]
 
 
 def at_time(runs: Sequence, seconds: float, split: str) -> list[float]:
@@ -279,6 +296,6 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
 
 
-__all__ = ["arm_table", "proportions_table", "at_step", "at_time", "budget_table", "common_step", "curve", "equal_steps_table",
+__all__ = ["arm_table", "proportions_table", "at_samples", "at_step", "at_time", "common_samples", "budget_table", "common_step", "curve", "equal_steps_table",
            "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
            "MINUTES", "seconds_per_step", "speed_ratio_table", "time_estimate"]

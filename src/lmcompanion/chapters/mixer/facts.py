@@ -1,10 +1,11 @@
 """Facts of the write-up's CLM part that are computed, not trained: its 3 x 3 worked masking example, the parameter
-counts it estimates for widths 350 and 1,300, the training memory of its batch-16 models, and the unigram loss that
-every comparison of trained arms is gated on.
+counts it estimates for widths 350 and 1,300, the training memory of its models as it trained them (fp16 mixed
+precision, its batches) with the 12 GB limits behind its batch choices, and the unigram loss that every comparison of
+trained arms is gated on.
 
-The write-up's own numbers here are quoted (:data:`WORKED_EXAMPLE`, :data:`WIDTH_ESTIMATES`, :data:`BATCH16_GB`);
-everything beside them is computed by the package's models (the mask by :class:`MaskedTokenConv` itself, memory by
-the chapter's memory method, ``training_memory``).
+The write-up's own numbers here are quoted (:data:`WORKED_EXAMPLE`, :data:`WIDTH_ESTIMATES`, :data:`BATCH16_GB`,
+:data:`MEMORY_QUOTED`, :data:`LIMIT_CELLS`); everything beside them is computed by the package's models (the mask by
+:class:`MaskedTokenConv` itself, memory by the book's one memory method, :func:`lmcompanion.memory.training_memory`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data, models
+from ... import data, memory, models
 from ...models.mixer import MaskedTokenConv, MixerConfig
 from ...models.transformer import llama_config
-from . import analysis
+from . import rows as rows_
 
 # --- the worked masking example ("Language Mixer Basics") -----------------------------------------------------
 
@@ -135,39 +136,84 @@ def shapes_within(tolerance: float = ABOUT) -> list[str]:
             if all(abs(count(d) / pub - 1) <= tolerance for d, pub in WIDTH_ESTIMATES.items())]
 
 
-# --- training memory at batch 16 ("Training", "Mixer Inference", "Flat Mixers Train Faster") --------------------
+# --- training memory as the write-up trained ("Training", "Mixer Inference", "Flat Mixers Train Faster") ---------
 
-# The write-up's figures, quoted (GB of GPU memory to train at batch 16 on 512 tokens): the Llama d=128 "exceeds 10
-# GB" against 2.4 GB for the mixer of double the width (Training); the same models at 10.7 GB and 1.8 GB "for 16-bit
-# training" (Mixer Inference); the flat d=512 mixer at 3.59 GB, the d=256 transformer at "more than double".
+# The write-up trained with the HF Trainer's fp16=True (CUDA autocast to fp16, the model, its gradients and AdamW's
+# state in fp32) on a 12 GB RTX 3060, 512 tokens, 8 layers. Its figures, quoted (GB of GPU memory to train at batch
+# 16): the Llama d=128 "exceeds 10 GB" against 2.4 GB for the mixer of double the width (Training); the same models at
+# 10.7 GB and 1.8 GB "for 16-bit training" (Mixer Inference); the flat d=512 mixer at 3.59 GB, the d=256 transformer
+# at "more than double".
 BATCH16_GB = {"llama_d128": (10.0, 10.7), "mixer_d256": (2.4, 1.8), "flat_d512": (3.59,)}
-BATCH16_MODELS = {
-    "Llama d=128, 16 heads": lambda: llama_config(128, 8, 16),
-    "expanded mixer d=256 (the first comparison's)": lambda: MixerConfig(n_embed=256, n_layer=8, expansion=2),
-    "flat mixer d=256": lambda: MixerConfig(n_embed=256, n_layer=8),
-    "flat mixer d=512": lambda: MixerConfig(n_embed=512, n_layer=8),
-    "Llama d=256, 16 heads": lambda: llama_config(256, 8, 16),
+GPU_GIB = 12  # "12 GB vRAM": the RTX 3060's memory, read as 12 GiB
+AMP = torch.float16  # the lower precision of the write-up's mixed-precision training
+LLAMA_HEADS = 16  # the transformer tables' "h=16"; several original configurations fall back to 32 (shown, not judged)
+LLAMA128, MIXER256 = "Llama d=128", "expanded mixer d=256 (the first comparison's)"
+LLAMA256, FLAT512 = "Llama d=256", "flat mixer d=512"
+LLAMA512, LLAMA1024, FLAT1024 = "Llama d=512", "Llama d=1024", "flat mixer d=1024"
+MEMORY_MODELS = {
+    LLAMA128: lambda heads=LLAMA_HEADS: llama_config(128, 8, heads),
+    MIXER256: lambda: MixerConfig(n_embed=256, n_layer=8, expansion=2),
+    FLAT512: lambda: MixerConfig(n_embed=512, n_layer=8),
+    LLAMA256: lambda heads=LLAMA_HEADS: llama_config(256, 8, heads),
+    LLAMA512: lambda heads=LLAMA_HEADS: llama_config(512, 8, heads),
+    LLAMA1024: lambda heads=LLAMA_HEADS: llama_config(1024, 8, heads),
+    FLAT1024: lambda: MixerConfig(n_embed=1024, n_layer=8),
 }
-BATCH16_QUOTED = {
-    "Llama d=128, 16 heads": "more than 10 (Training); 10.7 (Mixer Inference)",
-    "expanded mixer d=256 (the first comparison's)": "2.4 (Training); 1.8 (Mixer Inference)",
-    "flat mixer d=256": "",
-    "flat mixer d=512": "3.59",
-    "Llama d=256, 16 heads": "'more than double' the flat d=512 mixer's",
+# What the write-up says of each (model, batch) counted: its figure, or the limit it implies
+MEMORY_QUOTED = {
+    (LLAMA128, 16): "more than 10 (Training); 10.7 (Mixer Inference)",
+    (MIXER256, 16): "2.4 (Training); 1.8 (Mixer Inference)",
+    (FLAT512, 16): "3.59",
+    (LLAMA256, 16): "'more than double' the flat d=512 mixer's; the largest Llama that fits at batch 16",
+    (LLAMA512, 16): "does not fit (d=256 is the largest at batch 16)",
+    (LLAMA512, 8): "'can just barely fit'",
+    (LLAMA1024, 8): "does not fit ('requires a reduction to a batch size of 4')",
+    (LLAMA1024, 4): "fits",
+    (FLAT1024, 32): "fits: 'the largest power of two that fits'",
+    (FLAT1024, 64): "does not fit",
+}
+# The limits behind the write-up's batch choices: per row, the (model, batch) cells and whether each fits in 12 GB,
+# with the write-up's words
+LIMIT_CELLS = {
+    rows_.LIMIT_D256: ("'The largest 8-layer transformer that will fit in 12GB vRAM (at 512 token context with a "
+                       "16-size minibatch) has a $d_{model}=256$'", ((LLAMA256, 16, True), (LLAMA512, 16, False))),
+    rows_.LIMIT_D512: ("'A transformer of size ($d_{model}=512, \\; n = 8$) with a batch size of 8 can just barely "
+                       "fit in the allotted 12 GB vRAM'", ((LLAMA512, 8, True), (LLAMA512, 16, False))),
+    rows_.LIMIT_D1024: ("'$d_{model}=1024$ (which requires a reduction to a batch size of 4 for our vRAM "
+                        "stipulations)'", ((LLAMA1024, 4, True), (LLAMA1024, 8, False))),
+    rows_.LIMIT_B32: ("'increase the minibatch size to 32 samples (the largest power of two that fits in the allotted "
+                      "12GB vRAM)'", ((FLAT1024, 32, True), (FLAT1024, 64, False))),
 }
 
 
-@functools.lru_cache(maxsize=1)
-def batch16_counted() -> dict[str, dict[str, int]]:
-    """Bytes of one training step at batch 16 on 512 tokens (V = 4,096, 8 blocks, the LM head included, AdamW state),
-    counted without allocating by the chapter's memory method (``training_memory``), fp32."""
-    return {label: analysis.training_memory(make(), batch_size=16, include_head=True)
-            for label, make in BATCH16_MODELS.items()}
+@functools.lru_cache(maxsize=64)
+def counted(label: str, batch: int, heads: int = LLAMA_HEADS) -> dict[str, int]:
+    """Bytes of one training step of ``label`` at ``batch`` x 512 tokens (V = 4,096, 8 blocks, the LM head included,
+    AdamW's state), counted without allocating by the shared memory method in fp16 mixed precision
+    (:func:`lmcompanion.memory.training_memory` with ``autocast``); ``heads``: a Llama's attention heads."""
+    make = MEMORY_MODELS[label]
+    cfg = make(heads) if label.startswith("Llama") else make()
+    return memory.training_memory(cfg, batch_size=batch, include_head=True, autocast=AMP)
+
+
+def gib(label: str, batch: int, heads: int = LLAMA_HEADS) -> float:
+    return counted(label, batch, heads)["training_step"] / 2**30
+
+
+def fits(label: str, batch: int) -> bool:
+    """Whether the count fits in the RTX 3060's 12 GiB (the CUDA context and the allocator's slack, a few hundred MB
+    or more on a GPU, are not counted)."""
+    return gib(label, batch) <= GPU_GIB
+
+
+def memory_cells() -> list[tuple[str, int]]:
+    """Every (model, batch) the chapter counts, in the write-up's order."""
+    return list(MEMORY_QUOTED)
 
 
 def measure_training_cuda(model_config, batch_size: int = 16) -> float:
-    """GB of ``torch.cuda.max_memory_allocated`` over one fp32 AdamW training step at ``batch_size`` (NaN when it
-    does not fit)."""
+    """GB of ``torch.cuda.max_memory_allocated`` over one AdamW training step at ``batch_size`` under fp16 autocast
+    (the model in fp32), NaN when it does not fit."""
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     model = opt = None
@@ -175,7 +221,9 @@ def measure_training_cuda(model_config, batch_size: int = 16) -> float:
         model = models.build(model_config, device="cuda").train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         idx = torch.zeros(batch_size, model.context_size, dtype=torch.long, device="cuda")
-        model(idx, idx).loss.backward()
+        with torch.autocast("cuda", dtype=AMP):
+            loss = model(idx, idx).loss
+        loss.float().backward()
         opt.step()
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() / 2**30
@@ -186,31 +234,37 @@ def measure_training_cuda(model_config, batch_size: int = 16) -> float:
         torch.cuda.empty_cache()
 
 
-def batch16_table(measured: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """The batch-16 models: the write-up's GB beside ours counted (fp32: parameters, gradients, AdamW state and the
-    most activation bytes alive at once), and measured on this machine's GPU where there is one."""
+def memory_table(measured: Mapping[tuple[str, int], float] | None = None) -> pd.DataFrame:
+    """Every counted (model, batch): the write-up's GB or the limit it implies, ours counted in fp16 mixed precision
+    (parameters, gradients, AdamW's state, and the most activation bytes alive at once), whether that fits in 12 GiB,
+    a Llama's count with 32 heads (the default several original configurations fall back to; shown, not judged), and
+    measured on this machine's GPU where there is one."""
     rows = []
-    for label, m in batch16_counted().items():
-        row = {"model (8 blocks, 512 tokens, batch 16)": label, "write-up (GB)": BATCH16_QUOTED[label],
-               "counted: training step (GB)": f"{m['training_step'] / 2**30:.2f}",
-               "of which parameters, gradients, AdamW (GB)": f"{(m['parameters'] + m['gradients'] + m['optimizer_state']) / 2**30:.2f}"}
+    for label, batch in memory_cells():
+        m = counted(label, batch)
+        row = {"model (8 blocks, 512 tokens)": label, "batch": batch,
+               "write-up (GB)": MEMORY_QUOTED[(label, batch)],
+               "counted, fp16 mixed precision (GiB)": f"{m['training_step'] / 2**30:.2f}",
+               "of which weights, gradients, AdamW (GiB)":
+                   f"{(m['parameters'] + m['gradients'] + m['optimizer_state']) / 2**30:.2f}",
+               f"fits in {GPU_GIB} GiB (counted)": "yes" if fits(label, batch) else "no",
+               "Llama with 32 heads (GiB)": f"{gib(label, batch, 32):.2f}" if label.startswith("Llama") else ""}
         if measured is not None:
-            v = measured.get(label, float("nan"))
+            v = measured.get((label, batch), float("nan"))
             row["measured here (GB)"] = "did not fit" if math.isnan(v) else f"{v:.2f}"
         rows.append(row)
-    return pd.DataFrame(rows).set_index("model (8 blocks, 512 tokens, batch 16)")
+    return pd.DataFrame(rows).set_index(["model (8 blocks, 512 tokens)", "batch"])
 
 
-def batch16_measured() -> dict[str, float] | None:
-    """The same models measured on this machine's GPU (None without one)."""
+def memory_measured() -> dict[tuple[str, int], float] | None:
+    """The same steps measured on this machine's GPU under fp16 autocast (None without one)."""
     if not torch.cuda.is_available():
         return None
-    return {label: measure_training_cuda(make()) for label, make in BATCH16_MODELS.items()}
-
-
-def batch16_ratio(numerator: str, denominator: str) -> float:
-    c = batch16_counted()
-    return c[numerator]["training_step"] / c[denominator]["training_step"]
+    out = {}
+    for label, batch in memory_cells():
+        make = MEMORY_MODELS[label]
+        out[(label, batch)] = measure_training_cuda(make(), batch)
+    return out
 
 
 # --- the unigram level -----------------------------------------------------------------------------------------
@@ -221,7 +275,8 @@ def unigram_of(runs: Sequence, split: str = "val") -> float:
     return data.unigram_loss(runs[0].config, split)
 
 
-__all__ = ["ABOUT", "BATCH16_GB", "BATCH16_MODELS", "FOUND_SHAPE", "STANDARD_SHAPES", "WIDTH_ESTIMATES",
-           "WORKED_EXAMPLE", "batch16_counted", "batch16_measured", "batch16_ratio", "batch16_table", "gpt2_params",
-           "llama2_params", "measure_training_cuda", "shapes_within", "unigram_of", "width_estimates_table",
-           "worked_example", "worked_example_figure", "worked_example_table"]
+__all__ = ["ABOUT", "AMP", "BATCH16_GB", "FOUND_SHAPE", "GPU_GIB", "LIMIT_CELLS", "MEMORY_MODELS", "MEMORY_QUOTED",
+           "STANDARD_SHAPES", "WIDTH_ESTIMATES", "WORKED_EXAMPLE", "counted", "fits", "gib", "gpt2_params",
+           "llama2_params", "measure_training_cuda", "memory_cells", "memory_measured", "memory_table",
+           "shapes_within", "unigram_of", "width_estimates_table", "worked_example", "worked_example_figure",
+           "worked_example_table"]

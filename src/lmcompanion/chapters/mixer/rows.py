@@ -19,8 +19,9 @@ class Pair:
 
     ``kind``: ``"fixed"`` (``a`` ends lower than ``b`` on ``metric`` at equal counted compute), ``"steps"`` (``a``
     is lower than ``b`` at their last common evaluation, i.e. after equal steps, equal samples when the batches are
-    equal), ``"no_gain"`` (``a`` does not end lower than ``b``), ``"similar"`` (they end about equal), or
-    ``"similar_steps"`` (about equal after equal steps). ``quote``: (label, experiment, published keys) of each arm
+    equal), ``"samples"`` (``a`` is lower than ``b`` after the same number of training sequences, read where both
+    evaluated after it: for arms of different batches), ``"no_gain"`` (``a`` does not end lower than ``b``),
+    ``"similar"`` (they end about equal), or ``"similar_steps"`` (about equal after equal steps). ``quote``: (label, experiment, published keys) of each arm
     the write-up names, in its order; ``note`` says which numbers they are."""
 
     text: str
@@ -62,6 +63,14 @@ def _in(section: str, *args, **kw) -> "Pair":
 
 M = "mixer/"
 TV = ("train", "val")
+# The GPT's mixer: "far worse than the 1.76/1.81 mixer loss" names no model, and no run of the write-up's tables or
+# text has 1.76/1.81 (1.76 is its eta=0.005 4xV100 Llama, 1.81 its flat d=1024 mixer's training loss).
+GPT_MIXER = ("no mixer of the write-up's tables or text has 1.76/1.81, so that mixer cannot be identified: the flat "
+             "d=512 mixer, of the GPT's width, is compared")
+# The GPT's learning rate: "the optimized learning rate ... found for llama-style transformers" (the text's eta=0.005
+# for its best Llama) as one arm, the code's 5e-4 as the other, as for the Llamas. (suffix, 16 heads, 4 heads, note)
+GPT_RATES = (("", "gpt_h16", "gpt", "; the GPTs at the code's learning rate, 5e-4"),
+             (" at eta=0.005", "gpt_h16_eta005", "gpt_eta005", "; the GPTs at the text's eta=0.005"))
 # Every claim of the CLM part decided by training runs, in the write-up's order.
 PAIRS = [
     # Training
@@ -101,12 +110,17 @@ PAIRS = [
     _in(FLAT, "Llama d=512 beats d=256 at fixed compute ('a peak of efficiency for the transformer', validation)",
          "fixed", M + "llama_d512", M + "llama_d256", "03_scaling",
          (("d=256", M + "llama_d256", TV), ("d=512", M + "llama_d512", TV)), "train/validation"),
-    _in(FLAT, "Llama d=512 beats d=1024 at fixed compute (validation)", "fixed", M + "llama_d512", M + "llama_d1024",
-         "03_scaling", (("d=512", M + "llama_d512", TV), ("d=1024", M + "llama_d1024", TV)),
-         "train/validation; the text's d=1024 ran at batch 4, its table says 8 (2.31/2.32)"),
-    _in(FLAT, "at equal samples Llama d=1024 reaches a higher training loss than d=512", "steps",
+    _in(FLAT, "Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)", "fixed",
+         M + "llama_d512", M + "llama_d1024_b4", "03_scaling",
+         (("d=512", M + "llama_d512", TV), ("d=1024", M + "llama_d1024_b4", TV)),
+         "train/validation; the text's d=1024 Llama, at batch 4"),
+    _in(FLAT, "Llama d=512 beats d=1024 at batch 8 at fixed compute (the transformer table, validation)", "fixed",
          M + "llama_d512", M + "llama_d1024", "03_scaling",
-         (("d=1024", M + "llama_d1024", ("train_440k",)), ("d=512", M + "llama_d512", ("train_440k",))),
+         (("d=512", M + "llama_d512", ("table_train", "table_val")), ("d=1024, b=8", M + "llama_d1024", TV)),
+         "train/test, the transformer table"),
+    _in(FLAT, "after the same number of samples Llama d=1024 (batch 4) reaches a higher training loss than d=512 "
+         "(batch 8)", "samples", M + "llama_d512", M + "llama_d1024_b4", "03_scaling",
+         (("d=1024", M + "llama_d1024_b4", ("train_440k",)), ("d=512", M + "llama_d512", ("train_440k",))),
          "training, after 440k samples", metric="train"),
     _in(FLAT, "the flat mixer (d=512) reaches a lower validation loss than the optimal transformer (d=512)", "fixed",
          M + "flat_d512", M + "llama_d512", "01_mixer_vs_llama",
@@ -134,17 +148,24 @@ PAIRS = [
          M + "flat_d1024", M + "positional_every", "04_variants",
          (("every block", M + "positional_every", TV),), "train/validation; no number for the mixer without it"),
     # Scaling Properties
+    _in(SCALING, "Llama d=256 beats d=128 at fixed compute (the transformer table, validation)", "fixed",
+         M + "llama_d256", M + "llama_d128", "03_scaling",
+         (("d=128", M + "llama_d128", ("table_train", "table_val")), ("d=256", M + "llama_d256", ("train", "table_val"))),
+         "train/test, the transformer table (its header: h=16, b=32)"),
     _in(SCALING, "a 1024-wide mixer with 8 layers reaches a lower evaluation loss than a 64-wide one with 64 layers",
          "fixed", M + "flat_d1024_b32", M + "deep_d64", "03_scaling",
          (("64 wide, 64 layers", M + "deep_d64", ("val",)), ("1024 wide, 8 layers", M + "flat_d1024_b32", ("val",))),
          "evaluation"),
     # Transformers with fewer attention heads are more efficient for TinyStories
-    _in(HEADS, "4 heads beat 16 heads for Llama d=512 (validation)", "fixed", M + "llama_d512_h4", M + "llama_d512",
+    _in(HEADS, "at equal counted compute (equal steps) 4 heads beat 16 heads for Llama d=512 (validation)", "fixed",
+         M + "llama_d512_h4", M + "llama_d512",
          "03_scaling", (("16 heads", M + "llama_d512", ("table_train", "table_val")), ("4 heads", M + "llama_d512_h4", TV)),
          "the heads table"),
-    _in(HEADS, "4 heads beat 8 heads for Llama d=512 (validation)", "fixed", M + "llama_d512_h4", M + "llama_d512_h8",
+    _in(HEADS, "at equal counted compute (equal steps) 4 heads beat 8 heads for Llama d=512 (validation)", "fixed",
+         M + "llama_d512_h4", M + "llama_d512_h8",
          "03_scaling", (("8 heads", M + "llama_d512_h8", TV), ("4 heads", M + "llama_d512_h4", TV)), "the heads table"),
-    _in(HEADS, "4 heads beat 2 heads for Llama d=512 (validation)", "fixed", M + "llama_d512_h4", M + "llama_d512_h2",
+    _in(HEADS, "at equal counted compute (equal steps) 4 heads beat 2 heads for Llama d=512 (validation)", "fixed",
+         M + "llama_d512_h4", M + "llama_d512_h2",
          "03_scaling", (("4 heads", M + "llama_d512_h4", TV), ("2 heads", M + "llama_d512_h2", TV)), "the heads table"),
     _in(HEADS, "at equal samples 16 heads beat 2 heads for Llama d=512 (validation)", "steps",
          M + "llama_d512", M + "llama_d512_h2", "03_scaling",
@@ -194,17 +215,19 @@ PAIRS = [
          M + "hybrid_parallel", M + "llama_tuned", "05_v100",
          (("parallel hybrid", M + "hybrid_parallel", TV), ("transformer", M + "llama_tuned", ("fa2_train", "fa2_val"))),
          "train/test, with Flash Attention 2"),
-    # Masked Mixers outperform early CLM Transformers
-    _in(GPT, "the masked mixer learns more than the original GPT at fixed compute (validation)", "fixed",
-         M + "flat_d512", M + "gpt_h16", "05_v100",
-         (("GPT", M + "gpt_h16", TV), ("mixer", M + "gpt", ("mixer_train", "mixer_val"))),
-         "train/test; the write-up's mixer is none of its tables' runs: the flat d=512 mixer is compared"),
-    _in(GPT, "the mixer is lower even than a GPT with an optimized number of heads (validation)", "fixed",
-         M + "flat_d512", M + "gpt", "05_v100",
-         (("mixer", M + "gpt", ("mixer_train", "mixer_val")), ("GPT, optimized heads", M + "gpt", TV)), "train/test"),
-    _in(GPT, "an optimized number of heads improves the original GPT (validation)", "fixed", M + "gpt", M + "gpt_h16",
-         "05_v100", (("first heads", M + "gpt_h16", TV), ("optimized heads", M + "gpt", TV)),
-         "train/test; the first head count is not stated: 16, as the Llama tables"),
+    # Masked Mixers outperform early CLM Transformers: each row at the code's learning rate and at the text's eta
+    *[_in(GPT, f"the flat d=512 mixer (in place of the write-up's 1.76/1.81 mixer, which cannot be identified) learns "
+          f"more than the original GPT{eta} at fixed compute (validation)", "fixed", M + "flat_d512", M + gpt,
+          "05_v100", (("GPT", M + gpt, TV), ("mixer", M + "gpt", ("mixer_train", "mixer_val"))),
+          "train/test; " + GPT_MIXER + lr) for eta, gpt, _, lr in GPT_RATES],
+    *[_in(GPT, f"the flat d=512 mixer (in place of the write-up's 1.76/1.81 mixer) is lower even than a GPT with an "
+          f"optimized number of heads{eta} (validation)", "fixed", M + "flat_d512", M + gpt4, "05_v100",
+          (("mixer", M + "gpt", ("mixer_train", "mixer_val")), ("GPT, optimized heads", M + gpt4, TV)),
+          "train/test; " + GPT_MIXER + lr) for eta, _, gpt4, lr in GPT_RATES],
+    *[_in(GPT, f"an optimized number of heads improves the original GPT{eta} (validation)", "fixed", M + gpt4, M + gpt,
+          "05_v100", (("first heads", M + gpt, TV), ("optimized heads", M + gpt4, TV)),
+          "train/test; the first head count is not stated: 16, as the Llama tables" + lr)
+      for eta, gpt, gpt4, lr in GPT_RATES],
 ]
 
 TIMED = "(measured on this machine)"  # ends the claims decided by measured time, which vary from machine to machine
@@ -238,19 +261,39 @@ EQUAL_TIME = [
      "CPU time here, not the write-up's GPU time " + TIMED, "mixer/expanded_d256", "mixer/llama_d128",
      (("mixer", "mixer/expanded_d256", ("val",)), ("Llama", "mixer/llama_d128", ("val",))), "01_mixer_vs_llama",
      TRAINING),
+    # the heads table was made at equal wall-clock time, and "the main reason for this performance increase is that
+    # the smaller number of attention heads results in more samples seen during training in a given compute budget"
+    *[(f"at equal training time 4 heads beat {h} heads for Llama d=512 (validation); CPU time here, not the "
+       f"write-up's GPU time " + TIMED, "mixer/llama_d512_h4", other,
+       (("4 heads", "mixer/llama_d512_h4", ("val",)), (f"{h} heads", other, (key,))), "03_scaling", HEADS)
+      for h, other, key in (("16", "mixer/llama_d512", "table_val"), ("8", "mixer/llama_d512_h8", "val"),
+                            ("2", "mixer/llama_d512_h2", "val"))],
 ]
+
+# (text, faster, slower, notebook, section): claims that one arm's training step takes less time than another's,
+# decided by the two timed side by side in the verdict notebook (lmcompanion.chapters.cost.time_lower): the write-up's
+# reason for the heads table, "more samples seen during training in a given compute budget"
+HEADS_TIME = [
+    (f"a training step of Llama d=512 with {h} heads takes less time than with 16 heads (timed side by side) " + TIMED,
+     f"mixer/llama_d512_h{h}", "mixer/llama_d512", "09_verdicts", HEADS) for h in ("8", "4", "2")
+]
+HEADS_TIME_QUOTE = "'more samples seen during training in a given compute budget' (no time per step given)"
 
 # "there is minimal overfitting after 5.6 epochs at twelve hours of training for the mixer"
 OVERFIT = ("the mixer shows minimal overfitting after several epochs: its validation loss still falls at the end "
            "of training", "mixer/expanded_d256")
 
-# trends across the d_model tables: (label, arms)
-TRENDS = {"flat mixer": ("mixer/flat_d256", "mixer/flat_d512", "mixer/flat_d1024"),
-          "expanded mixer": ("mixer/expanded_d256", "mixer/expanded_d512", "mixer/expanded_d1024")}
+# trends across the d_model tables: (label, arms): the table's three widths from 256 to 1024 and two between them
+# (the book's; over three settings no trend can be decided at 5%)
+TRENDS = {"flat mixer": ("mixer/flat_d256", "mixer/flat_d384", "mixer/flat_d512", "mixer/flat_d768",
+                         "mixer/flat_d1024"),
+          "expanded mixer": ("mixer/expanded_d256", "mixer/expanded_d384", "mixer/expanded_d512",
+                             "mixer/expanded_d768", "mixer/expanded_d1024")}
 
 
 def trend_text(label: str) -> str:
-    return f"the {label}'s validation loss falls as d_model grows from 256 to 1024"
+    return (f"the {label}'s validation loss falls as d_model grows from 256 to 1024 (five widths: the table's three "
+            "and two between them)")
 
 
 # The claims decided by computation
@@ -262,9 +305,19 @@ MEMORY_LESS = ("a mixer needs less training memory than a same-width transformer
                "(4, 8, 16 layers, d = 1024)")
 MEMORY_GROWTH = ("the mixer's training memory grows far more slowly with context than the transformer's (512 to 2,048 "
                  "tokens)")
-BATCH16_LLAMA = ("at batch 16 and 512 tokens a Llama (d=128, 8 layers) needs substantially more training memory than "
-                 "a mixer of the same depth and double the width")
-BATCH16_DOUBLE = "the d=256 transformer needs more than double the training memory of the flat d=512 mixer"
+BATCH16_LLAMA = ("at batch 16 and 512 tokens, in fp16 mixed precision, a Llama (d=128, 8 layers) needs over 10 / 2.4 "
+                 "times the training memory of a mixer of the same depth and double the width (more than 10 GB against "
+                 "2.4 GB)")
+BATCH16_DOUBLE = ("at batch 16 and 512 tokens, in fp16 mixed precision, the d=256 transformer needs more than double "
+                  "the training memory of the flat d=512 mixer")
+# The limits of the RTX 3060's 12 GB behind the write-up's batch choices (fp16 mixed precision, 8 layers, 512 tokens)
+LIMIT_D256 = ("the largest 8-layer Llama that fits in 12 GB at batch 16 has d_model=256 (d_model=512 does not fit), "
+              "counted in fp16 mixed precision")
+LIMIT_D512 = "a Llama of d_model=512 fits in 12 GB at batch 8 but not at 16, counted in fp16 mixed precision"
+LIMIT_D1024 = "a Llama of d_model=1024 fits in 12 GB at batch 4 but not at 8, counted in fp16 mixed precision"
+LIMIT_B32 = ("batch 32 is the largest power of two at which the flat d_model=1024 mixer fits in 12 GB, counted in "
+             "fp16 mixed precision")
+LIMITS = (LIMIT_D256, LIMIT_D512, LIMIT_D1024, LIMIT_B32)
 WIDTHS = "standard transformers of widths 350 and 1,300 have about 100 million and 995 million parameters"
 JL = [f"Johnson-Lindenstrauss: 8 ln m for m = {what} is about {pub}" for what, _, pub in analysis.JL_PUBLISHED]
 
@@ -272,7 +325,8 @@ JL = [f"Johnson-Lindenstrauss: 8 ln m for m = {what} is about {pub}" for what, _
 SECTION_OF = {
     WIDTHS: BACKGROUND, JL[0]: BACKGROUND, JL[1]: BACKGROUND, JL[2]: BACKGROUND, WORKED: BASICS,
     BATCH16_LLAMA: TRAINING, OVERFIT[0]: TRAINING, **{t[0]: t[6] for t in SPEED}, **{t[0]: t[5] for t in EQUAL_TIME},
-    BATCH16_DOUBLE: FLAT, LIVENESS: FLAT,
+    **{t[0]: t[4] for t in HEADS_TIME},
+    BATCH16_DOUBLE: FLAT, LIVENESS: FLAT, **{t: FLAT for t in LIMITS},
     trend_text("flat mixer"): SCALING, trend_text("expanded mixer"): SCALING, COUNTS: SCALING, MEMORY_LESS: SCALING,
     MEMORY_GROWTH: SCALING, JL[3]: CONCLUSIONS,
 }
