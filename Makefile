@@ -136,8 +136,14 @@ test: $(INSTALLED)
 
 tests: test
 
+# The unit tests run in JOBS worker processes (pytest-xdist; default one per core), THREADS threads each: their models
+# are tiny, and run faster on one thread (much faster than two threads each on a busy machine); a test that compares
+# thread counts sets them itself. Each worker has its own temporary folders, and so its own run store and cache
+# (tests/conftest.py). worksteal: an idle worker takes tests queued for the other, so one slow test does not leave a
+# core idle at the end.
 unit: $(INSTALLED)
-	$(BIN)python -m pytest -q tests -p no:cacheprovider
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
+	  --dist worksteal
 
 # Re-execute the committed smoke references in a fresh run store and compare their outputs (exactly, after the
 # sanitizer removes decimal numbers and verdict words); then compare every number the runs recorded with
