@@ -137,20 +137,37 @@ test: $(INSTALLED)
 
 tests: test
 
+# The unit tests run in JOBS worker processes (pytest-xdist; default one per core), THREADS threads each: their models
+# are tiny, and run faster on one thread (much faster than two threads each on a busy machine); a test that compares
+# thread counts sets them itself. Each worker has its own temporary folders, and so its own run store and cache
+# (tests/conftest.py). worksteal: an idle worker takes tests queued for the other, so one slow test does not leave a
+# core idle at the end.
 unit: $(INSTALLED)
-	$(BIN)python -m pytest -q tests -p no:cacheprovider
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
+	  --dist worksteal
 
-# Re-execute the committed smoke references in a fresh run store and compare their outputs (exactly, after the
-# sanitizer removes decimal numbers and verdict words); then compare every number the runs recorded with
-# tests/nbval/runs.json within the tolerance of tests/regression.py. Both run with THREADS threads, as the book's
+# In a fresh run store, as `make book` does: every run the smoke notebooks read is trained first by the pool (JOBS
+# processes, THREADS threads each; a run trained there is bit for bit the run a notebook trains), then the committed
+# smoke references are re-executed JOBS at a time (pytest-xdist; --dist loadfile keeps each notebook's cells in one
+# worker, in order, in one kernel), reading those runs, and their outputs compared (exactly, after the sanitizer
+# removes decimal numbers and verdict words); then every number the runs recorded is compared with
+# tests/nbval/runs.json within the tolerance of tests/regression.py. All run with THREADS threads, as the book's
 # notebooks do and `make references` did, so the check does not depend on the machine's core count. The rehearsal's
 # compiled kernels go to a fresh Inductor cache: a shared one may hold kernels built for another instruction set
 # (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed).
+# The verdict notebooks first: they take longest (benches, the appendix's counts), and started last they would leave
+# one core idle at the end (--no-loadscope-reorder keeps this order; xdist would start the notebooks with most cells).
+NBVAL_NB := $(sort $(wildcard tests/nbval/*/*.ipynb))
+NBVAL_ORDER := $(filter %_verdicts.ipynb,$(NBVAL_NB)) $(filter-out %_verdicts.ipynb,$(NBVAL_NB))
+
 nbval: $(INSTALLED)
 	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) \
 	  TORCHINDUCTOR_CACHE_DIR=$$runs-inductor && \
-	  $(BIN)python -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg tests/nbval && \
+	  $(BIN)python -m lmcompanion train-chapter all --profile smoke --jobs $(JOBS) --threads $(THREADS) \
+	    --no-progress && \
+	  $(BIN)python -m pytest -q -p no:cacheprovider --numprocesses $(JOBS) --dist loadfile \
+	    --no-loadscope-reorder --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	    $(NBVAL_ORDER) && \
 	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py && \
 	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
 	  status=$$?; rm -rf $$runs $$runs-inductor; exit $$status

@@ -11,6 +11,32 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+# The slowest tests (`pytest --durations`: each runs for a minute or more of CPU time, mostly in subprocesses), longest
+# first, run before all the others: `make unit` spreads the tests over its workers (pytest-xdist), and one of these
+# started last would keep one core busy after the other has finished. Only the order changes.
+SLOWEST_FIRST = (
+    "test_reliability.py::test_counting_and_planning_need_neither_network_nor_data",
+    "test_retrieval.py::test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically",
+    "test_campaign.py::test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of_a_cpu_build",
+    "test_reliability.py::test_a_ctrl_c_from_outside_resumes_byte_identical",
+    "test_reliability.py::test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_identical",
+    "test_campaign.py::test_the_default_gpu_plan_fits_25_minutes_trains_the_notebooks_runs_and_leaves_the_rest_in_order",
+    "test_pool.py::test_train_chapter_all_plans_every_chapter_once",
+    "test_plan.py::test_a_plan_needs_neither_data_nor_network",
+    "test_reliability.py::test_a_batch_too_large_for_memory_names_what_ran_out_and_the_setting_to_lower",
+    "test_cli.py::test_train_command_trains_then_reuses",
+    "test_cli.py::test_params_all_at_paper_profile_reproduces_published_counts",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.nodeid.split("[")[0].rsplit("/", 1)[-1]
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=rank)  # stable: every other test keeps its order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_dirs(tmp_path_factory):
     old = {k: os.environ.get(k) for k in ("LMC_RUNS_DIR", "LMC_CACHE_DIR", "LMC_PROGRESS")}

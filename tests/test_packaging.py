@@ -29,6 +29,7 @@ USED_ELSEWHERE = {
     "linkify-it-py": ("_config.yml", "linkify"),  # MyST's linkify extension imports linkify_it
     "nbval": ("Makefile", "--nbval"),
     "pytest": ("Makefile", "pytest"),
+    "pytest-xdist": ("Makefile", "--numprocesses"),  # make unit and make nbval on every core
 }
 
 
