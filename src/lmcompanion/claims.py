@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import experiments
-from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, have, not_decided
+from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
 
@@ -65,6 +65,13 @@ class Row:
 
 
 ROWS: dict[str, list[Row]] = {}
+
+
+def between_row(text: str, metric: str, better: str, worse: str, notebook: str, extension: bool = False) -> Row:
+    """The row of the claim "``better`` ends lower than ``worse`` on ``metric``" (the final estimates, both arms
+    gated on them: :func:`lmcompanion.verdicts.between`)."""
+    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse),
+               extension=extension)
 
 
 def register(chapter: str, rows: Sequence[Row]) -> list[Row]:
@@ -153,5 +160,5 @@ def timed_claims(chapter: str) -> list[str]:
     return [r.text for r in rows(chapter) if r.timed]
 
 
-__all__ = ["Context", "LEADS", "ROWS", "Row", "arm_claims", "decide", "lead", "register", "register_lead", "rows",
+__all__ = ["Context", "LEADS", "ROWS", "Row", "arm_claims", "between_row", "decide", "lead", "register", "register_lead", "rows",
            "timed_claims", "timed_pairs", "verdicts"]

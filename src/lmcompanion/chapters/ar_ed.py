@@ -9,9 +9,9 @@ from ..verdicts import Verdict
 
 from .. import experiments, tables
 from .. import claims
-from ..claims import Context, Row, register as register_rows
+from ..claims import Context, Row, between_row, register as register_rows
 from ..ledger import Claim, register
-from ..verdicts import COMPUTED, COST, arms_of, below, between, fewer_parameters, gate
+from ..verdicts import COMPUTED, arms_of, below, fewer_parameters, gate
 from . import cost
 
 CHAPTER = "ar_ed"
@@ -64,23 +64,13 @@ def collapse_row(text: str, name: str, runs) -> Verdict:
     return gate(v, arms_of(runs, "val", name))
 
 
-def _pair(text: str, metric: str, better: str, worse: str, notebook: str) -> Row:
-    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse),
-               extension=text.startswith(BEYOND))
-
-
 ROWS = register_rows(CHAPTER, [
-    *[_pair(*c) for c in CLAIMS],
+    *[between_row(*c, extension=c[0].startswith(BEYOND)) for c in CLAIMS],
     Row(FEWER, "04_baselines", lambda ctx: fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
         kind=COMPUTED),
     Row(SMALLER, "04_baselines", lambda ctx: fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub"),
         kind=COMPUTED),
-    Row(MEMORY, "04_baselines",
-        lambda ctx: cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, ctx.runs),
-        kind=COMPUTED),
-    Row(TIME, "06_verdicts", lambda ctx: cost.time_similar(TIME, '"a similar amount of time" (no numbers)',
-                                                           ctx.timing(*TIMED), *TIMED, ctx.runs),
-        kind=COST, timed=TIMED),
+    *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baselines", time_notebook="06_verdicts"),
     *[Row(collapse_claim(n), "01_embedding_loss" if n != "ar_ed/mse_pos_sub" else "03_combined",
           lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,)) for n in COLLAPSING],
 ])

@@ -25,7 +25,8 @@ from typing import Mapping, Sequence
 
 from .. import experiments, memory, stats
 from ..bench import SideBySide
-from ..verdicts import INCONCLUSIVE, Verdict, below, exact, similar
+from ..claims import Row
+from ..verdicts import COMPUTED, COST, INCONCLUSIVE, Verdict, below, exact, similar
 
 # "A similar amount of time", "similar memory demands": no larger than a factor 1.25 either way (chosen before any
 # measurement: a quarter more time or memory is what a reader would notice; the write-ups give no numbers).
@@ -147,4 +148,17 @@ def memory_table(names: Sequence[str], profile: str, runs: Mapping[str, Sequence
     return pd.DataFrame(rows).set_index("experiment")
 
 
-__all__ = ["MEMORY_PROFILE", "SIMILAR", "counted", "memory_similar", "memory_table", "time_lower", "time_similar"]
+def similar_cost_rows(time_text: str, memory_text: str, a: str, b: str, *, memory_notebook: str,
+                      time_notebook: str) -> list[Row]:
+    """The rows of "a similar amount of time with similar memory demands" (``a`` against ``b``; the write-ups give no
+    numbers): memory counted at the write-up's size or measured on a GPU (:func:`memory_similar`), and time per step
+    timed side by side in the verdict notebook (:func:`time_similar`)."""
+    return [Row(memory_text, memory_notebook,
+                lambda ctx: memory_similar(memory_text, '"similar memory demands" (no numbers)', a, b, ctx.runs),
+                kind=COMPUTED),
+            Row(time_text, time_notebook,
+                lambda ctx: time_similar(time_text, '"a similar amount of time" (no numbers)', ctx.timing(a, b), a, b,
+                                         ctx.runs), kind=COST, timed=(a, b))]
+
+
+__all__ = ["similar_cost_rows", "MEMORY_PROFILE", "SIMILAR", "counted", "memory_similar", "memory_table", "time_lower", "time_similar"]

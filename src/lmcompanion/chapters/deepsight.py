@@ -10,11 +10,11 @@ import torch
 
 from .. import experiments, stats, tables
 from .. import claims
-from ..claims import Context, Row, register as register_rows
+from ..claims import Context, Row, between_row, register as register_rows
 from ..experiments.deepsight import DELTAS
 from ..ledger import Claim, register
 from ..models.deepsight import planning_weights
-from ..verdicts import COMPUTED, COST, Verdict, arms_of, below, between, fewer_parameters, gate, no_trend, trend
+from ..verdicts import COMPUTED, Verdict, arms_of, below, fewer_parameters, gate, no_trend, trend
 from . import cost
 
 CHAPTER = "deepsight"
@@ -166,22 +166,13 @@ def no_trend_row(runs) -> Verdict:
     return gate(v, arms_of(runs, "val", *SWEEP))
 
 
-def _pair(text: str, metric: str, better: str, worse: str, notebook: str) -> Row:
-    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse))
-
-
 ROWS = register_rows(CHAPTER, [
-    *[_pair(*c) for c in CLAIMS],
+    *[between_row(*c) for c in CLAIMS],
     Row(TREND, "03_future_context", lambda ctx: trend_row(ctx.runs), arms=SWEEP),
     Row(NO_TREND, "03_future_context", lambda ctx: no_trend_row(ctx.runs), arms=SWEEP),
     Row(FEWER, "04_baseline", lambda ctx: fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
         kind=COMPUTED),
-    Row(MEMORY, "04_baseline",
-        lambda ctx: cost.memory_similar(MEMORY, '"similar memory demands" (no numbers)', *TIMED, ctx.runs),
-        kind=COMPUTED),
-    Row(TIME, "06_verdicts", lambda ctx: cost.time_similar(TIME, '"a similar amount of time" (no numbers)',
-                                                           ctx.timing(*TIMED), *TIMED, ctx.runs),
-        kind=COST, timed=TIMED),
+    *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baseline", time_notebook="06_verdicts"),
     *[Row(collapse_claim(n), "05_collapse", lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,))
       for n in PLANNING],
 ])

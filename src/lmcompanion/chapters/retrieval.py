@@ -26,7 +26,7 @@ from ..experiments import retrieval as rexp
 from ..train import checkpoint
 from .. import claims
 from ..claims import Context, Row as ClaimRow, register as register_rows
-from ..verdicts import HOLDS, NOT_DECIDED, Verdict, arms_of, claim, gate, not_decided
+from ..verdicts import HOLDS, NOT_DECIDED, Verdict, arms_of, claim, gate
 from .retrieval_rows import BM25
 from . import verdict_forms as vf
 from .retrieval_claims import CLAIMS

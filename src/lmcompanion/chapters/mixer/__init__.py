@@ -25,7 +25,7 @@ from .. import cost
 from ... import claims as claim_rows
 from ...claims import Context, Row, register as register_rows
 from ...stats import span
-from ...verdicts import (CHECK, COMPUTED, COST, INCONCLUSIVE, NOT_DECIDED, Verdict, arms_of, claim, exact, gate,
+from ...verdicts import (CHECK, COMPUTED, COST, NOT_DECIDED, Verdict, arms_of, claim, exact, gate,
                          trend)
 from ...experiments import mixer as exp
 from .. import verdict_forms as vf
