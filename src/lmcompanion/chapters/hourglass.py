@@ -52,7 +52,6 @@ CONSTANT = (H + "attn_448_96_e6_constant_lr", H + "vanilla_constant_lr")  # the 
 SCHEDULES = {"the README's schedule": (ANCHOR, VANILLA), "the code's constant rate": CONSTANT}
 PROTOCOL = (ANCHOR, CONSTANT[0], H + "attn_448_96_e6_final_norm", VANILLA, CONSTANT[1])
 EXPERTS = (H + "attn_448_96_base", ANCHOR, H + "attn_448_96_e12")  # 0, 6, 12 soft experts
-EXPERT_COUNTS = (0, 6, 12)
 SWEEP = (H + "attn_448_96_base", H + "attn_448_96_e2", H + "attn_448_96_e4", ANCHOR)  # up to 6: gpu and paper
 SWEEP_COUNTS = (0, 2, 4, 6)
 EXPERT_KNOBS = (H + "attn_448_96_e6_mlp6", H + "attn_448_96_e6_every1", H + "attn_448_96_e6_s0")
@@ -547,10 +546,6 @@ def _short(name: str) -> str:
     return name.split("/")[-1]
 
 
-def _mode(name: str) -> str:
-    return "repeat" if "/repeat_" in name else "attention"
-
-
 # the headline: "Both models are, when configure correctly, a lot faster than the vanilla transformer architecture
 # while achieving the same validation loss (at least 50% flops reduction at inference when we consider the attention
 # upsampling and even more with the repeat version)"
@@ -758,11 +753,7 @@ def _shared_match_row(text: str, shared: str, classic: str, runs) -> Verdict:
     return gate(v, arms_of(runs, "val", shared, classic))
 
 
-def _published_of(text: str, better: str, worse: str) -> str:
-    return WORDS.get(text, published_pair_or_none(better, worse))
-
-
-E12, S0 = H + "attn_448_96_e12", H + "attn_448_96_e6_s0"
+S0 = H + "attn_448_96_e6_s0"
 PERCEIVER = H + "attn_448_96_e6_perceiver"
 
 
@@ -783,11 +774,6 @@ def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (
     notebook's side-by-side timings (none: the time rows say they were not timed at this profile). Cost claims are
     judged on counted FLOPs as well: time on a shared CPU is not time on a GPU."""
     return claims.verdicts(CHAPTER, Context(runs, profile, tuple(timings)))
-
-
-def last_token_claim(model: str) -> str:
-    """The headline's loss claim scored as the original code scores (kept for callers that name it)."""
-    return same_loss_claim(model, LAST_TOKEN)
 
 
 def published_pair_or_none(better: str, worse: str) -> str:
@@ -1088,7 +1074,7 @@ if _unnamed:
 
 
 __all__ = ["ALL", "ANCHOR", "BASE", "BEST_ATTN", "BEST_REPEAT", "BLIND_SPOT", "CHAPTER", "CONSTANT", "COST_ARMS",
-           "ENCODER_KNOBS", "EXPERTS", "EXPERTS_NB", "EXPERT_COUNTS", "EXPERT_KNOBS", "FINDINGS", "HEADLINE", "LEDGER",
+           "ENCODER_KNOBS", "EXPERTS", "EXPERTS_NB", "EXPERT_KNOBS", "FINDINGS", "HEADLINE", "LEDGER",
            "LENGTHS", "LENGTHS_NB", "LOT_FASTER", "MERGES", "MODES", "PROTOCOL", "REPEAT", "ROWS", "SCHEDULES", "SWEEP",
            "SWEEP_COUNTS", "TIMED", "TIMED_CLAIMS", "VANILLA", "at_compute_of", "blind_offsets", "blind_spot_frames",
            "blind_spot_table", "cost_curves", "cost_table", "counted_flops", "end_of_repeat", "experts_per_compute",
