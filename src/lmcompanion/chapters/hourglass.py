@@ -951,9 +951,14 @@ LEDGER = register(_C, [
           "Core Hypothesis", reason=_OTHERS),
     Claim(_C, "They demonstrated that this was much more relevant than fine-tuning the base model on the expert model's "
               "dataset", "Core Hypothesis", reason=_OTHERS),
+    Claim(_C, "which provides excellent results for its size", "Preliminary Explorations", reason=_OTHERS),
     Claim(_C, "The Perceiver encoder is faster than the Transformer", "Preliminary Explorations", row=PERCEIVER_FASTER),
     *_claims("but performs less well than the Transformer encoder", "Preliminary Explorations",
              _both(PERCEIVER_WORSE)),
+    Claim(_C, "similar to what was observed in Mirasol", "Preliminary Explorations", reason=_OTHERS),
+    Claim(_C, "a latent block, the most important one that will take the vast majority of the processing",
+          "Preliminary Explorations",
+          reason="a statement of the design; the chapter counts each model's FLOPs as a whole, not per part"),
     *_claims("we add positional embeddings in each encoder layer after compression and in each decoder layer after "
              "upsampling, which seems to have helped", "Preliminary Explorations", _both(POSITIONS)),
     Claim(_C, "These layers are shared between the encoder and decoder.", "Preliminary Explorations",
@@ -966,6 +971,9 @@ LEDGER = register(_C, [
     Claim(_C, "if we reduce the initial latent size from K to K/m, we go in the attention module from K^2 to "
               "s * (K/m)^2", "Preliminary Explorations",
           reason="arithmetic of attention's cost, true by construction; the counted FLOPs rows measure the models"),
+    Claim(_C, "They can be likened to experts who will extract totally different information on the same sequence.",
+          "Preliminary Explorations",
+          reason="a picture of what the channels do; the experts rows measure what they do to the loss"),
     Claim(_C, "we merge them by performing a convex combination of the s different features with the coefficients "
               "coming from a softmax applied to them", "Preliminary Explorations",
           reason="a statement of the design, implemented and checked by a unit test (the merge is a convex "
@@ -973,6 +981,8 @@ LEDGER = register(_C, [
     *_claims("Merging via max and mean of the features was also considered, but according to the first experiments, "
              "this performed less well than the chosen version", "Preliminary Explorations",
              _both(MERGE_MAX) + _both(MERGE_MEAN)),
+    Claim(_C, "which is logical given the absence of non-linearities", "Preliminary Explorations",
+          reason="the write-up's explanation of the merge rows' outcome, not a measurement of its own"),
     Claim(_C, "but in return, we spend more computation time", "Preliminary Explorations",
           reason="the softmax adds elementwise work to a few blocks, not counted as FLOPs and too small to time apart "
                  "from the noise of a step"),
@@ -1045,6 +1055,8 @@ LEDGER = register(_C, [
               "shakespear_char dataset.", "Plot",
           reason="a caveat on scope; the protocol notebook runs the anchor and the vanilla transformer under both "
                  "schedules"),
+    Claim(_C, "More experiments on diverse datasets including evals on downstream tasks as well as tuning the hp and "
+              "scaling the models are needed to have the full picture", "Plot", reason=_PLAN),
     *_claims("models with attention upsampling take more time than those using the repeat upsampling as expected",
              "Plot", [REPEAT_FASTER, ATTN_COSTS_MORE]),
     Claim(_C, "Although they have similar performance at the end of the repeat upsampling models trainings.", "Plot",
@@ -1062,6 +1074,9 @@ LEDGER = register(_C, [
           row=inference_claim(BEST_ATTN)),
     *_claims("and even more with the repeat version", "Plot", [inference_claim(BEST_REPEAT), EVEN_MORE,
                                                                EVEN_MORE_SAME]),
+    Claim(_C, "The current implementation is obsolete", "TODO",
+          reason="a note on the original's muP code; the chapter offers its forward pass as an option (mup=True) and "
+                 "decides nothing with it"),
 ])
 _unknown = sorted({c.row for c in LEDGER if c.row} - _ROWS)
 if _unknown:
