@@ -65,7 +65,7 @@ def test_train_chapter_plan_prints_every_run_id_its_estimate_and_a_total(capsys)
 
 def test_the_plan_follows_what_each_experiment_declares():
     # the hourglass arms registered for the gpu and paper profiles only
-    for name in ("hourglass/attn_448_96_e6_every1", "hourglass/repeat_448_96_e6_dense"):
+    for name in ("hourglass/repeat_448_96_e6_every1", "hourglass/attn_448_96_e2"):
         assert not experiments.runs_at(name, "cpu") and experiments.runs_at(name, "gpu")
         assert name not in {r.name for r in experiments.plan("hourglass", "cpu", device="cpu")}
         assert name in {r.name for r in experiments.plan("hourglass", "gpu", device="cpu")}

@@ -16,11 +16,12 @@
 # In repeat upsampling a group is rebuilt from the *previous* group's latents, and the group's own tokens come back
 # only through the skips added after each level's blocks. So the first offsets of every group (all but the K kept
 # latents) see their own group only through their own embedding: they predict from the previous group's context
-# plus the current character. The reference notes argue that this is why the write-up's repeat-mode training loss
-# over all positions stays well above its last-token validation loss: the code's validation scores
-# only the last position of a window, which is never blind. Attention upsampling has no blind spot. Here: the
-# validation loss at every offset within a group, for both modes, and for the vanilla transformer cut into the same
-# groups (the models of the upsampling and headline notebooks, reused from the run store).
+# plus the current character. The write-up names the limit itself: "the lack of contextual understanding due to
+# simple replication without taking position into account can limit expressiveness". Its validation losses do not
+# show it: the code's validation scores only the last position of a window, which is never blind, while its training
+# loss is the mean over every position. Attention upsampling has no blind spot. Here: the validation loss at every
+# offset within a group, for both modes, and for the vanilla transformer cut into the same groups (the models of the
+# upsampling and headline notebooks, reused from the run store).
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -54,8 +55,8 @@ hourglass.blind_spot_table(frames, blind)
 
 # %% [markdown]
 # How to read the write-up's numbers: the repeat models' last-token validation losses measure the one position per
-# window that is never blind; over every position they are worse by the gap in the table. A repeat model's
-# "same loss as the transformer" in the write-up's plots is a statement about the last position only.
+# window that is never blind; over every position they are worse by the gap in the table. A repeat model "achieving
+# the same validation loss" as the transformer in the write-up's plots is a statement about the last position only.
 
 # %% [markdown]
 # ## Provenance

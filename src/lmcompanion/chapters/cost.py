@@ -80,14 +80,15 @@ def time_similar(text: str, published: str, timing: SideBySide | None, a: str, b
 
 
 def time_lower(text: str, published: str, timing: SideBySide | None, faster: str, slower: str,
-               runs: Mapping[str, Sequence] | None = None) -> Verdict:
+               runs: Mapping[str, Sequence] | None = None, limit: float = 1.0) -> Verdict:
     """The claim "``faster`` takes less time per training step than ``slower``": the per-round ratio
-    faster / slower below 1 by a one-sided t-test over the rounds (on a log scale)."""
+    faster / slower below ``limit`` (1: less time; below 1: less by that factor) by a one-sided t-test over the
+    rounds (on a log scale)."""
     if not _timed(timing, faster, slower):
         return _not_timed(text, published, (faster, slower), runs or {})
     fast, slow = timing.per_step(faster), timing.per_step(slower)
     ratios = [x / y for x, y in zip(fast, slow)]
-    v = below(text, published, ratios, 1.0, fmt=".3f", log=True)
+    v = below(text, published, ratios, limit, fmt=".3f", log=True)
     return dataclasses.replace(
         v, seeds=f"{len(ratios)} rounds", effect=f"x{stats.mean(ratios):.3f} (mean ratio)",
         ours=f"s/step on {timing.device}: {_short(faster)}: {stats.span(fast, '.4f')}; "

@@ -120,7 +120,16 @@ class LMDataConfig(ConfigBase):
 
     def write_up_passes(self, run_cfg) -> str:
         """Passes over the write-up's own training text, estimated when its size is recorded in the corpus registry
-        (characters) from the tokens per character of the copy read here."""
+        (characters) from the tokens per character of the copy read here. With ``train_windows="epochs"`` (a
+        write-up that states its epochs, over the same text as here) the passes are counted from the run's config,
+        and its epochs of stride-1 windows follow in parentheses: an epoch reads each token once per window that
+        holds it, so about as many times as the context is long."""
+        if self.train_windows == "epochs" and not self.generated:
+            train = load_tokens(self).splits["train"].size
+            seen = run_cfg.train.max_steps * run_cfg.train.global_batch
+            epochs = seen / (train - run_cfg.model.context_size)
+            passes = seen * self.tokens_per_sequence(run_cfg.model) / train
+            return f"{passes:,.0f} ({epochs:.1f} {'epoch' if round(epochs, 1) == 1 else 'epochs'} of every stride-1 window)"
         corpus = corpora.get(self.corpus)
         if corpus.hub is None or corpus.hub.max_chars is None or corpus.generated:
             return "unknown"

@@ -14,13 +14,19 @@ weight decay 0.25, gradient clipping 1.0, peak lr 4.8e-4 with a linear warmup ov
 to 10% of the peak by 85% (``schedule="linear_floor"``), validation on windows every 32 tokens scored on their last
 32 tokens. The efficient models train "two epochs" and the vanilla transformer one: it takes half their steps
 under the same schedule ("all models lr were fully decayed ... only the amount of data seen differs").
-``hourglass/attn_448_96_e6_constant_lr`` is the code's schedule instead (constant 4.8e-4), and
-``hourglass/attn_448_96_e6_final_norm`` the anchor with the final norm the code builds and never applies (our default
-until it kept the models at the unigram loss at ``cpu``, issue #23); the code's last-token validation is
-computed from the same windows by ``lmcompanion.chapters.hourglass.window_losses``. The anchor's ablations that the
-README reports only in prose (the Perceiver compressor, no positions after compression and upsampling, wider latent
-vectors, the max and mean merges of the experts) are arms of their own; all but the Perceiver run at ``gpu`` and
-``paper`` only (:data:`GPU_ONLY`). ``hourglass/base_256_32`` is the "base model of 19.55M", registered for its count.
+``hourglass/attn_448_96_e6_constant_lr`` and ``hourglass/vanilla_constant_lr`` are the anchor and the vanilla
+transformer under the code's schedule instead (constant 4.8e-4), and ``hourglass/attn_448_96_e6_final_norm`` the
+anchor with the final norm the code builds and never applies (our default until it kept the models at the unigram
+loss at ``cpu``, issue #23); the code's last-token validation is computed from the same windows by
+``lmcompanion.chapters.hourglass.window_losses``. The anchor's ablations that the README reports only in prose (the
+Perceiver compressor, no positions after compression and upsampling, wider latent vectors, the max and mean merges
+of the experts) are arms of their own. "All experiments were performed for each of the two upsamplers": every
+finding has its repeat-upsampling arms too; the cheapest ones (the experts and both lengths) run at every profile,
+the others at ``gpu`` and ``paper`` only (:data:`GPU_ONLY`). ``hourglass/base_256_32`` is the "base model of
+19.55M", registered for its count.
+
+The write-up prints no loss; every published loss and minute below was read off a plot of the original repository
+(:data:`SOURCES`: the file of each; :func:`source` says it in a sentence).
 
 Profiles (:data:`SCALES`): ``paper`` is the write-up's own settings (the notes §6: 768 tokens, batch 64 x 136
 accumulation = 8,704 windows per update, every stride-1 window once per epoch, 205 updates for two epochs, every
@@ -177,8 +183,40 @@ def vanilla(profile: str) -> HourglassConfig:
 
 
 # --------------------------------------------------------------------------------------------------
-# The arms. Published validation losses are read off the write-up's plots by the notes (§8): "≈" values, about
-# ±0.02, at the end of two epochs; "minutes" is the wall-clock of best_models.png on unspecified Colab hardware.
+# Where the published numbers come from. The write-up prints no loss: each number below was read off one of the PNG
+# plots of the original repository, by their pixels (about ±0.02 nats; "minutes" is the wall-clock axis of
+# best_models.png, on unspecified Colab hardware), at the end of each curve (two epochs; one for the vanilla
+# transformer). The plots are the same files at the README's commit and at the repository's head.
+ORIGINAL = "github.com/kendrickplumard/efficient_transformer"
+PLOTS_COMMIT, HEAD_COMMIT = "d1c302b2", "910751d9"  # the README's commit; the head, with the same plots
+PLOTS = "efficient_transformer_v1/assets/plots/"
+_BEST = "best_models.png"
+_ATTN_PLOTS = "val_loss/attn_upsampling/val_loss_attn_upsampling_"
+SOURCES: dict[str, str] = {  # experiment -> the plot (under PLOTS) its published numbers were read off
+    "hourglass/vanilla": _BEST,
+    "hourglass/attn_384_32_e6": _BEST,
+    "hourglass/repeat_512_32_e6": _BEST,
+    "hourglass/attn_256_32_e6": _ATTN_PLOTS + "for_different_sequence_length_in_the_encoder.png",
+    "hourglass/attn_512_32_e6": _ATTN_PLOTS + "for_different_sequence_length_in_the_encoder.png",
+    "hourglass/attn_384_64_e6": _ATTN_PLOTS + "for_different_sequence_length_in_the_encoder.png",
+    "hourglass/attn_384_64_e6_s2": _ATTN_PLOTS + "with_seq_length_384_64_6_soft_experts_and_shared_experts.png",
+    "hourglass/attn_448_96_e6": _ATTN_PLOTS + "for_different_number_of_experts_and_seq_length_448_96.png",
+    "hourglass/attn_448_96_e12": _ATTN_PLOTS + "test_causal_reconstruction_loss_after_the_latent_block.png",
+    "hourglass/attn_448_96_e12_latent": _ATTN_PLOTS + "test_causal_reconstruction_loss_after_the_latent_block.png",
+}
+PLOTTED = ("val", "minutes")  # the published keys read off a plot (parameter counts are the write-up's text)
+
+
+def source(name: str) -> str:
+    """Where experiment ``name``'s published losses and minutes come from, in a sentence ("" where it has none)."""
+    if name not in SOURCES:
+        return ""
+    return (f"read off the plot {PLOTS}{SOURCES[name]} of {ORIGINAL} (commit {PLOTS_COMMIT}; the same file at "
+            f"{HEAD_COMMIT}), by its pixels, about ±0.02")
+
+
+# --------------------------------------------------------------------------------------------------
+# The arms.
 
 ATTN, REPEAT = dict(up_sampling="attn"), dict(up_sampling="repeat")
 ANCHOR = "448-96"  # the write-up's experts sweep and latent-loss run (attention upsampling)
@@ -223,11 +261,38 @@ ARMS: dict[str, tuple[str, dict, dict]] = {
     "hourglass/attn_448_96_e12_latent": ("448-96, 12 soft experts, latent loss, attn",
                                          dict(ATTN, label=ANCHOR, experts=12, latent_loss="cos_similarity"),
                                          {"val": 2.42}),
-    # the same with repeat upsampling
+    # the same with repeat upsampling ("all experiments were performed for each of the two upsamplers"): every
+    # finding of the anchor has its repeat-mode arms (the write-up's repository has repeat-mode plots of the experts,
+    # lengths, shared experts, MLP size, frequency and DenseFormer)
     "hourglass/repeat_448_96_base": ("Baseline 448-96, repeat", dict(REPEAT, label=ANCHOR), {}),
     "hourglass/repeat_448_96_e6": ("448-96, 6 soft experts, repeat", dict(REPEAT, label=ANCHOR, experts=6), {}),
+    "hourglass/repeat_448_96_e12": ("448-96, 12 soft experts, repeat", dict(REPEAT, label=ANCHOR, experts=12), {}),
     "hourglass/repeat_448_96_e6_dense": ("448-96, 6 soft experts, DenseFormer, repeat",
                                          dict(REPEAT, label=ANCHOR, experts=6, dense_former=True), {}),
+    "hourglass/repeat_384_32_e6": ("384-32, 6 soft experts, repeat", dict(REPEAT, label="384-32", experts=6), {}),
+    "hourglass/repeat_448_32_e6": ("448-32, 6 soft experts, repeat", dict(REPEAT, label="448-32", experts=6), {}),
+    "hourglass/repeat_448_96_e6_s0": ("448-96, 6 soft experts, 0 shared, repeat",
+                                      dict(REPEAT, label=ANCHOR, experts=6, shared=0), {}),
+    "hourglass/repeat_448_96_e6_mlp6": ("448-96, 6 soft experts, mlp original_size, repeat",
+                                        dict(REPEAT, label=ANCHOR, experts=6, coeff_soft_expert_mlp_dim=6), {}),
+    "hourglass/repeat_448_96_e6_every1": ("448-96, 6 soft experts every 1L, repeat",
+                                          dict(REPEAT, label=ANCHOR, experts=6, every=1), {}),
+    "hourglass/repeat_448_96_e6_merge_max": ("448-96, 6 soft experts merged by max, repeat",
+                                             dict(REPEAT, label=ANCHOR, experts=6, expert_merge="max"), {}),
+    "hourglass/repeat_448_96_e6_merge_mean": ("448-96, 6 soft experts merged by mean, repeat",
+                                              dict(REPEAT, label=ANCHOR, experts=6, expert_merge="mean"), {}),
+    "hourglass/repeat_448_96_e6_perceiver": ("448-96, 6 soft experts, Perceiver compressor, repeat",
+                                             dict(REPEAT, label=ANCHOR, experts=6, encoder_type="perceiver"), {}),
+    "hourglass/repeat_448_96_e6_no_level_pos": ("448-96, 6 soft experts, no positions after compression and "
+                                                "upsampling, repeat",
+                                                dict(REPEAT, label=ANCHOR, experts=6, use_pos_embd_in_enc_dec=False),
+                                                {}),
+    "hourglass/repeat_448_96_e6_wide_enc": ("448-96, 6 soft experts, level-1 latents 1.5x as wide, repeat",
+                                            dict(REPEAT, label=ANCHOR, experts=6, widths=(1, 1.5, 1)), {}),
+    "hourglass/repeat_448_96_e6_wide_latent": ("448-96, 6 soft experts, latent space 1.5x as wide, repeat",
+                                               dict(REPEAT, label=ANCHOR, experts=6, widths=(1, 1, 1.5)), {}),
+    "hourglass/repeat_448_96_e12_latent": ("448-96, 12 soft experts, latent loss, repeat",
+                                           dict(REPEAT, label=ANCHOR, experts=12, latent_loss="cos_similarity"), {}),
     # the original code's schedule (constant 4.8e-4) on the anchor
     "hourglass/attn_448_96_e6_constant_lr": ("448-96, 6 soft experts, attn, constant lr (the code)",
                                              dict(ATTN, label=ANCHOR, experts=6, schedule="constant"), {}),
@@ -264,46 +329,73 @@ def _make(name: str, keys: dict):
     return lambda profile: hourglass_config(profile, name, **keys)
 
 
-# Arms the small profiles leave out to keep the chapter within its cpu budget (12 minutes on two cores); they run at
-# the gpu and paper profiles. Each is a finding of its own (not a headline arm), and the costliest to train.
-GPU_ONLY = ("hourglass/attn_448_96_e6_every1", "hourglass/attn_448_96_e6_mlp6", "hourglass/repeat_448_96_e6_dense",
-            "hourglass/attn_448_96_e6_no_level_pos", "hourglass/attn_448_96_e6_wide_enc",
-            "hourglass/attn_448_96_e6_wide_latent", "hourglass/attn_448_96_e6_merge_max",
-            "hourglass/attn_448_96_e6_merge_mean")
+# Arms the small profiles leave out to keep the book's cold cpu build within its budget; they run at the gpu and paper
+# profiles. Each is the repeat-upsampling twin of a finding whose attention-upsampling arms run at every profile:
+# at cpu every arm costs about the same (one core-minute), so the twins of the write-up's central sweeps (the
+# experts and both lengths) run there, as one-seed illustrations, and these do not.
+GPU_ONLY = ("hourglass/repeat_448_96_e12", "hourglass/repeat_448_96_e6_s0", "hourglass/repeat_448_96_e6_mlp6",
+            "hourglass/repeat_448_96_e6_every1", "hourglass/repeat_448_96_e6_merge_max",
+            "hourglass/repeat_448_96_e6_merge_mean", "hourglass/repeat_448_96_e6_perceiver",
+            "hourglass/repeat_448_96_e6_no_level_pos", "hourglass/repeat_448_96_e6_wide_enc",
+            "hourglass/repeat_448_96_e6_wide_latent", "hourglass/repeat_448_96_e12_latent")
+GPU_ONLY_REASON = ("the repeat-upsampling twin of a finding whose attention arms run here: the cpu build's budget "
+                   "runs the twins of the experts and the two lengths only")
 
 # Arms registered with the write-up's label and numbers that no notebook of the chapter reads yet: planned at no
 # profile, so that train-chapter trains exactly the runs the notebooks read.
 NOT_PLANNED = ("hourglass/attn_256_32_e6", "hourglass/attn_384_64_e6", "hourglass/attn_384_96_e6",
                "hourglass/attn_384_128_e6", "hourglass/attn_384_64_e6_s0", "hourglass/attn_384_64_e6_s2",
-               "hourglass/attn_384_64_e6_s3", "hourglass/attn_448_96_e2", "hourglass/attn_448_96_e4",
-               "hourglass/attn_448_96_e6_every2", "hourglass/repeat_448_96_base", "hourglass/base_256_32")
+               "hourglass/attn_384_64_e6_s3", "hourglass/attn_448_96_e6_every2", "hourglass/base_256_32")
+
+# The experts sweep between none and 6 ("generally until at least 6 you can expect good perf/compute": the loss at
+# equal compute falls from 0 through 2 and 4 to 6 experts), at the gpu and paper profiles only: at cpu the pair
+# 0 against 6 illustrates it.
+SWEEP_ONLY = ("hourglass/attn_448_96_e2", "hourglass/attn_448_96_e4")
+SWEEP_ONLY_REASON = "the 2- and 4-expert arms of the experts sweep: at cpu the pair 0 against 6 experts illustrates it"
+
+# The headline's arms run four seeds at gpu and paper: its loss claim is a claim of equality, which needs four seeds
+# per arm to be refuted at 5% (at cpu the headline arms run five, every other arm one).
+EQUALITY_SEEDS = {"gpu": 4, "paper": 4}
+HEADLINE_ARMS = ("hourglass/vanilla", "hourglass/attn_384_32_e6", "hourglass/repeat_512_32_e6")
 
 
 def _profiles(name: str) -> tuple[str, ...] | None:
-    return ("gpu", "paper") if name in GPU_ONLY else () if name in NOT_PLANNED else None
+    return ("gpu", "paper") if name in GPU_ONLY + SWEEP_ONLY else () if name in NOT_PLANNED else None
 
 
 for _name, (_title, _keys, _published) in ARMS.items():
-    register(_name, title=_title, published=_published, profiles=_profiles(_name))(_make(_name, _keys))
+    register(_name, title=_title, published=_published, profiles=_profiles(_name),
+             n_seeds=EQUALITY_SEEDS if _name in HEADLINE_ARMS else None)(_make(_name, _keys))
 
 
 @register("hourglass/vanilla", title="Baseline transfo (20.48M)",
-          published={"val": 2.565, "minutes": 124, "params": 20_484_096})
+          published={"val": 2.565, "minutes": 124, "params": 20_484_096}, n_seeds=EQUALITY_SEEDS)
 def _vanilla(profile: str) -> RunConfig:
     """The write-up's nanoGPT baseline, one epoch: half the efficient models' steps under the same schedule."""
     s = scale(profile)
     return RunConfig(name="hourglass/vanilla", model=vanilla(profile), data=s.data, train=_steps(s.train, 0.5))
 
 
+@register("hourglass/vanilla_constant_lr", title="Baseline transfo (20.48M), constant lr (the code)")
+def _vanilla_constant(profile: str) -> RunConfig:
+    """The vanilla transformer under the original code's schedule (the constant peak rate, no warmup), one epoch:
+    with the anchor under both schedules, it shows whether the comparison with the vanilla transformer depends on
+    the schedule."""
+    cfg = _vanilla(profile)
+    return RunConfig(name="hourglass/vanilla_constant_lr", model=cfg.model, data=cfg.data,
+                     train=cfg.train.replace(schedule="constant", warmup_steps=0))
+
 
 # The headline: the Plot section's "Both models are, when configure correctly, a lot faster than the vanilla
 # transformer architecture while achieving the same validation loss": the best attention and repeat models against
 # the vanilla transformer, loss and cost.
 headline("hourglass", "the best attention and repeat hourglass models against the vanilla transformer (loss and cost)",
-         ("hourglass/vanilla", "hourglass/attn_384_32_e6", "hourglass/repeat_512_32_e6"),
+         HEADLINE_ARMS,
          "the write-up's result: both models are 'a lot faster than the vanilla transformer architecture while "
          "achieving the same validation loss'; the sweeps before it choose their settings",
          baseline="hourglass/vanilla")
 
-__all__ = ["ARMS", "GPU_ONLY", "NOT_PLANNED", "LR", "MIN_LR", "PAPER_CONTEXT", "PAPER_STEPS", "PAPER_WINDOWS", "SCALES", "Scale",
-           "hourglass_config", "readme_data", "readme_train", "scale", "vanilla"]
+__all__ = ["ARMS", "EQUALITY_SEEDS", "GPU_ONLY", "GPU_ONLY_REASON", "HEAD_COMMIT", "LR", "MIN_LR", "NOT_PLANNED",
+           "ORIGINAL", "PAPER_CONTEXT", "PAPER_STEPS", "PAPER_WINDOWS", "PLOTS", "PLOTS_COMMIT", "PLOTTED", "SCALES",
+           "SOURCES", "SWEEP_ONLY", "SWEEP_ONLY_REASON", "Scale", "hourglass_config", "readme_data", "readme_train",
+           "scale", "source", "vanilla"]
