@@ -137,9 +137,22 @@ def _cmd_retrain(args) -> None:
     try:
         run = train.store.retrain(folder, progress=_progress(args))
     except KeyboardInterrupt:
-        signals.note_run(folder, CKPT)
+        signals.note_run(_retrain_target(folder), CKPT)
         raise
     print(run.path)
+
+
+def _retrain_target(folder: Path) -> Path:
+    """The folder ``retrain`` trains in: the run's key names it (its own folder, unless it was renamed or copied)."""
+    run = train.Run(folder)
+    procedure, settings = None, None
+    if run.procedure is not None:
+        fn = next(p.fn for p in experiments.PROCEDURES.values()
+                  if p.fn and f"{p.fn.__module__}.{p.fn.__qualname__}" == run.procedure["procedure"])
+        settings_cls = getattr(fn, "settings_class", None)
+        procedure = fn
+        settings = settings_cls(**run.procedure["settings"]) if settings_cls else run.procedure["settings"]
+    return train.RunStore(folder.parent).path(run.config, procedure, settings)
 
 
 def _chapter_plan(args) -> list:
@@ -235,6 +248,13 @@ def _cmd_export_retrieval(args) -> None:
 
 
 def _cmd_pages(args) -> None:
+    found = sorted(Path(args.notebooks).rglob("*.ipynb"))
+    if not found:
+        raise LMCError(f"{args.notebooks} holds no executed notebooks (*.ipynb): name the folder run-notebook wrote "
+                       "them to (make book: notebooks)")
+    for path in found:  # executed elsewhere, maybe: each passes the untrusted layer before a page is written
+        if not path.name.startswith(".") and ".ipynb_checkpoints" not in path.parts:
+            untrusted.read_json(path, untrusted.EXECUTED_NOTEBOOK)
     stale = pages.write_pages(args.notebooks, args.out, args.sources, prefix=args.prefix)
     print(f"wrote {args.out}/scorecard.md and {args.out}/build.md" +
           (f"; pages with outputs older than their source: {', '.join(stale)}" if stale else ""))
@@ -457,6 +477,20 @@ def report(fn, command: str = "the command") -> int:
     return code if isinstance(code, int) else 0
 
 
+def _outputs(args) -> list[Path]:
+    """The folders this command writes into besides the run store and the cache (an -o folder, a pack, an archive's
+    folder, book/recorded)."""
+    out = []
+    for name in ("output", "out", "pack", "archive"):
+        value = getattr(args, name, None)
+        if value:
+            path = Path(value)
+            out.append(path if path.is_dir() or name in ("out", "pack") else path.parent)
+    if args.command in ("record", "import-recorded", "campaign") or getattr(args, "record", False):
+        out.append(recorded.default_dir())
+    return [p for p in out if p.is_dir()]
+
+
 def main(argv=None) -> int:
     """The command line: every command parses its arguments with :mod:`lmcompanion.argtypes`, runs under the one
     signal policy (:func:`lmcompanion.signals.policy`), with relative ``LMC_*`` paths made absolute where it started
@@ -468,8 +502,8 @@ def main(argv=None) -> int:
         return 2
     os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
     resources.absolute_env()
-    for folder in (paths.runs_dir(), paths.cache_dir()):
-        resources.sweep(folder)
+    for folder in (paths.runs_dir(), paths.cache_dir(), *_outputs(args)):
+        resources.sweep(folder)  # temporary files of writers that were killed
     resources.sweep_temporary()
     timeout_before = os.environ.get(TIMEOUT_ENV)
     if getattr(args, "timeout", None) is not None:  # run-notebook --timeout: the runner's per-cell limit

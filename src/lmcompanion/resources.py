@@ -107,7 +107,7 @@ def sweep_temporary() -> list[Path]:
 
 # --- resource errors ----------------------------------------------------------------------------------------------
 
-_FORBIDDEN = {errno.EACCES, errno.EPERM, errno.EROFS}
+_FORBIDDEN = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 

@@ -274,6 +274,18 @@ def _replay_kernel_log(log) -> None:
             print(line, file=sys.stderr)
 
 
+def _hint(ename: str, evalue: str) -> str:
+    """The fix for a notebook's resource error, which the kernel reports by name only."""
+    if ename in ("PermissionError", "ReadOnlyError") or "Read-only file system" in evalue:
+        return (". A folder the notebook writes is not writable: set LMC_RUNS_DIR and LMC_CACHE_DIR to writable "
+                "folders (relative ones mean the folder run-notebook was started in)")
+    if "No space left" in evalue or "Disk quota" in evalue:
+        return ". The disk is full: free space and run the same command again (finished runs are kept)"
+    if ename == "MemoryError":
+        return ". The notebook ran out of memory (RAM): close other programs, or lower its batch (-p overrides ...)"
+    return ""
+
+
 def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
                  params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None,
                  timeout: float | None = None) -> Path:
@@ -371,7 +383,8 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
         if isinstance(exc, DeadKernelError):
             raise LMCError(f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out "
                            "of memory?)" + keep_partial()) from None
-        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + keep_partial()) from None
+        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + _hint(exc.ename, exc.evalue)
+                       + keep_partial()) from None
     except CellTimeoutError:
         raise LMCError(f"{src}: cell {last_started()} ran longer than the per-cell timeout of {timeout:g} s "
                        f"(run-notebook --timeout, or ${TIMEOUT_ENV}) and was stopped" + keep_partial()) from None

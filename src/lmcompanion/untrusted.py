@@ -478,10 +478,19 @@ def read_export(path) -> dict:
     return {**arrays, "ours": ours}
 
 
+# An executed notebook the pages are generated from (it may come from another machine's build).
+EXECUTED_NOTEBOOK = Format(
+    "executed notebook", limit=256 << 20,
+    fix="execute it again (python -m lmcompanion run-notebook SOURCE), or remove it from the folder",
+    written="No page was written",
+    schema={"type": "object", "required": ["cells", "metadata", "nbformat"], "properties": {
+        "nbformat": {"type": "integer", "minimum": 4, "maximum": 4}, "metadata": {"type": "object"},
+        "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}}}})
+
 # Every reader of files made elsewhere, by the format it reads (tests/test_untrusted.py feeds each one hostile input).
 FORMATS = {f.name: f for f in (RECORDED_RUN, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK,
                                CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
-                               EXPORT_NUMBERS)}
+                               EXPORT_NUMBERS, EXECUTED_NOTEBOOK)}
 
 
 def sha256sums(path, fmt: Format = SHA256SUMS) -> dict[str, str]:
@@ -508,7 +517,7 @@ def sha256sums(path, fmt: Format = SHA256SUMS) -> dict[str, str]:
 
 
 __all__ = ["ArchiveFormat", "ArraysFormat", "CAMPAIGN_ARCHIVE", "CAMPAIGN_BENCH", "CAMPAIGN_CHECK",
-           "CAMPAIGN_PROGRESS", "EXPORT", "FORMATS", "Format", "JSON_LIMIT", "MAX_DEPTH", "PACK_MANIFEST",
+           "CAMPAIGN_PROGRESS", "EXECUTED_NOTEBOOK", "EXPORT", "FORMATS", "Format", "JSON_LIMIT", "MAX_DEPTH", "PACK_MANIFEST",
            "RECORDED_RUN", "RUN_CONFIG", "RUN_JSON", "RUN_PROCEDURE", "SHA256SUMS", "Untrusted", "check", "confined",
            "inflate", "parse_json", "read_bytes", "read_export", "read_json", "read_npz", "read_tar", "regular_file",
            "relative_name", "sha256sums"]
