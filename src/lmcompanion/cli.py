@@ -280,6 +280,13 @@ def _cmd_bench_cpu(args) -> None:
 
 
 def _cmd_campaign(args) -> int:
+    out = Path(args.output or recorded.default_dir()).resolve()
+    if args.archive and out in Path(args.archive).resolve().parents:
+        raise LMCError(f"--archive {args.archive} is inside the output folder {out}: each archive would hold the one "
+                       "before; write it elsewhere (e.g. $OUT/campaign.tgz)")
+    if args.from_pack and (out == Path(args.from_pack).resolve() or Path(args.from_pack).resolve() in out.parents):
+        raise LMCError(f"the output folder {out} is inside the pack {args.from_pack}, which is read, not written: "
+                       "give -o another folder (e.g. _campaign)")
     campaign.default_data_dir()
     if args.pack:
         campaign.make_pack(args.pack, args.profile, budget_min=args.budget_min, wheels=args.wheels, seeds=args.seeds)
