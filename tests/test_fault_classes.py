@@ -473,3 +473,30 @@ def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_command(sand
     assert _main(["record", str(sandbox / "dir"), "-o", str(sandbox / "out")], capsys)[0] == 2  # not a run
     assert not any(p.exists() for p in stale), [p for p in stale if p.exists()]
     assert all(p.exists() for p in mine)
+
+
+# --- the same classes on the Python entry points the commands call ----------------------------------------------------
+
+
+def test_the_python_entry_points_refuse_bad_values_and_missing_paths(tmp_path):
+    from lmcompanion import campaign, runner
+    from lmcompanion.errors import LMCError
+    from lmcompanion.experiments.pool import train_all
+
+    runs = experiments.plan(["ar_ed/baseline"], "smoke", seeds=1, device="cpu")
+    for kw in ({"jobs": 0}, {"jobs": 1, "threads": 0}, {"jobs": 1, "budget_s": float("nan")},
+               {"jobs": 1, "budget_s": -1.0}):
+        with pytest.raises(LMCError, match="must be a"):
+            train_all(runs, store=RunStore(tmp_path / "runs"), **kw)
+    for kw in ({"budget_min": float("nan")}, {"budget_min": 0}, {"max_minutes": 0}, {"max_minutes": float("inf")}):
+        with pytest.raises(LMCError, match="must be a finite number of minutes"):
+            campaign.run("smoke", device="cpu", out=tmp_path / "out", log=lambda *a: None, **kw)
+    src = tmp_path / "nb.py"
+    src.write_text('# %% tags=["parameters"]\nprofile = "cpu"\n')
+    with pytest.raises(LMCError, match="own source"):
+        runner.run_notebook(src, src)
+    with pytest.raises(LMCError, match="positive number of seconds"):
+        runner.run_notebook(src, tmp_path / "x.ipynb", timeout=float("nan"))
+    with pytest.raises(LMCError, match="does not exist"):
+        recorded.import_dir(tmp_path / "typo", RunStore(tmp_path / "runs"))
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists() and not (tmp_path / "x.ipynb").exists()

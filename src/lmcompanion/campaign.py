@@ -912,6 +912,9 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
     left (run the same command again). ``pack``: the manifest of the pack the data came from (its commit is recorded
     in the progress: a GPU machine's copy of the tree may have no git history)."""
     started = time.monotonic()
+    for name, value in (("budget_min", budget_min), ("max_minutes", max_minutes)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise LMCError(f"{name} must be a finite number of minutes > 0, got {value!r}")
     device = experiments.resolve_device(device, profile)
     out = Path(out) if out is not None else recorded.default_dir()
     all_steps = steps(profile, device=device, seeds=seeds)
