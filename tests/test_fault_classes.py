@@ -22,6 +22,8 @@ The classes (README, "Reliability: what the project promises"):
 
 import argparse
 import errno
+import gzip
+import hashlib
 import json
 import os
 import re
@@ -137,6 +139,15 @@ def _main(argv, capsys) -> tuple[int, str]:
     return code, err
 
 
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A finished smoke run made "elsewhere", and its recorded file's folder (made once for the module)."""
+    run = RunStore(tmp_path_factory.mktemp("elsewhere")).run(experiments.config("ar_ed/baseline", "smoke"))
+    folder = tmp_path_factory.mktemp("recorded")
+    recorded.write([run], folder)
+    return run, folder
+
+
 # --- 1. arguments --------------------------------------------------------------------------------------------------
 
 BAD = {argtypes.positive_int: ["0", "-1", "1.5", "nan", "x"], argtypes.nonnegative_int: ["-1", "2.5", "x"],
@@ -193,13 +204,12 @@ def test_a_path_that_is_not_there_or_not_of_its_kind_is_named(command, sandbox, 
                 (argv, err)
 
 
-def test_import_recorded_of_a_missing_folder_fails_and_of_one_file_imports_it(sandbox, capsys, tmp_path):
+def test_import_recorded_of_a_missing_folder_fails_and_of_one_file_imports_it(sandbox, capsys, made):
     code, err = _main(["import-recorded", str(sandbox / "recorded-typo")], capsys)
     assert code == 2 and "does not exist" in err
     code, err = _main(["import-recorded", str(sandbox / "dir")], capsys)  # a folder with no recorded run
     assert code == 2 and "holds no recorded-run files" in err
-    made = RunStore(tmp_path / "elsewhere").run(experiments.config("ar_ed/baseline", "smoke"))
-    path = recorded.write([made], sandbox / "rec")[0]
+    path = next(made[1].rglob("*.json"))
     assert _main(["import-recorded", str(path)], capsys)[0] == 0
     assert len(RunStore().runs()) == 1 and RunStore().runs()[0].config.name == "ar_ed/baseline"
     (sandbox / "notes.txt").write_text("hello")
@@ -215,9 +225,10 @@ def test_pages_of_a_folder_without_notebooks_is_an_error(sandbox, capsys):
 # --- 3. files made elsewhere, per door (the readers' properties: tests/test_untrusted.py) ----------------------------
 
 
-def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_name(sandbox, capsys, tmp_path):
-    made = RunStore(tmp_path / "elsewhere").run(experiments.config("ar_ed/baseline", "smoke"))
-    good = json.loads(recorded.write([made], tmp_path / "rec")[0].read_text())
+def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_name(sandbox, capsys, tmp_path,
+                                                                                      made):
+    made, rec = made
+    good = json.loads(next(rec.rglob("*.json")).read_text())
     # import-recorded: a recorded run whose results are NaN
     bad = dict(good, summary={**good["summary"], "final": {"val": float("nan")}})
     (sandbox / "in" / "smoke").mkdir(parents=True)
@@ -237,11 +248,6 @@ def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_na
     # campaign --from-pack: a manifest entry that would unpack outside the cache
     pack = sandbox / "pack"
     (pack / "data").mkdir(parents=True)
-    blob = b"x"
-    (pack / "data" / "a.gz").write_bytes(blob)
-    import gzip
-    import hashlib
-
     z = gzip.compress(b"text", mtime=0)
     (pack / "data" / "a.gz").write_bytes(z)
     (pack / "manifest.json").write_text(json.dumps({"format": "lmcompanion-campaign-pack/1", "files": {"data/a.gz": {
@@ -374,9 +380,8 @@ def test_a_pool_whose_parent_is_killed_leaves_no_worker(signal_sandbox, tmp_path
 
 
 @pytest.mark.parametrize("command", sorted(c for c, d in DOORS.items() if d.resources))
-def test_a_store_or_cache_that_cannot_be_written_names_the_variable(command, sandbox, capsys, tmp_path):
-    made = RunStore(tmp_path / "elsewhere").run(experiments.config("ar_ed/baseline", "smoke"))
-    rec = recorded.write([made], tmp_path / "rec")[0].parent.parent
+def test_a_store_or_cache_that_cannot_be_written_names_the_variable(command, sandbox, capsys, made):
+    rec = made[1]
     blocker = sandbox / "a-file"
     blocker.write_text("")
     for var in ("LMC_RUNS_DIR", "LMC_CACHE_DIR"):
@@ -394,9 +399,8 @@ def test_a_store_or_cache_that_cannot_be_written_names_the_variable(command, san
     (["import-recorded", "{recorded}"], "lmcompanion.recorded.untrusted.parse_json"),
     (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "1", "--warmup", "0"], "lmcompanion.cli.bench"),
 ])
-def test_running_out_of_memory_is_a_message(argv, where, sandbox, capsys, tmp_path, monkeypatch):
-    made = RunStore(tmp_path / "elsewhere").run(experiments.config("ar_ed/baseline", "smoke"))
-    rec = recorded.write([made], tmp_path / "rec")[0].parent.parent
+def test_running_out_of_memory_is_a_message(argv, where, sandbox, capsys, made, monkeypatch):
+    rec = made[1]
 
     def no_memory(*a, **k):
         raise MemoryError()
@@ -485,7 +489,7 @@ def test_the_python_entry_points_refuse_bad_values_and_missing_paths(tmp_path):
 
     runs = experiments.plan(["ar_ed/baseline"], "smoke", seeds=1, device="cpu")
     for kw in ({"jobs": 0}, {"jobs": 1, "threads": 0}, {"jobs": 1, "budget_s": float("nan")},
-               {"jobs": 1, "budget_s": -1.0}):
+               {"jobs": 1, "budget_s": float("inf")}):
         with pytest.raises(LMCError, match="must be a"):
             train_all(runs, store=RunStore(tmp_path / "runs"), **kw)
     for kw in ({"budget_min": float("nan")}, {"budget_min": 0}, {"max_minutes": 0}, {"max_minutes": float("inf")}):

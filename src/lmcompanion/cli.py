@@ -306,10 +306,9 @@ def _cmd_campaign(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's "
-                                       "own default, cpu in every notebook of the book; campaign, which plans a GPU "
-                                       "slot: gpu).")
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's own default, "
+                       "cpu in every notebook of the book; campaign, which plans a GPU slot: gpu).")
     p.add_argument("--version", action="version", version=f"lmcompanion {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     profiles = ", ".join(PROFILES)

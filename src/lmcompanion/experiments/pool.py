@@ -113,8 +113,8 @@ def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=
         raise ConfigError(f"jobs must be a positive number of processes, got {jobs!r}")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive number of threads, got {threads!r}")
-    if budget_s is not None and not (isinstance(budget_s, (int, float)) and math.isfinite(budget_s) and budget_s > 0):
-        raise ConfigError(f"budget_s must be a finite number of seconds > 0, got {budget_s!r}")
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and math.isfinite(budget_s)):
+        raise ConfigError(f"budget_s must be a finite number of seconds (<= 0: no run starts), got {budget_s!r}")
     store = store or RunStore()
     ordered: dict[str, PlannedRun] = {}
     for r in runs:  # a run's needs are planned too, before it (plan(needs=True) already puts them there)
