@@ -504,3 +504,23 @@ def test_the_python_entry_points_refuse_bad_values_and_missing_paths(tmp_path):
     with pytest.raises(LMCError, match="does not exist"):
         recorded.import_dir(tmp_path / "typo", RunStore(tmp_path / "runs"))
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists() and not (tmp_path / "x.ipynb").exists()
+
+
+def test_a_signal_a_library_turns_into_its_own_error_still_stops_the_campaign(tmp_path, monkeypatch):
+    """Dynamo, compiling during the campaign's check, catches a KeyboardInterrupt and raises its own error: the
+    campaign must still stop as the signal says, not record a failed item and go on."""
+    from lmcompanion import campaign
+
+    def swallowing(step, *args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("a library's own error") from exc
+
+    monkeypatch.setattr(campaign, "_execute", swallowing)
+    with signals.policy(), pytest.raises(KeyboardInterrupt) as got:
+        campaign.run("smoke", device="cpu", out=tmp_path / "out", log=lambda *a: None)
+    assert signals.signum_of(got.value) == signal.SIGTERM
+    progress = json.loads((tmp_path / "out" / "campaign" / "smoke" / "progress.json").read_text())
+    assert [v["status"] for v in progress["steps"].values()] == ["interrupted"]

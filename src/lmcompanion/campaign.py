@@ -830,7 +830,8 @@ def check(step: Step, all_steps: Sequence[Step], profile: str, device: str, log:
     for key, fn in items.items():
         t0 = time.monotonic()
         try:
-            result = fn()
+            with signals.unswallowed():  # a signal a library turned into its own error still stops the campaign
+                result = fn()
         except Exception as exc:  # noqa: BLE001  (a check never fails the campaign silently: it is recorded)
             result = _error(exc)
         result["seconds"] = round(time.monotonic() - t0, 1)
@@ -958,7 +959,8 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
             entry["attempts"] += 1
             t0 = time.monotonic()
             try:
-                _execute(step, all_steps, out, rdir, profile, device, progress, log)
+                with signals.unswallowed():
+                    _execute(step, all_steps, out, rdir, profile, device, progress, log)
                 entry.update(status="done", error=None)
             except KeyboardInterrupt:  # Ctrl-C, SIGTERM, or the deadline: a run has kept its checkpoint
                 entry["status"] = "interrupted"

@@ -466,7 +466,8 @@ def report(fn, command: str = "the command") -> int:
     read-only folder, no memory left) a message naming the fix, exit 2; a signal (Ctrl-C, SIGTERM, SIGHUP) the one
     message of :func:`lmcompanion.signals.message` (what was stopped, what was kept) and exit 128 + the signal."""
     try:
-        code = fn()
+        with signals.unswallowed():  # an error a library raised in place of our signal is the signal
+            code = fn()
     except LMCError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -136,6 +136,18 @@ def forwarding(to: Callable[[int], None]):
         _state.forward = before
 
 
+@contextlib.contextmanager
+def unswallowed():
+    """A library that catches our KeyboardInterrupt and raises its own error instead (Dynamo, while it compiles)
+    does not swallow the signal: an error raised in here after a signal arrived is that signal's exception."""
+    try:
+        yield
+    except Exception:
+        if _state.received is not None and not _state.stopping:
+            raise exception(_state.received) from None
+        raise
+
+
 def note(text: str) -> None:
     """Say what was kept (e.g. "run X: its checkpoint"); :func:`message` lists it."""
     if text not in _state.kept:
@@ -252,4 +264,4 @@ def run_group(cmd, *, timeout: float | None = None, grace: float = GRACE_S, **kw
 
 __all__ = ["GRACE_S", "SIGNALS", "deferred", "exception", "exit_code", "forward", "forwarding", "handler", "ignore",
            "kept", "message", "name", "note", "note_run", "policy", "run_group", "signum_of", "stop_group", "stopping",
-           "watch_parent"]
+           "unswallowed", "watch_parent"]
