@@ -30,6 +30,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ DOORS = {
                       (["bench-cpu", "ar_ed/baseline", "--profile", "smoke", "--rounds", "100000"], 14.0)),
     "campaign": Door(["campaign", "--profile", "smoke", "--plan"],
                      (["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", "{out}/c",
-                       "--no-progress"], 35.0)),  # planning, then the check (a compile, a torchrun probe)
+                       "--no-progress"], ("stdout", "] check check", 4.0))),  # in the check (compile, torchrun)
 }
 
 # Arguments whose check needs more than the value (an experiment or chapter name, checked against the registry with
@@ -290,23 +291,43 @@ def _marked(mark: str) -> list[int]:
 
 
 def _stop(argv, busy, sig, tmp_path, cwd=None, group=False):
-    """Run ``python -m lmcompanion *argv`` until it is busy, send ``sig`` (to its process group when ``group``, as a
-    terminal's Ctrl-C does), and return (exit status, stderr), after checking that no process it started is left."""
+    """Run ``python -m lmcompanion *argv`` until it is busy (``busy``: a file pattern under ``tmp_path`` that appears,
+    seconds, or ("stdout", text, seconds): that long after it printed the text), send ``sig`` (to its process group
+    when ``group``, as a terminal's Ctrl-C does), and return (exit status, stderr), after checking that no process it
+    started is left."""
     mark = f"LMC_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1", mark.split("=")[0]: mark.split("=")[1]}
     proc = subprocess.Popen([sys.executable, "-m", "lmcompanion", *argv], env=env, cwd=cwd or tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    streams = {"out": [], "err": []}
+
+    def read(f, lines):
+        for line in iter(f.readline, ""):
+            lines.append(line)
+
+    readers = [threading.Thread(target=read, args=(f, streams[k]), daemon=True)
+               for f, k in ((proc.stdout, "out"), (proc.stderr, "err"))]
+    for r in readers:
+        r.start()
     deadline = time.monotonic() + 240
-    started = time.monotonic()
+    started, seen = time.monotonic(), None
     while time.monotonic() < deadline and proc.poll() is None:
         if isinstance(busy, float) and time.monotonic() - started > busy:
             break
         if isinstance(busy, str) and list(tmp_path.glob(busy)):
             break
-        time.sleep(0.2)
-    assert proc.poll() is None, f"{argv} ended before it was stopped: {proc.communicate()[1][-2000:]}"
+        if isinstance(busy, tuple):
+            if seen is None and any(busy[1] in line for line in streams["out"]):
+                seen = time.monotonic()
+            if seen is not None and time.monotonic() - seen > busy[2]:
+                break
+        time.sleep(0.1)
+    assert proc.poll() is None, f"{argv} ended before it was stopped: {''.join(streams['err'])[-2000:]}"
     os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
-    out, err = proc.communicate(timeout=300)
+    proc.wait(timeout=300)
+    for r in readers:
+        r.join(timeout=30)
+    err = "".join(streams["err"])
     for _ in range(50):  # a worker that was told to stop exits within its step
         left = _marked(mark)
         if not left:

@@ -337,10 +337,14 @@ class _Arm:
     def totals(self) -> list[float]:
         return [sum(r.values()) for r, _ in self.rounds]
 
+    def flops_per_s(self) -> float:
+        """Counted training FLOPs per second of the training step (evaluation left out)."""
+        return self.flops_per_token * self.rounds[0][1] / (self.phase("total") - self.phase("evaluation"))
+
     def row(self, peak: float) -> dict:
         tokens = self.rounds[0][1]
         train = self.phase("total") - self.phase("evaluation")
-        flops = self.flops_per_token * tokens / train
+        flops = self.flops_per_s()
         row = {"code": self.label, "tokens/s": round(tokens / train), "GFLOP/s": round(flops / 1e9, 1),
                "% of peak": round(100 * flops / peak, 1)}
         row.update({f"{p} ms": round(1e3 * self.phase(p), 2) for p in PHASES})
@@ -401,7 +405,7 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
     peaks = [mm_peak(clock=tick)]
     this = sys.modules[__package__]
     other = load_revision(against) if against else None
-    rows = []
+    rows, measured = [], []
     for what in chapters or DEFAULT:
         chapter, name = (experiments.get(what).chapter, what) if "/" in what else (what, representative(what, profile))
         if name is None:
@@ -419,10 +423,13 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
             peaks.append(mm_peak(clock=tick))
         for arm in arms:
             row = {"chapter": chapter, "run": name, **arm.row(max(peaks))}
+            measured.append((row, arm))
             if other is not None:
                 ratios = [a / b for a, b in zip(arms[0].totals(), arms[-1].totals())]
                 row[f"{against} / this"] = f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
             rows.append(row)
+    for row, arm in measured:  # against the peak of every round, the later chapters' included
+        row["% of peak"] = round(100 * arm.flops_per_s() / max(peaks), 1)
     for row in rows:
         row["peak GFLOP/s"] = round(max(peaks) / 1e9, 1)
         row["threads"] = torch.get_num_threads()
