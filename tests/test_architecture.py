@@ -22,8 +22,9 @@ MODULES = sorted(
 # Each module imports only modules of a lower layer (or, within a layer, without cycles). Exact names first, then
 # patterns ("x.*": the submodules of x; "x*": x and its submodules).
 LAYERS = {
-    0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths"],
-    1: ["lmcompanion.config", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
+    0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths", "lmcompanion.untrusted", "lmcompanion.signals",
+        "lmcompanion.resources"],  # files made elsewhere, the signal policy, folders and resource errors
+    1: ["lmcompanion.argtypes", "lmcompanion.config", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
         "lmcompanion.ledger"],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries

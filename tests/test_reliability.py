@@ -351,11 +351,11 @@ def test_a_syntax_error_in_the_parameters_cell_names_the_line(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["list", "--chapter", "ar_edd"], "did you mean 'ar_ed'"),
-    (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "0"], "--steps >= 1"),
+    (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "0"], "argument --steps: expected a whole number >= 1"),
     (["train", "ar_ed/basline", "--profile", "smoke"], "did you mean 'ar_ed/baseline'"),
-    (["train-chapter", "ar_ed", "--profile", "smoke", "--seeds", "0", "--plan"], "positive number of seeds"),
+    (["train-chapter", "ar_ed", "--profile", "smoke", "--seeds", "0", "--plan"], "argument --seeds: expected a whole number >= 1"),
     (["train-chapter", "mixers", "--profile", "smoke", "--plan"], "did you mean 'mixer'"),
-    (["train", "ar_ed/baseline", "--profile", "smoke", "--seed", "-1"], "seed must be >= 0"),
+    (["train", "ar_ed/baseline", "--profile", "smoke", "--seed", "-1"], "argument --seed: expected a seed, a whole number from 0"),
 ])
 def test_bad_command_lines_get_a_message(argv, message, capsys):
     assert cli.main(argv) == 2

@@ -233,32 +233,52 @@ def representative(chapter: str, profile: str = "cpu") -> str | None:
     return None
 
 
+# What another revision's code must have for cpu_book to time it beside this one (checked by the --against type,
+# lmcompanion.argtypes.revision, before anything runs): the planner, the trainer's set-up and step, its memory guard,
+# and the models' counted FLOPs.
+REVISION_NEEDS = (("src/lmcompanion/experiments/plan.py", "def planned("),
+                  ("src/lmcompanion/train/trainer.py", "def setup("),
+                  ("src/lmcompanion/train/trainer.py", "def update("),
+                  ("src/lmcompanion/train/trainer.py", "def evaluate("),
+                  ("src/lmcompanion/train/trainer.py", "def memory_guard("),
+                  ("src/lmcompanion/models/base.py", "def flops_per_token("))
+
+
 def load_revision(rev: str, repo: Path | None = None):
     """The package as it is at git revision ``rev`` of its checkout, imported beside this one under another name
     (``lmcompanion_<rev>``; every import inside the package is relative), so that two versions of the code run in
-    one process. It reads the same token caches as this checkout (``LMC_CACHE_DIR`` is set to them if unset)."""
+    one process. It reads the same token caches as this checkout (``LMC_CACHE_DIR`` is set to them if unset).
+    Its files are unpacked into a temporary folder named by this process (``lmc-rev-<pid>-*``), removed when the
+    process ends (or, after a SIGKILL, by the next command: :func:`lmcompanion.resources.sweep_temporary`)."""
     repo = repo or paths.repo_root()
     if repo is None:
         raise ConfigError("--against needs a git checkout of the package (an editable install)")
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", rev], cwd=repo, check=True, capture_output=True,
-                             text=True).stdout.strip()
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "--verify", f"{rev}^{{commit}}"], cwd=repo,
+                             check=True, capture_output=True, text=True).stdout.strip()
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         raise ConfigError(f"cannot resolve git revision {rev!r} in {repo}: {exc}") from None
     name = f"lmcompanion_{sha}"
     if name in sys.modules:
         return sys.modules[name]
     os.environ.setdefault("LMC_CACHE_DIR", str(paths.cache_dir()))
-    tmp = Path(tempfile.mkdtemp(prefix="lmc-rev-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"lmc-rev-{os.getpid()}-"))
     atexit.register(shutil.rmtree, tmp, True)  # its modules stay loaded; their files go when the process ends
-    archive = subprocess.run(["git", "archive", sha, "src/lmcompanion"], cwd=repo, check=True, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    try:
+        archive = subprocess.run(["git", "archive", sha, "src/lmcompanion"], cwd=repo, check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
+    except subprocess.CalledProcessError as exc:
+        raise ConfigError(f"revision {rev} ({sha}) has no package to time (git archive: "
+                          f"{(exc.stderr or b'').decode(errors='replace').strip()[:200]}): give a later revision") from None
     (tmp / "src" / "lmcompanion").rename(tmp / name)
     sys.path.insert(0, str(tmp))
     try:
         importlib.import_module(f"{name}.experiments")
         importlib.import_module(f"{name}.train.trainer")
         return sys.modules[name]
+    except Exception as exc:  # noqa: BLE001  (its code, not ours: whatever it raises, the revision is the problem)
+        raise ConfigError(f"the code of revision {rev} ({sha}) cannot be imported beside this one "
+                          f"({type(exc).__name__}: {str(exc)[:200]}): give a later revision") from None
     finally:
         sys.path.remove(str(tmp))
 
@@ -317,10 +337,14 @@ class _Arm:
     def totals(self) -> list[float]:
         return [sum(r.values()) for r, _ in self.rounds]
 
+    def flops_per_s(self) -> float:
+        """Counted training FLOPs per second of the training step (evaluation left out)."""
+        return self.flops_per_token * self.rounds[0][1] / (self.phase("total") - self.phase("evaluation"))
+
     def row(self, peak: float) -> dict:
         tokens = self.rounds[0][1]
         train = self.phase("total") - self.phase("evaluation")
-        flops = self.flops_per_token * tokens / train
+        flops = self.flops_per_s()
         row = {"code": self.label, "tokens/s": round(tokens / train), "GFLOP/s": round(flops / 1e9, 1),
                "% of peak": round(100 * flops / peak, 1)}
         row.update({f"{p} ms": round(1e3 * self.phase(p), 2) for p in PHASES})
@@ -330,10 +354,19 @@ class _Arm:
 
 
 def _arm(label: str, pkg, name: str, profile: str, clock) -> _Arm:
-    run = pkg.experiments.planned(name, profile, 0, device="cpu")
-    with pkg.train.trainer.memory_guard(run.config, "building the model"):
-        s = pkg.train.trainer.setup(run.config)
-    return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
+    if pkg is sys.modules[__package__]:
+        run = pkg.experiments.planned(name, profile, 0, device="cpu")
+        with pkg.train.trainer.memory_guard(run.config, "building the model"):
+            s = pkg.train.trainer.setup(run.config)
+        return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
+    try:  # another revision's code: what it lacks or refuses is the revision's problem, named as such
+        run = pkg.experiments.planned(name, profile, 0, device="cpu")
+        with pkg.train.trainer.memory_guard(run.config, "building the model"):
+            s = pkg.train.trainer.setup(run.config)
+        return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise ConfigError(f"the code of revision {label} cannot build {name} at {profile} ({type(exc).__name__}: "
+                          f"{str(exc)[:200]}): give a later revision, or name a chapter it has") from None
 
 
 # Every chapter's representative run, and the masked mixer itself (the mixer chapter's first experiment is its
@@ -372,7 +405,7 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
     peaks = [mm_peak(clock=tick)]
     this = sys.modules[__package__]
     other = load_revision(against) if against else None
-    rows = []
+    rows, measured = [], []
     for what in chapters or DEFAULT:
         chapter, name = (experiments.get(what).chapter, what) if "/" in what else (what, representative(what, profile))
         if name is None:
@@ -390,10 +423,13 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
             peaks.append(mm_peak(clock=tick))
         for arm in arms:
             row = {"chapter": chapter, "run": name, **arm.row(max(peaks))}
+            measured.append((row, arm))
             if other is not None:
                 ratios = [a / b for a, b in zip(arms[0].totals(), arms[-1].totals())]
                 row[f"{against} / this"] = f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
             rows.append(row)
+    for row, arm in measured:  # against the peak of every round, the later chapters' included
+        row["% of peak"] = round(100 * arm.flops_per_s() / max(peaks), 1)
     for row in rows:
         row["peak GFLOP/s"] = round(max(peaks) / 1e9, 1)
         row["threads"] = torch.get_num_threads()

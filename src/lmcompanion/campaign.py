@@ -60,7 +60,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import data as data_mod
-from . import claims, env, estimate, experiments, models, nb, paths, recorded
+from . import claims, env, estimate, experiments, models, nb, paths, recorded, signals, untrusted
 from .bench import bench
 from .chapters import ar_ed as ar_ed_chapter  # noqa: F401  (each chapter registers its rows: lmcompanion.claims)
 from .chapters import deepsight as deepsight_chapter  # noqa: F401
@@ -71,7 +71,7 @@ from .chapters import retrieval as retrieval_chapter  # noqa: F401
 from .config import TrainConfig, check_profile
 from .data import LMDataConfig, corpora, lm, stories
 from .data.retrieval import RetrievalSource
-from .errors import LMCError, Terminated
+from .errors import LMCError
 from .experiments import PlannedRun, Procedure
 from .models.baseline import BaselineConfig
 from .run import RunConfig
@@ -369,7 +369,11 @@ def reports_dir(out: Path, profile: str) -> Path:
     return Path(out) / REPORTS / profile
 
 
-def _read_json(path: Path) -> dict | None:
+def _read_json(path: Path, fmt: untrusted.Format | None = None) -> dict | None:
+    """A JSON object, or None when the file is not there; with ``fmt`` (a file that may have come back from another
+    machine) it is read through :mod:`lmcompanion.untrusted`, and one that fails its format stops with a message."""
+    if fmt is not None:
+        return untrusted.read_json(path, fmt) if Path(path).exists() else None
     try:
         value = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -398,11 +402,10 @@ def recorded_path(out: Path, run: PlannedRun) -> Path:
 def is_recorded(out: Path, run: PlannedRun) -> bool:
     """Whether ``run`` is recorded in ``out`` with the config the plan gives it today (the device aside)."""
     path = recorded_path(out, run)
-    record = _read_json(path)
-    if record is None:
+    if not path.is_file():
         return False
     try:
-        cfg = recorded.validate(record, path)
+        record, cfg, _ = recorded.read(path)  # through lmcompanion.untrusted, bounded and validated
     except LMCError:
         return False
     return record.get("profile") == run.profile and _without_device(cfg) == _without_device(run.config)
@@ -414,7 +417,7 @@ class Progress:
 
     def __init__(self, out: Path, profile: str, device: str):
         self.path = reports_dir(out, profile) / "progress.json"
-        old = _read_json(self.path) or {}
+        old = _read_json(self.path, untrusted.CAMPAIGN_PROGRESS) or {}
         self.data = {"format": PROGRESS_FORMAT, "profile": profile, "steps": old.get("steps", {}),
                      "commands": old.get("commands", [])}
         self.device = device
@@ -741,13 +744,13 @@ def check_ddp(device: str, name: str, timeout: float = 300.0) -> dict:
     step of ``name``'s smoke model, then its smoke run through the trainer as ``train`` runs it under torchrun. One
     process is plain training for the trainer (``train.distributed`` initialises no process group for a world of 1),
     so the backend is exercised by the probe itself."""
-    with tempfile.TemporaryDirectory(prefix="lmc-ddp-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"lmc-ddp-{os.getpid()}-") as tmp:
         result_path = Path(tmp) / "probe.json"
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
                "-m", "lmcompanion.campaign", "ddp-probe", "--device", device, "--name", name, "--out", str(result_path)]
         envs = {**os.environ, "LMC_RUNS_DIR": str(Path(tmp) / "runs"), "LMC_PROGRESS": "0"}
         t0 = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=envs)
+        proc = signals.run_group(cmd, timeout=timeout, env=envs)  # torchrun and its workers stop with us
         out = {"command": " ".join(cmd[:-2]),
                "returncode": proc.returncode, "seconds": round(time.monotonic() - t0, 1)}
         probe = _read_json(result_path)
@@ -817,7 +820,8 @@ def check(step: Step, all_steps: Sequence[Step], profile: str, device: str, log:
     for key, fn in items.items():
         t0 = time.monotonic()
         try:
-            result = fn()
+            with signals.unswallowed():  # a signal a library turned into its own error still stops the campaign
+                result = fn()
         except Exception as exc:  # noqa: BLE001  (a check never fails the campaign silently: it is recorded)
             result = _error(exc)
         result["seconds"] = round(time.monotonic() - t0, 1)
@@ -854,9 +858,9 @@ def _done(step: Step, out: Path, profile: str, device: str) -> bool:
         return is_recorded(out, step.run)
     rdir = reports_dir(out, profile)
     if step.kind == "check":
-        report = _read_json(rdir / "check.json")
+        report = _read_json(rdir / "check.json", untrusted.CAMPAIGN_CHECK)
         return bool(report and report.get("complete") and report.get("device") == device)
-    report = _read_json(rdir / "bench.json") or {}
+    report = _read_json(rdir / "bench.json", untrusted.CAMPAIGN_BENCH) or {}
     entry = (report.get("results") or {}).get(step.name) or {}
     return report.get("device") == device and entry.get("config_hash") == step.run.config.hash()
 
@@ -881,9 +885,7 @@ class _Deadline:
         self.fired = True
         os.kill(os.getpid(), signal.SIGTERM)
 
-    @staticmethod
-    def _handler(signum, frame):
-        raise Terminated(signum)
+    _handler = staticmethod(signals.handler)  # the package's one signal policy (lmcompanion.signals)
 
     def close(self):
         if self.timer is not None:
@@ -901,12 +903,17 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
     left (run the same command again). ``pack``: the manifest of the pack the data came from (its commit is recorded
     in the progress: a GPU machine's copy of the tree may have no git history)."""
     started = time.monotonic()
+    for name, value in (("budget_min", budget_min), ("max_minutes", max_minutes)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise LMCError(f"{name} must be a finite number of minutes > 0, got {value!r}")
     device = experiments.resolve_device(device, profile)
     out = Path(out) if out is not None else recorded.default_dir()
     all_steps = steps(profile, device=device, seeds=seeds)
     plan, left = within(all_steps, budget_min)
     by_name = {s.name: s for s in all_steps}
     state = Progress(out, profile, device)
+    for name, fmt in (("check.json", untrusted.CAMPAIGN_CHECK), ("bench.json", untrusted.CAMPAIGN_BENCH)):
+        _read_json(reports_dir(out, profile) / name, fmt)  # every report read back passes before anything is written
     state.data["commands"].append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device,
                                    "budget_min": budget_min, "max_minutes": max_minutes, **env.git_state(),
                                    "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")}
@@ -942,7 +949,8 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
             entry["attempts"] += 1
             t0 = time.monotonic()
             try:
-                _execute(step, all_steps, out, rdir, profile, device, progress, log)
+                with signals.unswallowed():
+                    _execute(step, all_steps, out, rdir, profile, device, progress, log)
                 entry.update(status="done", error=None)
             except KeyboardInterrupt:  # Ctrl-C, SIGTERM, or the deadline: a run has kept its checkpoint
                 entry["status"] = "interrupted"
@@ -969,8 +977,9 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None, 
         if deadline is not None:
             deadline.close()
         state.data["commands"][-1]["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        state.save()
-        _archive(out, archive)
+        with signals.deferred():  # a second signal does not split the last report and its archive
+            state.save()
+            _archive(out, archive)
     summary(all_steps, plan, state, out, profile, device, stopped, log)
     return status
 
@@ -983,7 +992,7 @@ def _execute(step: Step, all_steps, out: Path, rdir: Path, profile: str, device:
             log(f"    the check FAILED in part: see {rdir / 'check.json'} (the campaign goes on)")
     elif step.kind == "bench":
         path = rdir / "bench.json"
-        report = _read_json(path) or {}
+        report = _read_json(path, untrusted.CAMPAIGN_BENCH) or {}
         if report.get("device") != device:
             report = {}
         report.update(format="lmcompanion-campaign-bench/1", profile=profile, device=device)
@@ -1048,15 +1057,9 @@ def default_wheels() -> Path:
 
 
 def _sums(folder: Path) -> dict[str, str]:
-    """A SHA256SUMS file's digests by relative path (``sha256sum`` format)."""
-    out = {}
+    """A SHA256SUMS file's digests by relative path (``sha256sum`` format), read through :mod:`lmcompanion.untrusted`."""
     path = Path(folder) / "SHA256SUMS"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                digest, _, name = line.partition("  ")
-                out[name.strip().lstrip("*").removeprefix("./")] = digest.strip()
-    return out
+    return untrusted.sha256sums(path) if path.is_file() else {}
 
 
 def _run_configs(all_steps: Sequence[Step]) -> list[RunConfig]:
@@ -1178,10 +1181,14 @@ def verify_pack(pack: Path) -> dict:
     """The pack's manifest, after checking every file it lists (present, its size, its SHA-256): a damaged pack stops
     here with a message naming the file."""
     pack = Path(pack)
-    manifest = _read_json(pack / "manifest.json")
+    if not (pack / "manifest.json").is_file():
+        manifest = None
+    else:  # made elsewhere: bounded, strict JSON, its schema; every name it gives stays inside its folder
+        manifest = untrusted.read_json(pack / "manifest.json", untrusted.PACK_MANIFEST)
     if manifest is None or manifest.get("format") != PACK_FORMAT:
         raise LMCError(f"{pack} is not a campaign pack (no readable manifest.json of format {PACK_FORMAT}): make it "
                        "with `python -m lmcompanion campaign --pack DIR` on a machine with the offline corpora")
+    _pack_targets(pack, manifest, paths.cache_dir())
     bad = []
     for rel, meta in sorted(manifest["files"].items()):
         path = pack / rel
@@ -1205,25 +1212,49 @@ def unpack(pack: Path, log: Callable = print) -> dict:
     manifest = verify_pack(pack)
     pack, cache = Path(pack), paths.cache_dir()
     data_root = cache / "pack-data"
-    for rel, meta in sorted(manifest["files"].items()):
+    targets = _pack_targets(pack, manifest, cache)
+    blobs = {}
+    for rel, meta in sorted(manifest["files"].items()):  # every file read and checked before any is written
+        target = targets.get(rel)
+        if target is None:
+            continue
+        want = (meta["unpacked_bytes"], meta["unpacked_sha256"]) if meta["kind"] == "data" else (meta["bytes"],
+                                                                                                  meta["sha256"])
+        if target.is_file() and target.stat().st_size == want[0] and _sha256(target) == want[1]:
+            continue
+        blob = (pack / rel).read_bytes()
         if meta["kind"] == "data":
-            target = data_root / meta["unpacks_to"]
-            if target.is_file() and target.stat().st_size == meta["unpacked_bytes"] and \
-                    _sha256(target) == meta["unpacked_sha256"]:
-                continue
-            raw = gzip.decompress((pack / rel).read_bytes())
-            if hashlib.sha256(raw).hexdigest() != meta["unpacked_sha256"]:
-                raise LMCError(f"{pack / rel} does not unpack to the file it was made from; make the pack again")
-            paths.atomic_write(target, raw)
-        elif meta["kind"] == "cache":
-            target = cache / rel.removeprefix("cache/")
-            if not (target.is_file() and target.stat().st_size == meta["bytes"] and _sha256(target) == meta["sha256"]):
-                paths.atomic_write(target, (pack / rel).read_bytes())
+            blob = untrusted.inflate(blob, meta["unpacked_bytes"], pack / rel, untrusted.PACK_MANIFEST)
+        elif rel.endswith(".json"):  # a token cache's description: strict JSON, as the data modules expect
+            untrusted.parse_json(blob, pack / rel, untrusted.PACK_MANIFEST)
+        if hashlib.sha256(blob).hexdigest() != want[1]:
+            raise LMCError(f"{pack / rel} does not unpack to the file it was made from; make the pack again")
+        blobs[target] = blob
+    for target, blob in blobs.items():
+        paths.atomic_write(target, blob)
     os.environ["LMC_DATA_DIR"] = str(data_root)
     os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
     log(f"pack {pack}: {len(manifest['files'])} files verified; corpora restored in {data_root}, token caches in "
         f"{cache} (made at commit {str(manifest.get('commit'))[:12]}{' with changes' if manifest.get('dirty') else ''})")
     return manifest
+
+
+def _pack_targets(pack: Path, manifest: dict, cache: Path) -> dict[str, Path]:
+    """Where each file of a pack's manifest goes (a wheel: nowhere, it is installed from the pack), each name checked:
+    a file of the pack inside the pack under the folder of its kind, a corpus file inside ``<cache>/pack-data``, a
+    token cache inside ``cache``; any other name stops the pack before anything is written."""
+    out = {}
+    fmt, where = untrusted.PACK_MANIFEST, pack / "manifest.json"
+    prefix = {"wheel": "wheels/", "data": "data/", "cache": "cache/"}
+    for rel, meta in manifest["files"].items():
+        untrusted.confined(pack, rel, where, fmt, what="the file")
+        if not rel.startswith(prefix[meta["kind"]]) or rel == prefix[meta["kind"]]:
+            raise fmt.error(where, f"{rel[:120]!r} is a {meta['kind']} file outside {prefix[meta['kind']]}")
+        if meta["kind"] == "data":
+            out[rel] = untrusted.confined(cache / "pack-data", meta["unpacks_to"], where, fmt, what="unpacks_to")
+        elif meta["kind"] == "cache":
+            out[rel] = untrusted.confined(cache, rel.removeprefix("cache/"), where, fmt, what="the cache file")
+    return out
 
 
 def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:

@@ -34,28 +34,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import time
+from pathlib import Path
 
-from . import __version__, campaign, experiments, models, pages, recorded, train
-from .bench import bench, cpu_book
+from . import __version__, argtypes, campaign, experiments, models, pages, paths, recorded, resources, signals, train
+from . import untrusted
+from .argtypes import (device, existing_dir, existing_file, existing_path, minutes, nonnegative_int, output_dir,
+                       output_file, override, positive_int, profile, seconds, seed)
+from .bench import REVISION_NEEDS, bench, cpu_book
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
-from .errors import LMCError, Terminated
+from .errors import LMCError
 from .experiments.pool import train_all
 from .runner import TIMEOUT_ENV, run_notebook
-
-
-def _positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1 (argparse names the option and the value when this fails)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
+from .train.trainer import CKPT
 
 
 def _progress(args) -> bool | None:
@@ -117,9 +110,49 @@ def _cmd_runs(args) -> None:
         print(f"no finished runs in {store.root}")
 
 
+def _run_folder(folder: str) -> train.Run:
+    """A run folder named on the command line (maybe copied from someone else): a folder, whose config, summary,
+    provenance and procedure files are read through :mod:`lmcompanion.untrusted` (bounded, strict JSON, their
+    schemas) and whose procedure, if any, is one this package registers (``retrain`` imports it by name)."""
+    path = Path(folder)
+    if not path.exists():
+        raise LMCError(f"{path} does not exist: name a run folder (python -m lmcompanion runs lists them)")
+    if not path.is_dir():
+        raise LMCError(f"{path} is a file, not a run folder: name the folder that holds its config.json")
+    untrusted.read_json(path / "config.json", untrusted.RUN_CONFIG)
+    for name in ("summary.json", "env.json"):
+        if (path / name).exists():
+            untrusted.read_json(path / name, untrusted.RUN_JSON)
+    if (path / "procedure.json").exists():
+        proc = untrusted.read_json(path / "procedure.json", untrusted.RUN_PROCEDURE)["procedure"]
+        known = {f"{p.fn.__module__}.{p.fn.__qualname__}" for p in experiments.PROCEDURES.values() if p.fn}
+        if proc not in known:
+            raise untrusted.RUN_PROCEDURE.error(path / "procedure.json", f"its procedure {proc[:120]!r} is not one "
+                                                f"this book registers ({', '.join(sorted(known))})")
+    return train.Run(path)
+
+
 def _cmd_retrain(args) -> None:
-    run = train.store.retrain(args.folder, progress=_progress(args))
+    folder = _run_folder(args.folder).path
+    try:
+        run = train.store.retrain(folder, progress=_progress(args))
+    except KeyboardInterrupt:
+        signals.note_run(_retrain_target(folder), CKPT)
+        raise
     print(run.path)
+
+
+def _retrain_target(folder: Path) -> Path:
+    """The folder ``retrain`` trains in: the run's key names it (its own folder, unless it was renamed or copied)."""
+    run = train.Run(folder)
+    procedure, settings = None, None
+    if run.procedure is not None:
+        fn = next(p.fn for p in experiments.PROCEDURES.values()
+                  if p.fn and f"{p.fn.__module__}.{p.fn.__qualname__}" == run.procedure["procedure"])
+        settings_cls = getattr(fn, "settings_class", None)
+        procedure = fn
+        settings = settings_cls(**run.procedure["settings"]) if settings_cls else run.procedure["settings"]
+    return train.RunStore(folder.parent).path(run.config, procedure, settings)
 
 
 def _chapter_plan(args) -> list:
@@ -194,7 +227,7 @@ def _train_chapter_pool(args, todo: list, store, started: float) -> None:
 
 
 def _cmd_record(args) -> None:
-    for path in recorded.write([train.Run(f) for f in args.folders], args.output or recorded.default_dir()):
+    for path in recorded.write([_run_folder(f) for f in args.folders], args.output or recorded.default_dir()):
         print(path)
 
 
@@ -206,7 +239,7 @@ def _cmd_import_recorded(args) -> None:
 def _cmd_export_retrieval(args) -> None:
     for what in args.runs:
         if os.path.isdir(what):
-            run = train.Run(what).check()
+            run = _run_folder(what).check()
             retrieval_chapter.check_exportable(run.config.name, what)
         else:
             retrieval_chapter.check_exportable(what, what)
@@ -215,6 +248,13 @@ def _cmd_export_retrieval(args) -> None:
 
 
 def _cmd_pages(args) -> None:
+    found = sorted(Path(args.notebooks).rglob("*.ipynb"))
+    if not found:
+        raise LMCError(f"{args.notebooks} holds no executed notebooks (*.ipynb): name the folder run-notebook wrote "
+                       "them to (make book: notebooks)")
+    for path in found:  # executed elsewhere, maybe: each passes the untrusted layer before a page is written
+        if not path.name.startswith(".") and ".ipynb_checkpoints" not in path.parts:
+            untrusted.read_json(path, untrusted.EXECUTED_NOTEBOOK)
     stale = pages.write_pages(args.notebooks, args.out, args.sources, prefix=args.prefix)
     print(f"wrote {args.out}/scorecard.md and {args.out}/build.md" +
           (f"; pages with outputs older than their source: {', '.join(stale)}" if stale else ""))
@@ -240,6 +280,13 @@ def _cmd_bench_cpu(args) -> None:
 
 
 def _cmd_campaign(args) -> int:
+    out = Path(args.output or recorded.default_dir()).resolve()
+    if args.archive and out in Path(args.archive).resolve().parents:
+        raise LMCError(f"--archive {args.archive} is inside the output folder {out}: each archive would hold the one "
+                       "before; write it elsewhere (e.g. $OUT/campaign.tgz)")
+    if args.from_pack and (out == Path(args.from_pack).resolve() or Path(args.from_pack).resolve() in out.parents):
+        raise LMCError(f"the output folder {out} is inside the pack {args.from_pack}, which is read, not written: "
+                       "give -o another folder (e.g. _campaign)")
     campaign.default_data_dir()
     if args.pack:
         campaign.make_pack(args.pack, args.profile, budget_min=args.budget_min, wheels=args.wheels, seeds=args.seeds)
@@ -258,11 +305,10 @@ def _cmd_campaign(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's "
-                                       "own default, cpu in every notebook of the book; campaign, which plans a GPU "
-                                       "slot: gpu).")
+    p = _Parser(prog="python -m lmcompanion", description=__doc__.split("\n\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="Every command that takes --profile defaults to cpu (run-notebook: the notebook's own default, "
+                       "cpu in every notebook of the book; campaign, which plans a GPU slot: gpu).")
     p.add_argument("--version", action="version", version=f"lmcompanion {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     profiles = ", ".join(PROFILES)
@@ -274,27 +320,30 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("params", help="parameter counts as the write-ups count them")
     s.add_argument("name", nargs="?")
     s.add_argument("--all", action="store_true")
-    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; at paper each count is also "
-                                                    "compared with the write-up's)")
+    s.add_argument("--profile", type=profile, default="cpu", help=f"one of {profiles} (default: cpu; at paper each "
+                                                                  "count is also compared with the write-up's)")
     s.set_defaults(fn=_cmd_params)
 
     s = sub.add_parser("train", help="train (or reuse) one run")
     s.add_argument("name")
-    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field, e.g. train.lr=1e-3")
+    s.add_argument("--profile", type=profile, default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--seed", type=seed, default=0)
+    s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
+    s.add_argument("--set", type=override, action="append", metavar="KEY=VALUE",
+                   help="override a config field, e.g. train.lr=1e-3")
     s.add_argument("--force", action="store_true", help="retrain even if the run is in the store")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_train)
 
     s = sub.add_parser("run-notebook", help="execute a notebook source with papermill")
-    s.add_argument("src")
-    s.add_argument("-o", "--output")
-    s.add_argument("--profile", help=f"one of {profiles} (default: the notebook's own, cpu in every notebook)")
+    s.add_argument("src", type=existing_file, help="the notebook's source (a jupytext .py file)")
+    s.add_argument("-o", "--output", type=output_file, help="the executed .ipynb (or a folder for it; default: next to "
+                                                              "the source); never the source itself")
+    s.add_argument("--profile", type=profile,
+                   help=f"one of {profiles} (default: the notebook's own, cpu in every notebook)")
     s.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="a parameter of the notebook's parameters cell, of the type of its default there")
-    s.add_argument("--timeout", type=float, metavar="SECONDS",
+    s.add_argument("--timeout", type=seconds, metavar="SECONDS",
                    help="stop the notebook when any one cell runs longer than this (default: $LMC_CELL_TIMEOUT, "
                         "else no limit)")
     s.set_defaults(fn=_cmd_run_notebook)
@@ -303,125 +352,172 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_cmd_runs)
 
     s = sub.add_parser("retrain", help="train a run folder's config again (e.g. after its files were damaged)")
-    s.add_argument("folder")
+    s.add_argument("folder", type=existing_dir)
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_retrain)
 
     s = sub.add_parser("train-chapter", help="train a chapter's experiments run by run, recording each as it finishes")
     s.add_argument("chapter", nargs="+", help="one or more chapters, or `all` for every chapter of the book")
-    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu; on a GPU machine give gpu or "
-                                                  "paper)")
-    s.add_argument("--jobs", type=_positive_int, default=1,
+    s.add_argument("--profile", type=profile, default="cpu", help=f"one of {profiles} (default: cpu; on a GPU "
+                                                                  "machine give gpu or paper)")
+    s.add_argument("--jobs", type=positive_int, default=1,
                    help="train this many runs at a time, in as many worker processes (default 1: one by one, here)")
-    s.add_argument("--threads", type=_positive_int, default=1, help="threads per process with --jobs (default 1)")
-    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    s.add_argument("--seeds", type=int, help="seeds per experiment (default: each experiment's as registered)")
-    s.add_argument("--budget-s", type=float, help="start no new run after this many seconds")
+    s.add_argument("--threads", type=positive_int, default=1, help="threads per process with --jobs (default 1)")
+    s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
+    s.add_argument("--seeds", type=positive_int, help="seeds per experiment (default: each experiment's as registered)")
+    s.add_argument("--budget-s", type=seconds, help="start no new run after this many seconds")
     s.add_argument("--record", action="store_true", help="write each finished run to book/recorded (or -o)")
     s.add_argument("--plan", action="store_true",
                    help="print the id of every run it would train, with its estimated H100 minutes, and a total")
-    s.add_argument("-o", "--output")
+    s.add_argument("-o", "--output", type=output_dir, help="with --record: the folder of recorded runs "
+                                                           "(default: book/recorded)")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_train_chapter)
 
     s = sub.add_parser("record", help="write finished runs as recorded-run files (metrics and provenance, no weights)")
-    s.add_argument("folders", nargs="+")
-    s.add_argument("-o", "--output", help="default: book/recorded")
+    s.add_argument("folders", nargs="+", type=existing_dir)
+    s.add_argument("-o", "--output", type=output_dir, help="default: book/recorded")
     s.set_defaults(fn=_cmd_record)
 
     s = sub.add_parser("import-recorded", help="import recorded-run files into the run store")
-    s.add_argument("folder", nargs="?", help="default: book/recorded")
+    s.add_argument("folder", nargs="?", type=existing_path, help="a folder of recorded runs (default: book/recorded), one recorded-run "
+                                             "file, or a campaign archive (.tgz)")
     s.set_defaults(fn=_cmd_import_recorded)
 
     s = sub.add_parser("export-retrieval", help="write retrieval runs' embeddings, test items and numbers as .npz")
     s.add_argument("runs", nargs="+", help="retrieval run folders, or retrieval/... experiment names")
-    s.add_argument("--profile", default="cpu", help=f"for experiment names: one of {profiles} (default: cpu)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--device", default="auto")
-    s.add_argument("-o", "--output", default=".")
+    s.add_argument("--profile", type=profile, default="cpu",
+                   help=f"for experiment names: one of {profiles} (default: cpu)")
+    s.add_argument("--seed", type=seed, default=0)
+    s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
+    s.add_argument("-o", "--output", type=output_dir, default=".")
     s.set_defaults(fn=_cmd_export_retrieval)
 
     s = sub.add_parser("pages", help="generate the scorecard and build-record pages from executed notebooks")
-    s.add_argument("notebooks")
-    s.add_argument("out")
-    s.add_argument("--sources", help="the notebooks' sources, to mark pages whose outputs are older than them")
+    s.add_argument("notebooks", type=existing_dir)
+    s.add_argument("out", type=output_dir)
+    s.add_argument("--sources", type=existing_dir,
+                   help="the notebooks' sources, to mark pages whose outputs are older than them")
     s.add_argument("--prefix", default="notebooks", help="the executed notebooks' folder as the book sees it")
     s.set_defaults(fn=_cmd_pages)
 
     s = sub.add_parser("bench", help="tokens/s, MFU and peak memory of an experiment's training step")
     s.add_argument("name")
-    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
-    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    s.add_argument("--steps", type=int, default=10)
-    s.add_argument("--warmup", type=int, default=3)
+    s.add_argument("--profile", type=profile, default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
+    s.add_argument("--steps", type=positive_int, default=10)
+    s.add_argument("--warmup", type=nonnegative_int, default=3)
     s.add_argument("--bare", action="store_true", help="also time a bare loop on the same model and batches")
-    s.add_argument("--rounds", type=int, default=5, help="with --bare: interleaved rounds of --steps each")
-    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
+    s.add_argument("--rounds", type=positive_int, default=5, help="with --bare: interleaved rounds of --steps each")
+    s.add_argument("--set", type=override, action="append", metavar="KEY=VALUE", help="override a config field")
     s.set_defaults(fn=_cmd_bench)
 
     s = sub.add_parser("bench-cpu", help="each chapter's representative run on the CPU: tokens/s, GFLOP/s against "
                                          "the measured peak, time per phase; another revision side by side")
     s.add_argument("chapters", nargs="*", help="chapters or experiment names (default: every chapter, and the "
                                                       "flat masked mixer)")
-    s.add_argument("--profile", default="cpu", help=f"one of {profiles} (default: cpu)")
-    s.add_argument("--against", metavar="REV", help="also time the code of this git revision, interleaved")
-    s.add_argument("--steps", type=int, default=3, help="optimizer steps per arm per round")
-    s.add_argument("--warmup", type=int, default=1)
-    s.add_argument("--rounds", type=int, default=4)
-    s.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the book's build; 0: torch's)")
+    s.add_argument("--profile", type=profile, default="cpu", help=f"one of {profiles} (default: cpu)")
+    s.add_argument("--against", type=argtypes.revision(REVISION_NEEDS), metavar="REV",
+                   help="also time the code of this git revision, interleaved")
+    s.add_argument("--steps", type=positive_int, default=3, help="optimizer steps per arm per round")
+    s.add_argument("--warmup", type=nonnegative_int, default=1)
+    s.add_argument("--rounds", type=positive_int, default=4)
+    s.add_argument("--threads", type=nonnegative_int, default=1,
+                   help="torch threads (default 1, as the book's build; 0: torch's)")
     s.add_argument("--no-eval", action="store_true", help="do not time an evaluation per round")
     s.add_argument("--clock", choices=("cpu", "wall"), help="cpu: this thread's CPU time (the default with one "
                                                             "thread: a loaded machine's waits left out); wall")
     s.set_defaults(fn=_cmd_bench_cpu)
     s = sub.add_parser("campaign", help="one GPU slot: check, benches and the headline runs, in priority order")
-    s.add_argument("--profile", default="gpu", help=f"one of {profiles} (default: gpu; smoke rehearses it on a CPU)")
-    s.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    s.add_argument("--budget-min", type=float, default=campaign.DEFAULT_BUDGET_MIN,
+    s.add_argument("--profile", type=profile, default="gpu",
+                   help=f"one of {profiles} (default: gpu; smoke rehearses it on a CPU)")
+    s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
+    s.add_argument("--budget-min", type=minutes, default=campaign.DEFAULT_BUDGET_MIN,
                    help="minutes for the whole campaign, over all its commands (default: %(default)g)")
-    s.add_argument("--seeds", type=int, help="seeds per arm (default: the profile's, as registered)")
+    s.add_argument("--seeds", type=positive_int, help="seeds per arm (default: the profile's, as registered)")
     s.add_argument("--plan", action="store_true", help="print every step with its estimated H100 minutes, a total, "
                                                        "and what is left for a second slot")
-    s.add_argument("-o", "--output", help="recorded runs and the campaign's reports (default: book/recorded)")
-    s.add_argument("--max-minutes", type=float, help="stop this command after so many minutes (a run checkpoints; "
+    s.add_argument("-o", "--output", type=output_dir,
+                   help="recorded runs and the campaign's reports (default: book/recorded)")
+    s.add_argument("--max-minutes", type=argtypes.command_minutes, help="stop this command after so many minutes (a run checkpoints; "
                                                      f"exit {campaign.MORE_TO_DO}: run the same command again)")
-    s.add_argument("--archive", help="rewrite a .tar.gz of the output folder after every step")
+    s.add_argument("--archive", type=output_file, help="rewrite a .tar.gz of the output folder after every step")
     s.add_argument("--retry-failed", action="store_true", help="try the steps that failed before again")
-    s.add_argument("--pack", metavar="DIR", help="write what a GPU machine without network needs (wheels, corpus "
+    s.add_argument("--pack", type=output_dir, metavar="DIR", help="write what a GPU machine without network needs (wheels, corpus "
                                                  "files, token caches, a manifest) to DIR, and nothing else")
-    s.add_argument("--wheels", help="with --pack: the Python 3.12 wheels (default: ../shared/wheels/py312-x86_64)")
-    s.add_argument("--from-pack", metavar="DIR", help="verify the pack in DIR and read the corpora from it (offline)")
+    s.add_argument("--wheels", type=existing_dir, help="with --pack: the Python 3.12 wheels (default: ../shared/wheels/py312-x86_64)")
+    s.add_argument("--from-pack", type=existing_dir, metavar="DIR", help="verify the pack in DIR and read the corpora from it (offline)")
     s.add_argument("--no-progress", action="store_true")
     s.set_defaults(fn=_cmd_campaign)
     return p
 
 
-def report(fn) -> int:
-    """Run ``fn()`` as a command: the package's errors become a message and exit 2; an interrupt (Ctrl-C, or
-    SIGTERM/SIGHUP during training) a message saying how to resume, and exit 128 + the signal."""
+class _UsageError(Exception):
+    """A command line argparse refuses (an unknown option, a value its type refuses)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print the usage and exit; main prints one line and returns 2
+        raise _UsageError(f"{message} (see {self.prog} --help)")
+
+
+def report(fn, command: str = "the command") -> int:
+    """Run ``fn()`` as a command: the package's errors become a message and exit 2; a resource error (a full disk, a
+    read-only folder, no memory left) a message naming the fix, exit 2; a signal (Ctrl-C, SIGTERM, SIGHUP) the one
+    message of :func:`lmcompanion.signals.message` (what was stopped, what was kept) and exit 128 + the signal."""
     try:
-        code = fn()
+        with signals.unswallowed():  # an error a library raised in place of our signal is the signal
+            code = fn()
     except LMCError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except Terminated as exc:
-        print(f"stopped by {signal.Signals(exc.signum).name}: a checkpoint of the last finished step was kept; run "
-              "the same command to resume", file=sys.stderr)
-        return 128 + exc.signum
-    except KeyboardInterrupt:
-        print("interrupted: a checkpoint of the last finished step was kept; run the same command to resume",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Terminated (SIGTERM, SIGHUP) too
+        signals.stopping()
+        print(signals.message(exc), file=sys.stderr)
+        return signals.exit_code(exc)
+    except (OSError, MemoryError, RuntimeError) as exc:
+        text = resources.explain(exc, command)
+        if text is None:
+            raise
+        print(f"error: {text}", file=sys.stderr)
+        return 2
     return code if isinstance(code, int) else 0
 
 
+def _outputs(args) -> list[Path]:
+    """The folders this command writes into besides the run store and the cache (an -o folder, a pack, an archive's
+    folder, book/recorded)."""
+    out = []
+    for name in ("output", "out", "pack", "archive"):
+        value = getattr(args, name, None)
+        if value:
+            path = Path(value)
+            out.append(path if path.is_dir() or name in ("out", "pack") else path.parent)
+    if args.command in ("record", "import-recorded", "campaign") or getattr(args, "record", False):
+        out.append(recorded.default_dir())
+    return [p for p in out if p.is_dir()]
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    """The command line: every command parses its arguments with :mod:`lmcompanion.argtypes`, runs under the one
+    signal policy (:func:`lmcompanion.signals.policy`), with relative ``LMC_*`` paths made absolute where it started
+    and the temporary files of killed processes swept (:mod:`lmcompanion.resources`)."""
+    try:
+        args = parser().parse_args(argv)
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
+    resources.absolute_env()
+    for folder in (paths.runs_dir(), paths.cache_dir(), *_outputs(args)):
+        resources.sweep(folder)  # temporary files of writers that were killed
+    resources.sweep_temporary()
     timeout_before = os.environ.get(TIMEOUT_ENV)
     if getattr(args, "timeout", None) is not None:  # run-notebook --timeout: the runner's per-cell limit
         os.environ[TIMEOUT_ENV] = str(args.timeout)
     try:
-        return report(lambda: args.fn(args))
+        with signals.policy():
+            return report(lambda: args.fn(args), args.command)
     finally:
         if timeout_before is None:
             os.environ.pop(TIMEOUT_ENV, None)

@@ -23,13 +23,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
-from . import experiments, paths
+from . import experiments, paths, untrusted
 from .config import PROFILES
 from .errors import LMCError
 from .run import RunConfig
@@ -103,47 +104,52 @@ def _raw_metrics(run: Run) -> list[dict]:
     return [json.loads(line) for line in (run.path / "metrics.jsonl").read_text().splitlines() if line]
 
 
-MAX_BYTES = 64 << 20  # a recorded run is metrics and provenance: far smaller than this
-_HEX12 = re.compile(r"^[0-9a-f]{12}$")
+MAX_BYTES = untrusted.RECORDED_RUN.limit  # a recorded run is metrics and provenance: far smaller than this
 _COVERED_SUMMARY = {"final": dict, "steps": int, "train_time_s": (int, float)}  # what every reader of a summary reads
+IMPORTING = ".import-"  # a run being imported: .import-<pid>-*, renamed into place (resources.sweep removes stale ones)
+ARCHIVES = (".tgz", ".tar.gz", ".tar")  # a campaign's --archive: recorded runs inside, imported without unpacking
 
 
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bad(path: Path, what: str) -> LMCError:
-    return LMCError(f"{path} is not a valid recorded run: {what}. Nothing was imported; restore the file from git, or "
-                    "write it again with `python -m lmcompanion record RUN_FOLDER` on the machine that made the run")
+def _format() -> untrusted.Format:
+    return dataclasses.replace(untrusted.RECORDED_RUN, limit=MAX_BYTES)
+
+
+def _bad(path, what: str) -> LMCError:
+    return _format().error(path, what)
 
 
 def validate(record, path: Path) -> RunConfig:
     """Check a recorded-run file completely (it was made by someone else: untrusted input) and return its config.
 
     Its format and version, every field's type, the experiment (registered), profile and seed, a config that builds
-    and is that experiment's, metrics records of numbers by step, a summary with the fields the book reads, and a
-    provenance of plain values. Nothing of it ever names a path: the run's folder is named by the file's digest."""
+    and is that experiment's, metrics records of finite numbers by step, a summary with the fields the book reads,
+    and a provenance of plain values; then every field against :data:`lmcompanion.untrusted.RECORDED_RUN` (types and
+    ranges). Nothing of it ever names a path: the run's folder is named by the file's digest."""
     if not isinstance(record, dict):
         raise _bad(path, f"it holds a JSON {type(record).__name__}, not an object")
     if record.get("format") != FORMAT:
-        raise _bad(path, f"its format is {record.get('format')!r}; this version of the book reads {FORMAT!r}")
+        raise _bad(path, f"its format is {str(record.get('format'))[:80]!r}; this version of the book reads {FORMAT!r}")
     missing = [k for k in ("experiment", "profile", "seed", "config", "metrics", "summary", "provenance")
                if k not in record]
     if missing:
         raise _bad(path, f"it has no {', '.join(missing)}")
     name, profile, seed = record["experiment"], record["profile"], record["seed"]
     if not isinstance(name, str) or name not in experiments.all_experiments():
-        raise _bad(path, f"experiment {name!r} is not one of this book's (python -m lmcompanion list)")
-    if profile not in PROFILES:
-        raise _bad(path, f"profile {profile!r} is not one of {', '.join(PROFILES)}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise _bad(path, f"seed {seed!r} is not a non-negative integer")
+        raise _bad(path, f"experiment {str(name)[:80]!r} is not one of this book's (python -m lmcompanion list)")
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise _bad(path, f"profile {str(profile)[:80]!r} is not one of {', '.join(PROFILES)}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= 2**31:
+        raise _bad(path, f"seed {str(seed)[:40]!r} is not a non-negative integer")
     if not isinstance(record["config"], dict):
         raise _bad(path, "its config is not an object")
     try:
         cfg = RunConfig.from_dict(record["config"])
-    except (LMCError, KeyError, TypeError, ValueError) as exc:
-        raise _bad(path, f"its config does not build ({type(exc).__name__}: {exc})") from None
+    except (LMCError, KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise _bad(path, f"its config does not build ({type(exc).__name__}: {str(exc)[:300]})") from None
     if cfg.name != name or cfg.seed != seed:
         raise _bad(path, f"its config is of {cfg.name!r} seed {cfg.seed}, not of {name!r} seed {seed}")
     metrics = record["metrics"]
@@ -152,50 +158,106 @@ def validate(record, path: Path) -> RunConfig:
     for i, r in enumerate(metrics):
         if not isinstance(r, dict) or not isinstance(r.get("step"), int) or isinstance(r.get("step"), bool):
             raise _bad(path, f"metrics record {i} is not an object with an integer step")
-        wrong = [k for k, v in r.items() if not isinstance(k, str) or not _number(v)]
+        wrong = [k for k, v in r.items() if not isinstance(k, str) or not _number(v) or not math.isfinite(v)]
         if wrong:
-            raise _bad(path, f"metrics record {i} has values that are not numbers: {wrong[:3]}")
+            raise _bad(path, f"metrics record {i} has values that are not numbers: {[str(w)[:40] for w in wrong[:3]]}")
     summary = record["summary"]
     if not isinstance(summary, dict):
         raise _bad(path, "its summary is not an object")
     for key, kind in _COVERED_SUMMARY.items():
         if not isinstance(summary.get(key), kind) or isinstance(summary.get(key), bool):
             raise _bad(path, f"its summary's {key!r} is missing or not a {getattr(kind, '__name__', 'number')}")
-    if not all(isinstance(k, str) and _number(v) for k, v in summary["final"].items()):
-        raise _bad(path, "its summary's final evaluation has values that are not numbers")
+    if not all(isinstance(k, str) and _number(v) and math.isfinite(v) for k, v in summary["final"].items()):
+        raise _bad(path, "its summary's final evaluation has values that are not finite numbers")
     prov = record["provenance"]
     if not isinstance(prov, dict) or not all(isinstance(k, str) for k in prov):
         raise _bad(path, "its provenance is not an object")
     if not all(v is None or isinstance(v, (str, int, float, bool, list, dict)) for v in prov.values()):
         raise _bad(path, "its provenance holds values that are not JSON")
-    if prov.get("key") is not None and not (isinstance(prov["key"], str) and _HEX12.match(prov["key"])):
-        raise _bad(path, f"its provenance key {prov.get('key')!r} is not a run key (12 hexadecimal digits)")
+    if prov.get("key") is not None and not (isinstance(prov["key"], str) and re.match(untrusted.HEX12, prov["key"])):
+        raise _bad(path, f"its provenance key {str(prov.get('key'))[:40]!r} is not a run key (12 hexadecimal digits)")
+    untrusted.check(record, path, _format())  # every field's type and range
     return cfg
 
 
-def _read(path: Path) -> tuple[dict, RunConfig, bytes]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LMCError(f"{path} cannot be read ({exc.strerror})") from None
-    if len(data) > MAX_BYTES:
-        raise _bad(path, f"it is {len(data):,} bytes, more than a recorded run can be ({MAX_BYTES:,})")
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(path, f"it is not UTF-8 JSON ({type(exc).__name__}: {str(exc)[:120]})") from None
-    return record, validate(record, path), data
+def _parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
+    fmt = _format()
+    if len(data) > fmt.limit:
+        raise _bad(label, f"it is {len(data):,} bytes, more than a recorded run can be ({fmt.limit:,})")
+    record = untrusted.parse_json(data, label, fmt)
+    return record, validate(record, label), data
+
+
+def read(path: Path) -> tuple[dict, RunConfig, bytes]:
+    """One recorded-run file: its record, its config and its bytes, read through :mod:`lmcompanion.untrusted` and
+    validated (:func:`validate`)."""
+    return _parse(path, untrusted.read_bytes(path, _format()))
+
+
+def _files(folder: Path) -> list[Path]:
+    """The recorded-run files under ``folder`` (not its campaign reports), each confined to it (a link that leads
+    outside is refused by name)."""
+    found = []
+    for p in sorted(folder.rglob("*.json")):
+        rel = p.relative_to(folder)
+        if rel.parts[0] == REPORTS or not (p.is_file() or p.is_symlink()):
+            continue
+        untrusted.confined(folder, rel.as_posix(), p, _format(), what="the file")
+        found.append(p)
+    return found
+
+
+def _archive_records(archive: Path) -> list[tuple[str, bytes]]:
+    """The recorded-run files of a campaign archive (``<top>/<profile>/<name>.json``; its reports left out), read in
+    memory through :func:`lmcompanion.untrusted.read_tar`: nothing is unpacked."""
+    members = untrusted.read_tar(archive, dataclasses.replace(untrusted.CAMPAIGN_ARCHIVE,
+                                                              member_limit=MAX_BYTES))
+    out = []
+    for name, data in sorted(members.items()):
+        parts = name.split("/")
+        if not name.endswith(".json") or REPORTS in parts[:2]:
+            continue
+        out.append((f"{archive}:{name}", data))
+    return out
+
+
+def sources(what: Path | str | None) -> list[tuple[str, bytes]]:
+    """What ``import-recorded`` was given, as (label, bytes) of each recorded-run file: a folder (every ``*.json``
+    under it but its campaign reports), one recorded-run file, or a campaign archive (``.tgz``). A path that does not
+    exist is an error; without a path, ``book/recorded`` (which may hold none)."""
+    given = what is not None
+    path = Path(what) if given else default_dir()
+    fmt = _format()
+    if not path.exists():
+        if not given:
+            return []
+        raise LMCError(f"{path} does not exist: name a folder of recorded runs (like book/recorded, or a campaign's "
+                       "output folder), one recorded-run file (.json), or a campaign archive (.tgz)")
+    if path.is_dir():
+        files = _files(path)
+        if given and not files:
+            raise LMCError(f"{path} holds no recorded-run files (*.json outside its campaign/ reports): name the "
+                           "folder that holds them (like book/recorded), one such file, or a campaign archive")
+        return [(str(p), untrusted.read_bytes(p, fmt)) for p in files]
+    if path.name.endswith(ARCHIVES):
+        found = _archive_records(path)
+        if not found:
+            raise LMCError(f"{path} holds no recorded-run files (<top>/<profile>/<name>.json): is it a campaign "
+                           "archive?")
+        return found
+    if path.suffix == ".json":
+        return [(str(path), untrusted.read_bytes(path, fmt))]
+    raise LMCError(f"{path} is neither a folder of recorded runs, a recorded-run file (.json), nor a campaign archive "
+                   f"({', '.join(ARCHIVES)})")
 
 
 def import_dir(folder: Path | None = None, store: RunStore | None = None) -> list[Run]:
-    """Import every recorded run under ``folder`` into the store (idempotent). Every file is validated first
-    (:func:`validate`): one invalid file imports nothing. Each run is then written into a temporary folder of the
-    store and renamed into place, so an import that fails halfway leaves no half-imported run."""
-    folder = Path(folder) if folder is not None else default_dir()
+    """Import every recorded run of ``folder`` (a folder, one recorded-run file or a campaign archive: see
+    :func:`sources`) into the store (idempotent). Every file is read through :mod:`lmcompanion.untrusted` and
+    validated first (:func:`validate`): one invalid file imports nothing. Each run is then written into a temporary
+    folder of the store and renamed into place, so an import that fails halfway leaves no half-imported run."""
     store = store or RunStore()
-    paths_found = sorted(p for p in folder.rglob("*.json")
-                         if p.is_file() and p.relative_to(folder).parts[0] != REPORTS) if folder.is_dir() else []
-    records = [(path, *_read(path)) for path in paths_found]
+    records = [(label, *_parse(label, data)) for label, data in sources(folder)]
     imported = []
     for path, record, cfg, data in records:
         sha = hashlib.sha256(data).hexdigest()
@@ -212,7 +274,7 @@ def import_dir(folder: Path | None = None, store: RunStore | None = None) -> lis
 
 def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: str) -> Run:
     store.root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".import-{run_dir.name}-", dir=store.root))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{IMPORTING}{os.getpid()}-", dir=store.root))
     try:
         (tmp / "config.json").write_text(json.dumps(record["config"], indent=1, sort_keys=True))
         (tmp / "env.json").write_text(json.dumps(record["provenance"], indent=1, sort_keys=True))
@@ -277,5 +339,5 @@ def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStor
     return out
 
 
-__all__ = ["FORMAT", "Found", "REPORTS", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of",
+__all__ = ["ARCHIVES", "FORMAT", "Found", "REPORTS", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of", "read",
            "recorded_profile", "write"]

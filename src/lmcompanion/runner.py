@@ -17,11 +17,14 @@ import datetime
 import hashlib
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import resources, signals
 from .config import PROFILES, check_profile, suggest
 from .env import git_state
 from .errors import ConfigError, LMCError
@@ -205,17 +208,78 @@ def tag_plumbing(nb):
     return nb
 
 
-def _kernel_manager(log):
-    """jupyter_client's kernel manager, with the kernel process's own stdout and stderr written to ``log``."""
+def _kernel_manager(log, started: dict | None = None):
+    """jupyter_client's kernel manager, with the kernel process's own stdout and stderr written to ``log``; the
+    kernel's process id goes to ``started["pid"]`` (for the signal policy: a signal is passed on to the kernel)."""
     from jupyter_client.manager import AsyncKernelManager, KernelManager
 
     class LoggedKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw):
             kw.setdefault("stdout", log)
             kw.setdefault("stderr", log)
-            return await KernelManager._async_start_kernel(self, **kw)
+            result = await KernelManager._async_start_kernel(self, **kw)
+            process = getattr(self.provisioner, "process", None)
+            if started is not None and process is not None:
+                started["pid"] = process.pid
+            return result
 
     return LoggedKernelManager
+
+
+class _KernelSignals:
+    """While a notebook executes, the command's signal (:mod:`lmcompanion.signals`) goes to the kernel as an interrupt
+    (SIGINT to its process group): a run it trains finishes its step and checkpoint, the cell stops, and the command
+    then stops with the signal. A kernel that does not stop within the grace period is killed; a signal before the
+    kernel started stops the command at once."""
+
+    def __init__(self, grace: float = signals.GRACE_S):
+        self.kernel: dict = {}
+        self.signum: int | None = None
+        self.grace = grace
+        self.timer = None
+        self.killed = False
+
+    def __call__(self, signum: int) -> None:
+        pid = self.kernel.get("pid")
+        if pid is None:
+            raise signals.exception(signum)
+        self.signum = self.signum or signum
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGINT)
+        except (ProcessLookupError, PermissionError):
+            return
+        if self.timer is None:
+            self.timer = threading.Timer(self.grace, self._kill, (pid,))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _kill(self, pid: int) -> None:
+        self.killed = True
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def output_path(src: Path, out: Path | str | None) -> Path:
+    """Where ``run_notebook`` writes: ``out`` (inside it, as ``<source name>.ipynb``, when it is a folder), else next
+    to the source. An output that would overwrite the notebook's own source, or any jupytext source (``.py``), is
+    refused before anything is written."""
+    src = Path(src)
+    out = Path(out) if out is not None else src.with_suffix(".ipynb")
+    if out.is_dir():
+        out = out / src.with_suffix(".ipynb").name
+    same = out.resolve() == src.resolve() or (out.exists() and src.exists() and os.path.samefile(out, src))
+    if same:
+        raise ConfigError(f"the output {out} is the notebook's own source: give -o another file (an .ipynb), or "
+                          f"leave -o out to write {src.with_suffix('.ipynb')}")
+    if out.suffix == ".py":
+        raise ConfigError(f"the output {out} would be a .py file (a notebook source): give -o an .ipynb file")
+    return out
 
 
 def _replay_kernel_log(log) -> None:
@@ -225,6 +289,18 @@ def _replay_kernel_log(log) -> None:
     for line in log.read().decode(errors="replace").splitlines():
         if line.strip() and not KERNEL_NOISE.search(line):
             print(line, file=sys.stderr)
+
+
+def _hint(ename: str, evalue: str) -> str:
+    """The fix for a notebook's resource error, which the kernel reports by name only."""
+    if ename in ("PermissionError", "ReadOnlyError") or "Read-only file system" in evalue:
+        return (". A folder the notebook writes is not writable: set LMC_RUNS_DIR and LMC_CACHE_DIR to writable "
+                "folders (relative ones mean the folder run-notebook was started in)")
+    if "No space left" in evalue or "Disk quota" in evalue:
+        return ". The disk is full: free space and run the same command again (finished runs are kept)"
+    if ename == "MemoryError":
+        return ". The notebook ran out of memory (RAM): close other programs, or lower its batch (-p overrides ...)"
+    return ""
 
 
 def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
@@ -256,11 +332,14 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
             raise ConfigError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r} is not a number of seconds") from None
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"the per-cell timeout must be a positive number of seconds, not {timeout!r}")
+    out = output_path(src, out)
     nb = read_source(src)
     check_parameters(nb, params, src)
     nb.metadata.setdefault("kernelspec", {"name": kernel, "display_name": "Python 3", "language": "python"})
-    out = Path(out) if out is not None else src.with_suffix(".ipynb")
+    resources.absolute_env()  # the kernel runs in the notebook's folder: relative LMC_* paths mean this one
     out.parent.mkdir(parents=True, exist_ok=True)
+    resources.sweep(out.parent, recursive=False)  # a partial notebook a killed run left
+    out.with_name(f".{out.stem}.partial.ipynb").unlink(missing_ok=True)  # the same, named by an older version
     for i, cell in enumerate(nb.cells):  # jupytext gives random ids; fixed ones keep the output stable
         cell["id"] = f"cell-{i}"
     env_before = os.environ.get("LMC_PROGRESS"), os.environ.get("LMC_COMMAND")
@@ -269,7 +348,7 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     os.environ["LMC_COMMAND"] = " ".join(["python -m lmcompanion run-notebook", str(src), "--profile",
                                           str(params.get("profile", "(default)")),
                                           *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile")])
-    tmp = out.with_name(f".{out.stem}.partial.ipynb")
+    tmp = out.with_name(f".{out.stem}.partial{os.getpid()}.ipynb")
     kept = out.with_name(out.stem + ".failed.ipynb")
 
     def last_started() -> str:  # the cell that was running when execution stopped
@@ -284,29 +363,48 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
         tmp.unlink()
         return f"\nThe partly executed notebook is in {kept}."
 
+    to_kernel = _KernelSignals()
+
+    def stopped(where: str) -> KeyboardInterrupt:
+        partial = bool(keep_partial())
+        if to_kernel.killed:
+            text = (f"the notebook's kernel did not stop within {to_kernel.grace:g} s of the interrupt {where} and "
+                    "was killed (a run it was training resumes from its last checkpoint)")
+        else:
+            text = f"the notebook's kernel was interrupted {where} (a run it was training keeps its checkpoint)"
+        signals.note(text + (f"; the partly executed notebook is in {kept}" if partial else ""))
+        return signals.exception(to_kernel.signum)
+
     try:
         with tempfile.TemporaryFile() as log:
             try:
-                papermill.execute_notebook(
-                    nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
-                    progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
-                    execution_timeout=timeout, kernel_manager_class=_kernel_manager(log),
-                )
+                with signals.forwarding(to_kernel):
+                    papermill.execute_notebook(
+                        nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
+                        progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
+                        execution_timeout=timeout, kernel_manager_class=_kernel_manager(log, to_kernel.kernel),
+                    )
             except CellTimeoutError:
                 raise  # the kernel's complaints about being stopped mid-cell are ours to drop
             except BaseException:
-                _replay_kernel_log(log)
+                if to_kernel.signum is None:
+                    _replay_kernel_log(log)
                 raise
             else:
                 _replay_kernel_log(log)
-    except papermill.PapermillExecutionError as exc:
-        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + keep_partial()) from None
+            finally:
+                to_kernel.close()
+    except (papermill.PapermillExecutionError, DeadKernelError) as exc:
+        if to_kernel.signum is not None:
+            raise stopped(f"in cell {getattr(exc, 'cell_index', last_started())}") from None
+        if isinstance(exc, DeadKernelError):
+            raise LMCError(f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out "
+                           "of memory?)" + keep_partial()) from None
+        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + _hint(exc.ename, exc.evalue)
+                       + keep_partial()) from None
     except CellTimeoutError:
         raise LMCError(f"{src}: cell {last_started()} ran longer than the per-cell timeout of {timeout:g} s "
                        f"(run-notebook --timeout, or ${TIMEOUT_ENV}) and was stopped" + keep_partial()) from None
-    except DeadKernelError:
-        raise LMCError(f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out of "
-                       "memory?)" + keep_partial()) from None
     finally:
         for name, value in zip(("LMC_PROGRESS", "LMC_COMMAND"), env_before):
             if value is None:
@@ -321,6 +419,9 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     executed = tag_plumbing(clean(nbformat.read(tmp, as_version=4), provenance))
     nbformat.write(executed, tmp)
     os.replace(tmp, out)
+    if to_kernel.signum is not None:  # the signal came after the last cell: the notebook is whole and written
+        signals.note(f"the notebook had finished; its output is in {out}")
+        raise signals.exception(to_kernel.signum)
     return out
 
 

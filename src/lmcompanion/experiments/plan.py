@@ -14,12 +14,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .. import estimate
+from .. import estimate, signals
 from ..config import PROFILES, apply_overrides, check_profile, suggest
 from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
-from ..train.trainer import check_device
+from ..train.trainer import CKPT, check_device
 from .registry import REGISTRY, Experiment, Procedure, headline_arms, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
@@ -80,8 +80,12 @@ class PlannedRun:
         for need in self.needs:
             if need.get(store) is None:
                 need.train(store, progress=progress)
-        return store.run(self.config, procedure=self.procedure.fn, settings=self.settings, force=force,
-                         progress=progress, callbacks=callbacks)
+        try:
+            return store.run(self.config, procedure=self.procedure.fn, settings=self.settings, force=force,
+                             progress=progress, callbacks=callbacks)
+        except KeyboardInterrupt:  # a signal (lmcompanion.signals): say whether the run kept a checkpoint
+            signals.note_run(store.path(self.config, self.procedure.fn, self.settings), CKPT)
+            raise
 
     def minutes(self) -> float:
         """Estimated minutes on one H100 (:mod:`lmcompanion.estimate`; the procedure's own estimate where it has

@@ -14,20 +14,31 @@ the same store), in a process whose threads are set before torch starts. On one 
 the same metrics, bit for bit, as one trained by ``python -m lmcompanion train`` or by a notebook (checked by hand
 for an hourglass and a masked-mixer run at ``cpu``). A run that fails does not stop the others (the runs
 that read it are skipped); the failures are reported at the end.
+
+Signals follow the package's one policy (:mod:`lmcompanion.signals`). The workers run in their own process group
+and ignore signals while idle, so that a terminal's Ctrl-C, a SIGTERM or a SIGHUP reaches the parent only, once; the
+parent then starts no run, tells the workers to stop (a shared flag, and the same signal forwarded to each: a busy
+worker's trainer finishes its step and checkpoint), waits for them, notes which run kept which checkpoint, and raises
+the signal's exception, so the command ends with one true message and 128 + the signal. A further signal while it
+waits is forwarded too (the trainers then stop at once, outside an update or a checkpoint write). A worker whose
+parent died (SIGKILL) stops its run at the next step and exits: no worker outlives the pool.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import math
 import multiprocessing
 import os
+import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import ConfigError
+from .. import resources, signals
+from ..errors import ConfigError, LMCError
 from ..train.store import RunStore
 from .plan import PlannedRun
 from .registry import procedure
@@ -48,18 +59,48 @@ class Outcome:
     error: str | None = None
 
 
-def _init_worker(threads: int) -> None:
+_STOP = None  # in a worker: the parent's "stop" flag
+
+
+def _init_worker(threads: int, stop=None) -> None:
     import torch
 
+    global _STOP
+    _STOP = stop
     torch.set_num_threads(threads)
+    os.setsid()  # a terminal's signals reach the parent only; it forwards them (see the module doc)
+    signals.ignore()  # idle: only the parent decides
+    signals.watch_parent()
 
 
-def _train_one(config, procedure_name: str, profile: str, given, store_root: str, progress) -> tuple[str, float]:
-    """In a worker: train one run (its needs are finished: the pool starts it only then)."""
+def _train_one(config, procedure_name: str, profile: str, given, store_root: str, progress):
+    """In a worker: train one run (its needs are finished: the pool starts it only then), under the signal policy.
+    Returns (its folder, seconds, None), or (None, seconds, (signal, what was kept)) when a signal stopped it."""
     started = time.perf_counter()
-    planned = PlannedRun(config, procedure(procedure_name), profile, given)
-    run = planned.train(RunStore(store_root), progress=progress)
-    return str(run.path), time.perf_counter() - started
+    signals.watch_state.busy = True
+    try:
+        with signals.policy():  # first, then the flag: a stop sent before the handler was there is seen below
+            try:
+                if _STOP is not None and _STOP.is_set():
+                    return None, 0.0, (signal.SIGTERM, [])
+                planned = PlannedRun(config, procedure(procedure_name), profile, given)
+                run = planned.train(RunStore(store_root), progress=progress)
+            except KeyboardInterrupt as exc:
+                return None, time.perf_counter() - started, (signals.signum_of(exc), signals.kept())
+            except (OSError, MemoryError, RuntimeError) as exc:
+                text = resources.explain(exc, "train-chapter")
+                if text is None:
+                    raise
+                raise LMCError(text) from None
+        return str(run.path), time.perf_counter() - started, None
+    finally:
+        signals.watch_state.busy = False
+
+
+def _workers(pool) -> list[int]:
+    procs = getattr(pool, "_processes", None) or {}
+    return [p.pid for p in procs.values() if p.pid is not None] or [
+        p.pid for p in multiprocessing.active_children()]
 
 
 def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=None, progress: bool | None = False,
@@ -72,6 +113,8 @@ def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=
         raise ConfigError(f"jobs must be a positive number of processes, got {jobs!r}")
     if not isinstance(threads, int) or threads < 1:
         raise ConfigError(f"threads must be a positive number of threads, got {threads!r}")
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and math.isfinite(budget_s)):
+        raise ConfigError(f"budget_s must be a finite number of seconds (<= 0: no run starts), got {budget_s!r}")
     store = store or RunStore()
     ordered: dict[str, PlannedRun] = {}
     for r in runs:  # a run's needs are planned too, before it (plan(needs=True) already puts them there)
@@ -91,56 +134,103 @@ def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=
     started = time.monotonic()
     env_threads = os.environ.get("OMP_NUM_THREADS")
     os.environ["OMP_NUM_THREADS"] = str(threads)  # read by each worker's torch when it starts
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    flying: dict[cf.Future, PlannedRun] = {}
     try:
-        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_init_worker, initargs=(threads,)) as pool:
-            flying: dict[cf.Future, PlannedRun] = {}
-            while pending or flying:
-                for r in [r for r in pending if any(n.id in outcomes and outcomes[n.id].error for n in r.needs)]:
-                    pending.remove(r)
-                    outcomes[r.id] = Outcome(r, error="not trained: a run it reads failed")
-                    _notify(on_done, outcomes[r.id])
-                over = budget_s is not None and time.monotonic() - started > budget_s
-                while not over and pending and len(flying) < jobs:
-                    ready = next((r for r in pending
-                                  if all(n.id in outcomes and outcomes[n.id].path for n in r.needs)), None)
-                    if ready is None:
-                        break
-                    pending.remove(ready)
-                    try:
-                        fut = pool.submit(_train_one, ready.config, ready.procedure.name, ready.profile, ready.given,
-                                          str(store.root), progress)
-                    except BrokenProcessPool:  # a worker died (killed, out of memory): nothing more can start
-                        for r in [ready, *pending]:
-                            outcomes[r.id] = Outcome(r, error=BROKEN)
-                            _notify(on_done, outcomes[r.id])
-                        pending.clear()
-                        break
-                    flying[fut] = ready
-                if over:
-                    pending.clear()
-                if not flying:
-                    if pending:  # nothing can start: every pending run reads one that is not planned here
-                        raise ConfigError(f"{len(pending)} runs read runs that are not in the plan: "
-                                          f"{', '.join(r.id for r in pending[:3])}")
-                    break
-                finished, _ = cf.wait(flying, return_when=cf.FIRST_COMPLETED)
-                for fut in finished:
-                    r = flying.pop(fut)
-                    try:
-                        path, seconds = fut.result()
-                        outcomes[r.id] = Outcome(r, Path(path), seconds)
-                    except BrokenProcessPool:
-                        outcomes[r.id] = Outcome(r, error=BROKEN)
-                    except Exception as exc:  # noqa: BLE001  (reported with the others at the end)
-                        outcomes[r.id] = Outcome(r, error=f"{type(exc).__name__}: {exc}")
-                    _notify(on_done, outcomes[r.id])
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                                    initializer=_init_worker, initargs=(threads, stop)) as pool:
+            try:
+                _schedule(pool, pending, flying, outcomes, jobs, budget_s, started, store, progress, on_done)
+            except KeyboardInterrupt as exc:
+                _stop(pool, stop, flying, outcomes, signals.signum_of(exc), on_done)
+                raise
     finally:
         if env_threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = env_threads
     return [outcomes[r.id] for r in ordered if r.id in outcomes]
+
+
+def _finished(fut: cf.Future, r: PlannedRun) -> Outcome | tuple:
+    """A finished future's outcome, or (signal, kept) for a run a signal stopped."""
+    try:
+        path, seconds, stopped = fut.result()
+    except BrokenProcessPool:
+        return Outcome(r, error=BROKEN)
+    except cf.CancelledError:
+        return Outcome(r, error="not trained: stopped before it started")
+    except Exception as exc:  # noqa: BLE001  (reported with the others at the end)
+        return Outcome(r, error=f"{type(exc).__name__}: {exc}")
+    if stopped is not None:
+        return stopped
+    return Outcome(r, Path(path), seconds)
+
+
+def _stop(pool, stop, flying: dict, outcomes: dict, signum: int, on_done) -> None:
+    """After a signal: no run starts; every worker is told to stop (the flag, then the signal), and the runs in
+    flight end (a checkpoint each, noted for the message); a further signal is forwarded."""
+    stop.set()
+    pids = _workers(pool)
+    signals.forward(pids, signum)
+    with signals.forwarding(lambda s: signals.forward(pids, s)):
+        for fut in list(flying):
+            try:
+                fut.result()
+            except BaseException:  # noqa: BLE001  (looked at below)
+                pass
+            r = flying.pop(fut)
+            got = _finished(fut, r)
+            if isinstance(got, Outcome):
+                outcomes[r.id] = got
+                if got.error is None:
+                    _notify(on_done, got)
+            else:
+                for text in got[1] or [f"run {r.id} stopped before its first step"]:
+                    signals.note(text)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _schedule(pool, pending, flying, outcomes, jobs, budget_s, started, store, progress, on_done) -> None:
+    """Start each run as soon as a process is free and the runs it reads are finished, until none is left."""
+    while pending or flying:
+        for r in [r for r in pending if any(n.id in outcomes and outcomes[n.id].error for n in r.needs)]:
+            pending.remove(r)
+            outcomes[r.id] = Outcome(r, error="not trained: a run it reads failed")
+            _notify(on_done, outcomes[r.id])
+        over = budget_s is not None and time.monotonic() - started > budget_s
+        while not over and pending and len(flying) < jobs:
+            ready = next((r for r in pending
+                          if all(n.id in outcomes and outcomes[n.id].path for n in r.needs)), None)
+            if ready is None:
+                break
+            pending.remove(ready)
+            try:
+                fut = pool.submit(_train_one, ready.config, ready.procedure.name, ready.profile, ready.given,
+                                  str(store.root), progress)
+            except BrokenProcessPool:  # a worker died (killed, out of memory): nothing more can start
+                for r in [ready, *pending]:
+                    outcomes[r.id] = Outcome(r, error=BROKEN)
+                    _notify(on_done, outcomes[r.id])
+                pending.clear()
+                break
+            flying[fut] = ready
+        if over:
+            pending.clear()
+        if not flying:
+            if pending:  # nothing can start: every pending run reads one that is not planned here
+                raise ConfigError(f"{len(pending)} runs read runs that are not in the plan: "
+                                  f"{', '.join(r.id for r in pending[:3])}")
+            break
+        finished, _ = cf.wait(flying, return_when=cf.FIRST_COMPLETED)
+        for fut in finished:
+            r = flying.pop(fut)
+            got = _finished(fut, r)
+            if not isinstance(got, Outcome):  # stopped by a signal sent to the worker alone: as a failure
+                got = Outcome(r, error=f"stopped by {signals.name(got[0])}: " + "; ".join(got[1]))
+            outcomes[r.id] = got
+            _notify(on_done, outcomes[r.id])
 
 
 def _notify(on_done, outcome: Outcome) -> None:
