@@ -378,7 +378,7 @@ def test_equal_samples_read_arms_of_different_batches_after_the_same_sequences(m
     _unigram(monkeypatch, 5.0)
     p = next(p for p in mixer.PAIRS if p.kind == "samples")
     v = mixer.pair_row(p, {p.a: big, p.b: small})
-    assert "at 240 sequences" in v.ours and "3.000" in v.ours and "3.800" in v.ours
+    assert "at 240 sequences" in v.ours and "3.00" in v.ours and "3.80" in v.ours
 
 
 def test_trend_rows_have_enough_settings_to_be_decided():

@@ -107,3 +107,20 @@ def test_the_verdict_table_has_the_evidence_in_one_column_and_how_far_each_arm_l
     assert list(t.iloc[:, 3]) == ["3 vs 3 · -0.26 ± 0.01 · p = 0.05", "exact (no sampling)"]
     assert t.columns[3] == "seeds · effect ± SE · chance if equal"
     assert list(t.iloc[:, 4]) == ["a 0.80–1.00 nats below the unigram loss (validation) ✓", "(no trained arm gated)"]
+
+
+def test_a_verdict_page_that_imports_only_nb_decides_every_chapter_s_rows():
+    """The AR-ED and DeepSight verdict notebooks import only ``claims`` and ``nb``: once they decided nothing at all,
+    silently, because their chapter module (which registers the rows) was never imported. Checked in a fresh process,
+    where no other test has imported a chapter."""
+    import subprocess
+    import sys
+
+    code = ("import lmcompanion.nb\nfrom lmcompanion import claims, pages\n"
+            "print(sorted(c for c in pages.CHAPTER_TITLES if c != 'prologue' and claims.rows(c)))\n"
+            "try:\n    claims.rows('no_such_chapter')\nexcept Exception as e:\n    print(type(e).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    from lmcompanion import pages
+
+    assert out[0] == str(sorted(set(pages.CHAPTER_TITLES) - {"prologue"}))  # the prologue has no claims of its own
+    assert out[1] == "LMCError"  # an unregistered chapter is an error, never an empty list of rows

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import experiments
+from .errors import LMCError
 from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
@@ -87,8 +88,13 @@ def register(chapter: str, rows: Sequence[Row]) -> list[Row]:
 
 
 def rows(chapter: str) -> list[Row]:
-    """The registered rows of ``chapter`` (none where it registers none)."""
-    return list(ROWS.get(chapter, []))
+    """The registered rows of ``chapter``. A chapter whose rows are not registered is an error, not an empty list: a
+    page that forgot to import its chapter module would otherwise decide nothing and say nothing (importing
+    :mod:`lmcompanion.chapters` registers every chapter)."""
+    if chapter not in ROWS:
+        raise LMCError(f"no claims are registered for the chapter {chapter!r} (registered: {sorted(ROWS) or 'none'}): "
+                       "import lmcompanion.chapters, which registers every chapter's rows")
+    return list(ROWS[chapter])
 
 
 def _where(arms: Sequence[str], profile: str) -> str:

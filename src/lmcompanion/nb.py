@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
 from . import bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import PROFILES, check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
