@@ -26,10 +26,11 @@ from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
 from . import bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
-from .config import PROFILES, check_profile, flat_keys
+from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
 from .data.lm import tokenizer
 from .errors import ConfigError
+from .experiments.labels import arm_label, passes, published  # noqa: F401  (the notebooks read them here)
 from .run import RunConfig
 
 DEFAULT_SEEDS = experiments.DEFAULT_SEEDS  # seeds per arm at each profile (see lmcompanion.experiments.plan)
@@ -176,13 +177,6 @@ def unigram(groups: Mapping[str, Sequence[train.Run]], splits: Sequence[str] = (
     return "unigram loss", {s: unigram_loss(cfg, s) for s in splits}
 
 
-def published(names: Sequence[str]) -> dict[str, dict]:
-    """The write-up's label -> its published numbers (train, val, aux, params), for tables.results: under every
-    label :func:`arm_label` gives the experiment at a profile it runs at."""
-    return {arm_label(n, p): dict(experiments.get(n).published) for n in names for p in PROFILES
-            if experiments.runs_at(n, p)}
-
-
 def config_diff(names: Sequence[str], profile: str):
     """Every setting in which ``profile`` differs from the paper profile: one row per (setting, paper value,
     profile value), with the experiments it applies to."""
@@ -210,25 +204,6 @@ def _get(cfg, dotted: str):
     for part in dotted.split("."):
         cfg = getattr(cfg, part)
     return cfg
-
-
-_SIZE_IN_TITLE = re.compile(r"\((\d+(?:\.\d+)?)M\)")
-
-
-def arm_label(name: str, profile: str) -> str:
-    """The write-up's label of an experiment for tables and legends. A label that names the write-up's model size
-    ("Baseline transfo (20.48M)") names the model's own size at a smaller profile beside it ("(0.65M here; 20.48M
-    in the write-up)"), so that a legend never gives a scaled model the published size."""
-    title = experiments.get(name).title
-    if profile == "paper" or not _SIZE_IN_TITLE.search(title):
-        return title
-    here = models.num_params(experiments.config(name, profile, device="cpu").model)
-
-    def size(m: re.Match) -> str:
-        if abs(here / 1e6 - float(m.group(1))) < 0.01:  # the write-up's size, as it prints it
-            return m.group(0)
-        return f"({here / 1e6:.3g}M here; {m.group(1)}M in the write-up)"
-    return _SIZE_IN_TITLE.sub(size, title)
 
 
 def params_table(names: Sequence[str], profile: str):
@@ -287,13 +262,6 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
     out = run.load_model().generate(prompt, max_new_tokens, temperature=temperature,
                                     generator=torch.Generator().manual_seed(seed))
     return tok.decode(prompt[0].tolist()), tok.decode(out[0, n_prompt:].tolist())
-
-
-def passes(cfg: RunConfig) -> float | None:
-    """How many times a run goes over its training data: sequences seen / sequences in one pass (None when the
-    data's size cannot be known here, e.g. a hub corpus offline)."""
-    per_epoch = cfg.data.sequences_per_epoch(cfg.model)
-    return None if not per_epoch else cfg.train.max_steps * cfg.train.global_batch / per_epoch
 
 
 def _minutes(seconds: float) -> str:

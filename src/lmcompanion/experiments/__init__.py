@@ -14,9 +14,10 @@ from __future__ import annotations
 from ..config import suggest
 from ..errors import ConfigError
 from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieval  # noqa: F401  (they register their experiments)
+from .labels import arm_label, passes, published
 from .plan import (DEFAULT_SEEDS, PlannedRun, chapter_names, config, minutes_total, plan, planned, resolve_device,
                    runs_at, seeds_of)
-from .registry import (CPU_RULE, HEADLINES, PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Headline, Procedure, headline,
+from .registry import (CPU_RULE, HEADLINES, PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Headline, Procedure, get, headline,
                        headline_arms, headlines, is_headline, register, where_they_run)
 
 CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
@@ -38,16 +39,8 @@ def names(chapter: str | None = None) -> list[str]:
     return [n for n, e in REGISTRY.items() if chapter is None or e.chapter == chapter]
 
 
-def get(name: str) -> Experiment:
-    if name not in REGISTRY:
-        raise ConfigError(
-            f"unknown experiment {name!r}{suggest(name, REGISTRY)}; see `python -m lmcompanion list` "
-            f"(known: {', '.join(REGISTRY)})"
-        )
-    return REGISTRY[name]
-
 
 __all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "PlannedRun", "Procedure",
-           "TRAINED_NOTHING", "all_experiments", "chapter_names", "chapters", "config", "get", "headline",
-           "headline_arms", "headlines", "is_headline", "minutes_total", "names", "plan", "planned", "register",
+           "TRAINED_NOTHING", "all_experiments", "arm_label", "chapter_names", "chapters", "config", "get", "headline",
+           "headline_arms", "headlines", "is_headline", "minutes_total", "names", "passes", "plan", "planned", "published", "register",
            "resolve_device", "runs_at", "seeds_of", "where_they_run"]

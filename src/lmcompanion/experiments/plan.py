@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
 from ..train.trainer import CKPT, check_device
-from .registry import REGISTRY, Experiment, Procedure, headline_arms, procedure
+from .registry import REGISTRY, Experiment, Procedure, get, headline_arms, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
 # comparison can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that
@@ -106,9 +106,7 @@ def chapter_names(chapter: str) -> list[str]:
 
 
 def _experiment(name: str) -> Experiment:
-    if name not in REGISTRY:
-        raise ConfigError(f"unknown experiment {name!r}{suggest(name, REGISTRY)}; see `python -m lmcompanion list`")
-    return REGISTRY[name]
+    return get(name)
 
 
 def runs_at(name: str, profile: str) -> bool:

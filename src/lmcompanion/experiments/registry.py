@@ -116,6 +116,16 @@ HEADLINES: dict[str, list[Headline]] = {}
 TRAINED_NOTHING: set[str] = set()  # chapters whose write-up reports no training run of its own
 
 
+def get(name: str) -> Experiment:
+    """The registered experiment ``name`` (an unknown name is an error listing the known ones)."""
+    if name not in REGISTRY:
+        raise ConfigError(
+            f"unknown experiment {name!r}{suggest(name, REGISTRY)}; see `python -m lmcompanion list` "
+            f"(known: {', '.join(REGISTRY)})"
+        )
+    return REGISTRY[name]
+
+
 def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
              baseline: str | None = None) -> Headline:
     """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
@@ -201,6 +211,6 @@ def _ticks(profiles) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-__all__ = ["CPU_RULE", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "TRAINER",
+__all__ = ["CPU_RULE", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "get", "TRAINER",
            "headline", "headline_arms", "headlines", "is_headline", "procedure", "register", "register_procedure",
            "trained_nothing", "where_they_run"]

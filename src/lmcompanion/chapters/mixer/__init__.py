@@ -20,7 +20,7 @@ import dataclasses
 import math
 from typing import Callable, Mapping, Sequence
 
-from ... import experiments, learning, ledger, nb, stats, tables, verdicts
+from ... import experiments, learning, ledger, stats, tables, verdicts
 from .. import cost
 from ... import claims as claim_rows
 from ...claims import Context, Row, register as register_rows
@@ -99,7 +99,7 @@ def results(runs: Mapping[str, Sequence], table: bool = False):
         import pandas as pd
 
         return pd.DataFrame({"note": ["these arms are not run at this profile (see the landing page)"]})
-    published = nb.published(list(runs))
+    published = experiments.published(list(runs))
     if table:
         published = {label: {**pub, **{k: pub[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in pub}}
                      for label, pub in published.items()}
@@ -214,7 +214,7 @@ def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
     final, middle = tables.final(rs, "val"), [_at_middle(r, "val") for r in rs]
     published = f"{_pub(name, 'train')}/{_pub(name, 'val')} (train/validation) after 5.6 epochs"
     v = claim(text, published, final, middle, ("end", "middle"))
-    passes = nb.passes(rs[0].config)
+    passes = experiments.passes(rs[0].config)
     v = dataclasses.replace(v, ours=f"{v.ours}; {passes:.2f} passes over the training stories" if passes else v.ours)
     v = gate(v, [learning.arm(_short(name), rs, "val", middle, "the middle evaluation"),
                  learning.arm(_short(name), rs, "val", final)])
