@@ -106,6 +106,9 @@ def main() -> int:
         _run(["git", "clone", "-q", str(REPO), str(here)], tmp, base, "a fresh clone of the last commit")
         env_here = {**base, "PYTHONPATH": str(here / "src"), "LMC_RUNS_DIR": str(tmp / "runs-here"),
                     "LMC_CACHE_DIR": str(tmp / "cache-here")}
+        data = Path(os.environ.get("LMC_DATA_DIR") or REPO.parent / "shared" / "data")
+        if data.is_dir():  # the pack is made where the offline corpora are (README); the device has only the pack
+            env_here["LMC_DATA_DIR"] = str(data.resolve())
         py = [sys.executable, "-m", "lmcompanion", "campaign", "--profile", "smoke", "--seeds", "1"]
         _run(py + ["--pack", "_pack", "--wheels", str(_wheels(tmp))], here, env_here, "the pack, made here")
         command = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--from-pack", "_pack",
