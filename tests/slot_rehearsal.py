@@ -10,8 +10,8 @@ From a fresh clone of the repository's last commit ("here"), at the smoke profil
    middle of that run: the command stops with exit 75 and the archive holds every step finished before;
 3. here, ``campaign --restore OUT/slot.tgz --commit``: the archive checked, restored into ``book/recorded`` and
    committed with a message naming the slot and the device;
-4. slot 2 runs in a third fresh clone, of that commit, with the same command: it starts with the run that was cut
-   off, from scratch, and does not run again what slot 1 finished; it is restored and committed the same way;
+4. slot 2 runs in a third fresh clone, of that commit, with the same command: its first run is the run that was
+   cut off, from scratch (after the check of the families slot 1 did not train), and does not run again what slot 1 finished; it is restored and committed the same way;
 5. here, ``campaign --plan`` reads the measured minutes of the two slots.
 
 Every assertion names what failed. It takes a few minutes on two cores (the check's compile and torchrun most of it).
@@ -136,8 +136,8 @@ def main() -> int:
                 finished = re.findall(r"^\[\d+/\d+\] run (\S+)", text.split(f"run {cut} ")[0], re.M)
                 check(finished, "slot 1 finished no run before the cut")
             else:
-                started = re.findall(r"^\[\d+/\d+\] \w+ (\S+)", text, re.M)
-                check(started and started[0] == cut, f"slot 2 does not start with the run cut off ({cut}): "
+                started = re.findall(r"^\[\d+/\d+\] run (\S+)", text, re.M)  # (after a check of new families)
+                check(started and started[0] == cut, f"slot 2's first run is not the run cut off ({cut}): "
                                                      f"{started[:3]}")
                 check(not set(started) & set(finished), "slot 2 ran again what slot 1 had finished")
                 check(re.search(rf"run {re.escape(cut)} .*\n(?:    .*\n)*?    done in", text),

@@ -468,3 +468,19 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
     # the same archive again: nothing to write, nothing to commit
     assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
     assert "nothing to commit" in capsys.readouterr().out and _git(repo, "log", "-1", "--format=%B") == head
+
+
+def test_a_recorded_gpu_run_carries_its_mfu_from_its_own_tokens_per_second(recorded_smoke_run):
+    from lmcompanion import estimate, models
+
+    _, blob = recorded_smoke_run
+    record = json.loads(blob)
+    cfg = recorded.validate(record, "x")
+    summary = record["summary"]
+    assert summary["tokens_per_s"] > 0 and "mfu" not in summary  # made on a CPU: no MFU
+    assert recorded.mfu(cfg, summary, record["provenance"]) is None
+    got = recorded.mfu(cfg, summary, {"gpu": "NVIDIA H100 80GB HBM3"})
+    per_token = models.build(cfg.model, device="meta").flops_per_token()
+    assert got == pytest.approx(per_token * summary["tokens_per_s"] / estimate.PEAK_BF16["H100"], rel=1e-3)
+    assert recorded.mfu(cfg, summary, {"gpu": "an unknown card"}) is None
+    assert recorded.mfu(cfg, {**summary, "tokens_per_s": None}, {"gpu": "NVIDIA H100 80GB HBM3"}) is None
