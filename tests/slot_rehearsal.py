@@ -162,10 +162,16 @@ def main() -> int:
         check([c["slot"] for c in progress["commands"]] == [1, 2], f"progress names slots {progress['commands']}")
         check(progress["steps"][cut]["attempts"] == 2 and progress["steps"][cut]["status"] == "done",
               f"the cut run: {progress['steps'][cut]}")
-        _, plan = _run(py + ["--device", "cpu", "--plan", "--budget-min", BUDGET], here, env_here,
-                       "the next plan, here")
+        minutes = json.loads((recorded / "campaign" / "smoke" / "minutes.json").read_text())["measured"]
+        check(sum(1 for k in minutes if k.startswith("run/")) >= len(finished) + 1 and "check/base" in minutes,
+              f"minutes.json lacks the measured runs or the check: {sorted(minutes)}")
+        # the next plan with a second seed per arm: the runs whose first seed the slots measured are estimated by it
+        _, plan = _run(py[:-1] + ["2", "--device", "cpu", "--plan", "--budget-min", BUDGET], here, env_here,
+                       "the next plan, here (two seeds per arm)")
         m = re.search(r"estimates: (\d+) measured by earlier slots", plan)
-        check(m and int(m.group(1)) > 0, "the next plan reads no measured minutes")
+        check(m and int(m.group(1)) >= len(finished) + 1 and re.search(rf"{re.escape(cut.split('-s')[0])}-s1@\S+ .* "
+                                                                        "min  measured ", plan),
+              f"the next plan does not read the measured minutes:\n{plan[:3000]}")
         print(f"slot rehearsal passed in {time.monotonic() - t_start:.0f} s: slot 1 cut off in {cut} after "
               f"{len(finished)} run(s), restored and committed; slot 2 began with it; the next plan has "
               f"{m.group(1)} measured estimate(s)")

@@ -234,6 +234,49 @@ def test_a_valid_campaign_archive_imports_its_recorded_runs_without_unpacking(re
                                                                                                    "runs"]
 
 
+@SETTINGS
+@given(data=st.data())
+def test_restoring_a_hostile_slot_archive_writes_nothing_or_only_checked_files_inside_its_folder(recorded_bytes,
+                                                                                              tmp_path, data):
+    box = Sandbox(tmp_path, _next_case())
+    archive = box.given / "slot.tgz"
+    progress = {"format": campaign.PROGRESS_FORMAT, "commands": [{"device": "cuda", "slot": 1, "gpu": "H100"}],
+                "steps": {}}
+    minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
+    good = {"out/smoke/ar_ed__baseline-s0.json": recorded_bytes,
+            "out/campaign/smoke/progress.json": _dump(progress), "out/campaign/smoke/minutes.json": _dump(minutes)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for _ in range(data.draw(st.integers(1, 4))):
+            name = data.draw(st.sampled_from(sorted(good)) | st.sampled_from(HOSTILE).map(lambda h: "out/" + h)
+                             | st.sampled_from(HOSTILE) | st.text(max_size=20))
+            info = tarfile.TarInfo(name or "x")
+            info.type = data.draw(st.sampled_from(MEMBER_TYPES))
+            blob = data.draw(st.sampled_from(sorted(good.values())) | st.sampled_from([
+                _dump(_mutated(data, progress)), _dump(_mutated(data, minutes))]) | st.binary(max_size=50))
+            if info.type == tarfile.REGTYPE:
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+            else:
+                info.linkname = data.draw(st.sampled_from(["/etc/passwd", "../../outside.txt", "a.json"]))
+                tar.addfile(info)
+    archive.write_bytes(buf.getvalue())
+    try:
+        written = campaign.restore.restore(archive, box.target, log=lambda *a: None)
+    except LMCError as exc:
+        assert "slot.tgz" in str(exc) or "progress" in str(exc), str(exc)
+        assert not box.target.exists() or not _files(box.target), "a refused archive wrote files"
+    else:
+        assert written, "a restore that writes nothing must say why (the files are all there already)"
+        for path in written:
+            rel = path.resolve().relative_to(box.target.resolve()).as_posix()
+            if rel.startswith("campaign/"):
+                assert rel.split("/")[2] in campaign.reports.FILES
+            else:
+                recorded.parse(rel, path.read_bytes())  # a recorded run, valid
+    box.untouched()
+
+
 # --- the campaign pack -----------------------------------------------------------------------------------------
 
 

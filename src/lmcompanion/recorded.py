@@ -202,6 +202,12 @@ def _parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
     return record, validate(record, label), data
 
 
+def parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
+    """A recorded-run file's bytes (from an archive, say), bounded, parsed and validated completely: (the record, its
+    config, the bytes)."""
+    return _parse(label, data)
+
+
 def read(path: Path) -> tuple[dict, RunConfig, bytes]:
     """One recorded-run file: its record, its config and its bytes, read through :mod:`lmcompanion.untrusted` and
     validated (:func:`validate`)."""

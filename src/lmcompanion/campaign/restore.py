@@ -37,7 +37,7 @@ def _members(archive: Path) -> tuple[dict[str, bytes], dict[str, dict]]:
         parts = rel.split("/")
         label = f"{archive}:{name}"
         if len(parts) == 2 and parts[0] in PROFILES and parts[1].endswith(".json"):
-            record, _cfg, _ = recorded._parse(label, data)  # validated completely, as import-recorded does
+            record, _cfg, _ = recorded.parse(label, data)  # validated completely, as import-recorded does
             if record["profile"] != parts[0] or recorded.file_name(record) != parts[1]:
                 raise fmt.error(archive, f"member {name!r} holds a run of {record['experiment']!r} seed "
                                          f"{record['seed']} at {record['profile']!r}: not the file its name says")

@@ -17,7 +17,6 @@ the archive.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -31,7 +30,7 @@ from typing import Callable
 
 import torch
 
-from .. import env, estimate, experiments, paths, recorded, signals
+from .. import env, experiments, paths, recorded, signals
 from ..errors import LMCError
 from ..experiments import PlannedRun
 from ..train import Run, RunStore
