@@ -309,8 +309,9 @@ def summary(slot: Slot, the_plan: plan_mod.Plan, state: Progress, out: Path, pro
                 r.name in runs_done for r in the_plan.all_steps if r.kind == "run" and r.group is s.group):
             for c in s.claims:
                 log(f"  runs complete for [{s.group.chapter}] {c}")
+    failed_before = {s.name for s in the_plan.failed}
     left = [s for s in the_plan.all_steps if s.name not in runs_done and status.get(s.name) != "failed"
-            and s not in the_plan.failed]
+            and s.name not in failed_before]
     if left:
         log(f"left: {len(left)} steps, {sum(s.minutes for s in left):.1f} min estimated; restore this slot's archive "
             "here, commit it, and run the same command for the next slot")
