@@ -1,6 +1,9 @@
-"""The GPU campaign (lmcompanion.campaign): its plan and budget, its rehearsal on a CPU at the smoke profile (end to
-end, cut off and resumed), the --max-minutes stop, and the pack (verified on arrival; the gpu pack under 48 MiB and
-giving, by itself, the run keys a CPU build computes)."""
+"""The GPU campaign (lmcompanion.campaign): its plan cut into slots (each within its minutes, led by the check of the
+families it trains, slot 1 with the GPT-2-small bench and headline runs), the measured minutes the next plan reads,
+the restore of a slot's archive (checked, committed naming the slot and the device), the --max-minutes stop, a
+recorded GPU run's MFU, its rehearsal on a CPU at the smoke profile (end to end in one slot, cut off and resumed;
+`make slot-rehearsal` rehearses several slots from fresh clones), and the pack (verified on arrival; the gpu pack
+under 48 MiB and giving, by itself, the run keys a CPU build computes)."""
 
 from __future__ import annotations
 

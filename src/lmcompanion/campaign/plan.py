@@ -336,7 +336,7 @@ def print_plan(the_slots: Sequence[Slot], budget_min: float, profile: str, *, do
             p = passes(s.run.config) if with_passes and s.kind == "run" else None
             extra = f"  {p:8.1f}" if p is not None else ""
             name = s.name if s.kind != "check" else (
-                f"check {'+'.join(dict.fromkeys(_family(r) for r in s.covers))} (compiled: {'+'.join(s.families)})")
+                f"check {'+'.join(dict.fromkeys(_family(r) for r in s.covers))} (compile vs eager: {'+'.join(s.families)})")
             out(f"{s.priority if s.priority else '-':>3}  {s.kind:<5}  {name:<58}  {s.minutes:6.2f} min  "
                 f"{'measured' if s.measured else 'counted':<8}  {cum:6.1f}{extra}")
             for c in s.claims:
