@@ -212,7 +212,7 @@ gpu-rehearsal: $(INSTALLED)
 
 # A GPU slot rehearsed on the CPU as it will run there (tests/slot_rehearsal.py): from a fresh clone of the last
 # commit, the pack; slot 1 in another fresh clone with the carried pack only, its time limit firing in the middle of
-# a run; its archive restored and committed here; slot 2 from that commit, starting with the run that was cut off;
+# a run; its archive restored and committed here; slot 2 from that commit, its first run the one cut off;
 # the next plan reading the measured minutes. A few minutes on two cores, so not part of `make test` (its fast part,
 # the slots, the measured minutes and the restore, is in tests/test_campaign.py). Commit first: it clones HEAD.
 slot-rehearsal: $(INSTALLED)
