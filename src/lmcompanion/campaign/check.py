@@ -404,11 +404,11 @@ def ddp_probe(device: str, name: str, out: Path) -> None:
 
 
 def check(run_cfgs: Sequence[RunConfig], families: Sequence[str], profile: str, device: str, *,
-          torchrun: bool = True, log: Callable = print) -> dict:
+          torchrun: str | None = None, log: Callable = print) -> dict:
     """Every item of the check (see the module doc) for the runs ``run_cfgs`` of one slot: autocast and SDPA for
-    their models, compile-vs-eager for ``families``, and (``torchrun``) the torchrun probe with the first run's
-    experiment; an item that fails is recorded with its message and the others still run."""
-    first = run_cfgs[0].name
+    their models, compile-vs-eager for ``families``, and the torchrun probe with the experiment ``torchrun`` (one the
+    shared trainer trains on its own data; None: no probe); an item that fails is recorded with its message and the
+    others still run."""
     try:
         about = environment(device)
     except Exception as exc:  # noqa: BLE001
@@ -421,7 +421,7 @@ def check(run_cfgs: Sequence[RunConfig], families: Sequence[str], profile: str, 
         "sdpa": lambda: check_sdpa(run_cfgs, device),
     }
     if torchrun:
-        items[TORCHRUN[device]] = lambda: check_ddp(device, first)
+        items[TORCHRUN[device]] = lambda: check_ddp(device, torchrun)
     for key, fn in items.items():
         t0 = time.monotonic()
         try:

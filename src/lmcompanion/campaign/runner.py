@@ -266,8 +266,12 @@ def measures(run: Run, device: str) -> str:
 
 def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progress, log) -> dict | None:
     if step.kind == "check":
-        cfgs = [r.config for r in step.covers if r.procedure is not bench_mod.RANDOM_TOKENS]
-        report = check_mod.check(cfgs, step.families, profile, device, torchrun=step.torchrun, log=log)
+        cfgs = [r.config for r in step.covers]
+        # the torchrun probe trains a smoke run of an experiment the shared trainer trains on its own data (a
+        # matcher's data is another run's embeddings): the slot's first such run, else the first headline arm
+        own = [r.name for r in step.covers if r.procedure.fn is None and r.procedure.source is None]
+        name = (own or [plan_mod.GROUPS[0].names[0]])[0] if step.torchrun else None
+        report = check_mod.check(cfgs, step.families, profile, device, torchrun=name, log=log)
         merged = check_mod.merge(reports.read_report(out, profile, "check.json"), report)
         reports.write_json(rdir / "check.json", merged)
         if not report["ok"]:
