@@ -162,6 +162,11 @@ def main() -> int:
         check([c["slot"] for c in progress["commands"]] == [1, 2], f"progress names slots {progress['commands']}")
         check(progress["steps"][cut]["attempts"] == 2 and progress["steps"][cut]["status"] == "done",
               f"the cut run: {progress['steps'][cut]}")
+        report = json.loads((recorded / "campaign" / "smoke" / "check.json").read_text())
+        failed = {k: v.get("error") for k, v in report["items"].items() if not v.get("ok")}
+        check(report["ok"] and not failed and set(report["items"]) == {
+            "autocast_and_fused_adamw", "compile_against_eager", "sdpa", "torchrun_gloo"},
+              f"the two slots' check (merged) failed: {failed}")
         minutes = json.loads((recorded / "campaign" / "smoke" / "minutes.json").read_text())["measured"]
         check(sum(1 for k in minutes if k.startswith("run/")) >= len(finished) + 1 and "check/base" in minutes,
               f"minutes.json lacks the measured runs or the check: {sorted(minutes)}")
@@ -173,8 +178,8 @@ def main() -> int:
                                                                         "min  measured ", plan),
               f"the next plan does not read the measured minutes:\n{plan[:3000]}")
         print(f"slot rehearsal passed in {time.monotonic() - t_start:.0f} s: slot 1 cut off in {cut} after "
-              f"{len(finished)} run(s), restored and committed; slot 2 began with it; the next plan has "
-              f"{m.group(1)} measured estimate(s)")
+              f"{len(finished)} run(s), restored and committed; slot 2 began with it; the check covers "
+              f"{', '.join(report['families'])}; the next plan has {m.group(1)} measured estimate(s)")
         print(plan.split("\n\n")[0])
         return 0
     finally:
