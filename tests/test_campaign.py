@@ -460,6 +460,11 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
         assert needle in capsys.readouterr().err
         assert not (out / "smoke").exists() and _git(repo, "status", "--porcelain") == ""
     archive = _slot_archive(tmp_path / "slot.tgz", good)
+    plain = tmp_path / "plain"  # without --commit: restored, and the git command that commits it printed
+    assert main(["campaign", "--restore", str(archive), "-o", str(plain)]) == 0
+    printed = capsys.readouterr().out
+    assert (plain / "smoke" / name).read_bytes() == blob and "git add " in printed and "git commit -m " in printed
+    assert "slot 2 on NVIDIA H100 80GB HBM3" in printed
     assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
     assert (out / "smoke" / name).read_bytes() == blob
     head = _git(repo, "log", "-1", "--format=%B")
