@@ -45,7 +45,7 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book page-check references clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
@@ -55,6 +55,7 @@ help:
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
 	@echo "make gpu-rehearsal        one training step of every model family under bf16 autocast and torch.compile on the CPU"
+	@echo "make slot-rehearsal       a GPU slot on the CPU from a fresh clone: cut off by its limit, restored, committed, continued"
 	@echo "make clean | clean-runs   remove build products | the run store (runs/)"
 
 # The lock first (exact versions, hash-checked, nothing else: --no-deps), then the pinned torch (its dependencies are
@@ -208,6 +209,14 @@ references: $(INSTALLED)
 # machine (Inductor compiles 15 models), so not part of `make test`.
 gpu-rehearsal: $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q -p no:cacheprovider tests/gpu_rehearsal.py
+
+# A GPU slot rehearsed on the CPU as it will run there (tests/slot_rehearsal.py): from a fresh clone of the last
+# commit, the pack; slot 1 in another fresh clone with the carried pack only, its time limit firing in the middle of
+# a run; its archive restored and committed here; slot 2 from that commit, its first run the one cut off;
+# the next plan reading the measured minutes. A few minutes on two cores, so not part of `make test` (its fast part,
+# the slots, the measured minutes and the restore, is in tests/test_campaign.py). Commit first: it clones HEAD.
+slot-rehearsal: $(INSTALLED)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python tests/slot_rehearsal.py
 
 clean:
 	rm -rf _build $(NB_OUT) book/generated

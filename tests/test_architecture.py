@@ -33,8 +33,15 @@ LAYERS = {
     6: ["lmcompanion.experiments*"],
     7: ["lmcompanion.plots", "lmcompanion.tables", "lmcompanion.learning"],
     8: ["lmcompanion.verdicts", "lmcompanion.recorded", "lmcompanion.claims"],
-    9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench", "lmcompanion.pages", "lmcompanion.campaign"],
-    10: ["lmcompanion.cli", "lmcompanion.__main__"],
+    9: ["lmcompanion.chapters*", "lmcompanion.nb", "lmcompanion.bench", "lmcompanion.pages"],
+    # the GPU campaign, a package of its parts: its files in the output folder, the GPT-2-small and chapter benches,
+    # the CUDA-path check; the plan and its slots; the pack, one slot's runner and the restore of its archive; the
+    # package that names them
+    10: ["lmcompanion.campaign.reports", "lmcompanion.campaign.bench", "lmcompanion.campaign.check"],
+    11: ["lmcompanion.campaign.plan"],
+    12: ["lmcompanion.campaign.pack", "lmcompanion.campaign.runner", "lmcompanion.campaign.restore"],
+    13: ["lmcompanion.campaign"],
+    14: ["lmcompanion.cli", "lmcompanion.__main__"],
 }
 
 

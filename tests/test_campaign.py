@@ -1,12 +1,17 @@
-"""The GPU campaign (lmcompanion.campaign): its plan and budget, its rehearsal on a CPU at the smoke profile (end to
-end, cut off and resumed), the --max-minutes stop, and the pack (verified on arrival; the gpu pack under 48 MiB and
-giving, by itself, the run keys a CPU build computes)."""
+"""The GPU campaign (lmcompanion.campaign): its plan cut into slots (each within its minutes, led by the check of the
+families it trains, slot 1 with the GPT-2-small bench and headline runs), the measured minutes the next plan reads,
+the restore of a slot's archive (checked, committed naming the slot and the device), the --max-minutes stop, a
+recorded GPU run's MFU, its rehearsal on a CPU at the smoke profile (end to end in one slot, cut off and resumed;
+`make slot-rehearsal` rehearses several slots from fresh clones), and the pack (verified on arrival; the gpu pack
+under 48 MiB and giving, by itself, the run keys a CPU build computes)."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,36 +32,40 @@ QUIET = dict(log=lambda *a, **k: None)
 
 
 def _step_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line[:3].strip().isdigit()]
+    return [line for line in text.splitlines() if line[:3].strip().isdigit() or line[:3] == "  -"]  # -: a check
 
 
-def test_plan_prints_every_step_with_its_minutes_and_a_total_line(capsys):
-    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--plan", "--budget-min", "1.9"]) == 0
+def test_plan_prints_slots_within_the_budget_each_step_with_its_minutes_and_whether_measured(tmp_path, capsys):
+    out = tmp_path / "recorded"
+    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--plan", "--budget-min", "1.9",
+                 "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    all_steps = campaign.steps("smoke", device="cpu")
-    plan, left = campaign.within(all_steps, 1.9)
-    assert plan and left, "the budget should leave some steps for a second slot"
+    found = campaign.plan.plan("smoke", device="cpu", out=out, budget_min=1.9)
+    assert len(found.slots) > 1, "the budget should cut the plan into several slots"
     lines = _step_lines(text)
-    assert [line.split()[2] for line in lines] == [s.name for s in all_steps]  # every step, in priority order
-    assert [float(line.split()[3]) for line in lines] == pytest.approx([s.minutes for s in all_steps], abs=0.006)
-    assert all(line.split()[4] == "min" for line in lines)
-    total = next(line for line in text.splitlines() if line.startswith("total "))
-    assert float(total.split()[1]) == pytest.approx(sum(s.minutes for s in plan), abs=0.06) and float(total.split()[1]) <= 1.9
-    assert "left for a second slot, in this order" in text
-    assert text.index("total ") < text.index(left[0].name)  # what is left comes after the total, in order
+    every = [s for slot in found.slots for s in slot.steps]
+    assert [line.split()[2] for line in lines] == [s.name for s in every]  # every step, slot by slot, in order
+    shown = [re.search(r"(\d+\.\d+) min  (counted|measured) ", line) for line in lines]
+    assert [float(m.group(1)) for m in shown] == pytest.approx([s.minutes for s in every], abs=0.006)
+    assert all(" min  counted " in line for line in lines)  # nothing measured yet: every estimate is counted
+    # each step of the campaign once, the check aside (one per slot that trains families no earlier check covered)
+    assert sorted(s.name for s in every if s.kind != "check") == sorted(s.name for s in found.all_steps)
+    for slot in found.slots:
+        total = next(line for line in text.splitlines() if line.startswith(f"slot {slot.number} total "))
+        assert float(total.split()[3]) == pytest.approx(slot.minutes, abs=0.06)
+        assert slot.minutes <= 1.9 + 1e-9 or "OVER" in total and len([s for s in slot.steps if s.kind != "check"]) == 1
+    assert text.index("slot 1 (next") < text.index("slot 2\n")
 
 
-def test_the_default_gpu_plan_fits_25_minutes_trains_the_notebooks_runs_and_leaves_the_rest_in_order(data_dir,
-                                                                                                      monkeypatch):
+def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gpt2_small_and_decides_headlines(
+        data_dir, monkeypatch):
     monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
     all_steps = campaign.steps("gpu", device="cpu")
-    plan, left = campaign.within(all_steps, campaign.DEFAULT_BUDGET_MIN)
-    assert sum(s.minutes for s in plan) <= 25
     kinds = [s.kind for s in all_steps]
-    assert kinds[0] == "check" and kinds[1:1 + len(campaign.BENCH) + 1] == ["bench"] * (len(campaign.BENCH) + 1)
-    assert set(kinds[2 + len(campaign.BENCH):]) == {"run"}
-    assert [s.priority for s in all_steps] == list(range(1, len(all_steps) + 1))
     runs = [s for s in all_steps if s.kind == "run"]
+    assert all_steps[0].name == "bench/gpt2_small" and "check" not in kinds
+    assert set(kinds[1:1 + len(runs)]) == {"run"} and set(kinds[1 + len(runs):]) == {"bench"}  # chapter benches last
+    assert [s.priority for s in all_steps] == list(range(1, len(all_steps) + 1))
     # one road: each group's runs are the plan's (each arm's seeds as registered: three, four for the arms of claims
     # of equality; the runs they read first), and together the plan's runs of every group
     planned = set()
@@ -69,16 +78,39 @@ def test_the_default_gpu_plan_fits_25_minutes_trains_the_notebooks_runs_and_leav
             assert seeds == set(experiments.seeds_of(name, "gpu")) and len(seeds) >= 3, (name, seeds)
     assert {s.name for s in runs} == planned
     assert len({s.name for s in runs}) == len(runs)
-    # tier 1 (a decisive comparison per chapter) comes first, cheapest first, then tier 2 cheapest first
+    # tier 1 (the registry's headline comparison of each chapter) comes first, cheapest first, then tier 2
     cost = {g: sum(s.minutes for s in runs if s.group is g) for g in campaign.GROUPS}
     for tier in (1, 2):
         costs = [cost[g] for g in campaign.GROUPS if g.tier == tier]
         assert costs == sorted(costs), f"tier {tier} is not cheapest first: {costs}"
     assert [g.tier for g in campaign.GROUPS] == sorted(g.tier for g in campaign.GROUPS)
-    # the slot decides the headline comparison of four chapters, all its seeds; the rest is left in order
-    complete = {s.group.chapter for s in plan if s.claims}
-    assert complete == {"mixer", "hourglass", "retrieval", "ar_ed"}
-    assert left and left[0].group.chapter == "deepsight" and left[0].group.tier == 1
+    # the slots: each at most 8 estimated minutes, every step once
+    slots = campaign.slots(all_steps, campaign.DEFAULT_SLOT_MIN, device="cuda")
+    assert campaign.DEFAULT_SLOT_MIN == 8 and all(slot.minutes <= 8 + 1e-9 for slot in slots)
+    every = [s for slot in slots for s in slot.steps if s.kind != "check"]
+    assert [s.name for s in every if s.kind == "run"] == [s.name for s in runs]  # the runs in priority order
+    assert sorted(s.name for s in every) == sorted(s.name for s in all_steps)
+    # slot 1: the check of the families it trains (about 1.5 minutes), the GPT-2-small bench, then the cheapest runs
+    # that decide headline claims; a chapter's bench only at the end of a slot
+    first = slots[0]
+    check, bench = first.steps[:2]
+    assert check.kind == "check" and check.minutes <= 1.5 + 1e-9 and check.torchrun
+    assert {r.config.model.family for r in check.covers} == {s.run.config.model.family for s in first.runs}
+    assert bench.name == "bench/gpt2_small"
+    assert first.steps[2].kind == "run" and first.steps[2].group.tier == 1
+    for slot in slots:
+        rest = [s for s in slot.steps if s.kind != "check"]
+        chapter = [i for i, s in enumerate(rest) if s.kind == "bench" and s.name != "bench/gpt2_small"]
+        assert all(s.kind == "bench" for s in rest[chapter[0]:]) if chapter else True, [s.name for s in rest]
+        assert all(s.kind != "check" for s in slot.steps[1:])
+        assert slot is first or all(s.name != "bench/gpt2_small" for s in rest)
+        later = [s for slot in slots[:slots.index(slot)] for s in slot.steps if s.kind == "check"]
+        if slot.steps[0].kind == "check":  # a later check covers only families no earlier one did
+            new = {r.config.model.family for r in slot.steps[0].covers}
+            assert not new & {r.config.model.family for c in later for r in c.covers}
+    decided = {(s.group.chapter, s.group.tier) for s in first.steps if s.claims}
+    assert {("mixer", 1), ("hourglass", 1)} <= decided  # two headline comparisons decided in 8 minutes
+    assert first.minutes <= 8
 
 
 def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_rows():
@@ -92,7 +124,7 @@ def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_r
     assert all(decided[g] for g in campaign.GROUPS), [g.label for g in campaign.GROUPS if not decided[g]]
     # each claim is a verdict row of its chapter (by its text), listed once, with the group that completes its arms
     for g in campaign.GROUPS:
-        rows = dict(campaign._arm_claims(g.chapter))
+        rows = dict(campaign.plan._arm_claims(g.chapter))
         for text in decided[g]:
             assert text in rows, (g.chapter, text)
             if text in rows:
@@ -103,14 +135,14 @@ def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_r
 
 
 def _cut_off_at(monkeypatch, name):
-    real = campaign._execute
+    real = campaign.runner._execute
 
     def execute(step, *args, **kwargs):
         if step.name == name:
             raise Terminated(signal.SIGTERM)  # as SIGTERM stops a run: its step and checkpoint done, then the raise
         return real(step, *args, **kwargs)
 
-    monkeypatch.setattr(campaign, "_execute", execute)
+    monkeypatch.setattr(campaign.runner, "_execute", execute)
     return real
 
 
@@ -127,7 +159,9 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
     # every step of the plan, each arm with one seed (the smoke profile's two would double the runs and rehearse no
     # other code)
     out, tgz = tmp_path / "rehearsal", tmp_path / "campaign.tgz"
-    args = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", str(out), "--archive", str(tgz)]
+    # one slot large enough for every step (slots are rehearsed from a fresh clone by `make slot-rehearsal`)
+    args = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", str(out), "--archive", str(tgz),
+            "--budget-min", "600"]
     all_steps = campaign.steps("smoke", device="cpu", seeds=1)
     assert {s.run.name for s in all_steps if s.kind == "run"} == {
         s.run.name for s in campaign.steps("smoke", device="cpu") if s.kind == "run"}  # every arm of the full plan
@@ -140,17 +174,21 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
     before = all_steps[:all_steps.index(cut)]
     assert progress["steps"][cut.name]["status"] == "interrupted"
     assert all(progress["steps"][s.name]["status"] == "done" for s in before), first.out
+    assert progress["steps"]["check"]["status"] == "done"
+    assert re.search(r"^\[1/\d+\] check check ", first.out, re.M) and re.search(
+        r"^\[2/\d+\] bench bench/gpt2_small ", first.out, re.M), first.out  # the check, then the GPT-2-small bench
     with tarfile.open(tgz) as tar:  # the archive holds what is finished
         names = set(tar.getnames())
     assert "rehearsal/campaign/smoke/check.json" in names
     assert f"rehearsal/smoke/{recorded.file_name({'experiment': runs[0].run.name, 'seed': runs[0].run.seed})}" in names
 
-    monkeypatch.setattr(campaign, "_execute", real)
+    monkeypatch.setattr(campaign.runner, "_execute", real)
     t0 = time.monotonic()
     assert main(args) == 0
     text = capsys.readouterr().out
-    for s in before:
-        assert f"{s.name}: done earlier, skipped" in text
+    started = re.findall(r"^\[\d+/\d+\] \w+ (\S+)", text, re.M)
+    assert started[0] == cut.name, started[:3]  # the next slot starts with the run that was cut off, from scratch
+    assert not set(started) & {s.name for s in before} and "check" not in started  # what is done is not run again
     progress = json.loads((out / "campaign" / "smoke" / "progress.json").read_text())
     assert all(progress["steps"][s.name]["attempts"] == 1 for s in before)
     assert progress["steps"][cut.name]["attempts"] == 2 and progress["steps"][cut.name]["status"] == "done"
@@ -180,7 +218,7 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
 
 
 def test_max_minutes_stops_the_command_with_exit_75_and_restores_the_signal_handler(tmp_path, monkeypatch):
-    real = campaign._execute
+    real = campaign.runner._execute
     old = signal.getsignal(signal.SIGTERM)
 
     def slow(step, *args, **kwargs):
@@ -188,7 +226,7 @@ def test_max_minutes_stops_the_command_with_exit_75_and_restores_the_signal_hand
             time.sleep(30)  # the deadline's SIGTERM ends this
         return real(step, *args, **kwargs)
 
-    monkeypatch.setattr(campaign, "_execute", slow)
+    monkeypatch.setattr(campaign.runner, "_execute", slow)
     t0 = time.monotonic()
     status = campaign.run("smoke", device="cpu", out=tmp_path / "out", max_minutes=0.05, **QUIET)
     assert status == campaign.MORE_TO_DO and time.monotonic() - t0 < 25
@@ -288,11 +326,169 @@ def test_the_check_builds_every_family_and_compares_compiled_with_eager_without_
     from lmcompanion.train import trainer
 
     matcher = experiments.config("retrieval/flat_d1024_c32", "smoke", device="cpu")
-    s = trainer.setup(matcher, source=campaign._check_source(matcher))
+    s = trainer.setup(matcher, source=campaign.check._check_source(matcher))
     batch = s.source.train_batches(0)[0]
     assert batch["x"].shape[-1] == matcher.model.n_embed and bool(s.model(**batch).loss.isfinite())
-    assert campaign._check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
+    assert campaign.check._check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
     hg = experiments.config("hourglass/vanilla", "smoke", device="cpu")
-    assert hg.model.dropout > 0 and campaign._without_dropout(hg).model.dropout == 0.0
-    assert campaign._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout) \
+    assert hg.model.dropout > 0 and campaign.check._without_dropout(hg).model.dropout == 0.0
+    assert campaign.check._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout) \
         == hg.model  # nothing else changes
+
+
+# --- slots, measured minutes and the restore of a slot's archive (fast: no training, no planning of the gpu plan) ---
+
+
+def _fake_step(name, kind, minutes, family="mixer", compiled=False):
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(model=SimpleNamespace(family=family), train=SimpleNamespace(compile=compiled))
+    return campaign.Step(name, kind, minutes, 0, SimpleNamespace(config=cfg, name=name))
+
+
+def test_slots_fit_their_minutes_lead_with_the_check_of_new_families_and_end_with_the_benches_that_fit():
+    from lmcompanion.campaign import check
+
+    gpt2 = _fake_step("bench/gpt2_small", "bench", 1.0, "baseline", True)
+    runs = [_fake_step(f"m{i}", "run", 1.0) for i in range(3)] + \
+        [_fake_step(f"a{i}", "run", 2.0, "ar_ed", True) for i in range(3)] + [_fake_step("big", "run", 9.0, "ar_ed")]
+    benches = [_fake_step("bench/x", "bench", 0.3), _fake_step("bench/y", "bench", 5.0)]
+    slots = campaign.slots([gpt2, *runs, *benches], 6.0, device="cuda")
+    names = [[s.name for s in slot.steps] for slot in slots]
+    first_check = (check.CHECK_BASE_S + check.CHECK_TORCHRUN_S + check.CHECK_COMPILE_S) / 60
+    assert first_check == 1.5 and slots[0].steps[0].minutes == pytest.approx(first_check)
+    # slot 1: the check (mixer, compared eagerly as none compiles), GPT-2 small, the runs while they fit, a bench
+    assert names[0] == ["check", "bench/gpt2_small", "m0", "m1", "m2", "bench/x"]
+    assert slots[0].steps[0].families == ("mixer",) and slots[0].steps[0].torchrun
+    # slot 2: a new family, so a check of it alone (its compiled family; no second torchrun), then its runs
+    assert names[1] == ["check", "a0", "a1"] and slots[1].steps[0].families == ("ar_ed",)
+    assert not slots[1].steps[0].torchrun and slots[1].steps[0].minutes == pytest.approx(1.0)
+    assert names[2] == ["a2"]  # the family is checked: no check; the next run would not fit
+    assert names[3] == ["big"] and slots[3].minutes > 6  # alone, and the plan says it is over
+    assert names[4] == ["bench/y"]
+    assert all(slot.minutes <= 6 + 1e-9 for slot in slots if len(slot.steps) > 1)
+    assert [slot.number for slot in slots] == [1, 2, 3, 4, 5]
+    # families checked by earlier slots are not checked again; the numbering goes on
+    again = campaign.slots(runs[1:3], 6.0, checked={"mixer"}, torchrun_done=True, first=4)
+    assert [[s.name for s in slot.steps] for slot in again] == [["m1", "m2"]] and again[0].number == 4
+
+
+def test_the_plan_reads_measured_minutes_and_says_which_estimates_are_measured(tmp_path, capsys):
+    out = tmp_path / "recorded"
+    counted = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3)
+    run = next(s for s in counted.all_steps if s.kind == "run")
+    assert not run.measured and all(not s.measured for slot in counted.slots for s in slot.steps)
+    minutes = campaign.Minutes(out, "smoke")
+    minutes.add(campaign.reports.run_key(run.run), "cpu", 0.75, what=run.name)
+    minutes.add(campaign.reports.run_key(run.run), "cpu", 0.25, what=run.name)
+    minutes.add(campaign.reports.run_key(run.run), "cuda", 9.0)  # another device's: not this plan's
+    for part, m in (("check/base", 0.1), ("check/compile", 0.2), ("check/torchrun", 0.3)):
+        minutes.add(part, "cpu", m)
+    minutes.save()
+    found = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3)
+    same = [s for s in found.all_steps if s.kind == "run" and s.run.name == run.run.name]
+    assert same and all(s.measured and s.minutes == pytest.approx(0.5) for s in same)  # every seed of that config
+    assert all(s.counted == pytest.approx(run.minutes) for s in same)
+    check = found.slots[0].steps[0]
+    assert check.kind == "check" and check.measured and check.minutes == pytest.approx(0.1 + 0.2 + 0.3)
+    others = [s for s in found.all_steps if s.kind == "run" and s.run.name != run.run.name]
+    assert others and not any(s.measured for s in others)
+    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert re.search(rf"{re.escape(run.name)}\s+0\.50 min  measured ", text)
+    shown = [s for slot in found.slots for s in slot.steps]
+    n = sum(s.measured for s in shown)  # the runs of that config and each check (a later slot's too: all its parts)
+    assert n >= 1 + len(same) and f"estimates: {n} measured by earlier slots, {len(shown) - n} counted" in text
+    # a damaged minutes file stops with a message naming it and the fix
+    (out / "campaign" / "smoke" / "minutes.json").write_text('{"measured": {"x": {"cpu": {"minutes": [-1]}}}}')
+    with pytest.raises(LMCError, match="minutes.json is not a valid campaign minutes file"):
+        campaign.plan.plan("smoke", device="cpu", seeds=1, out=out)
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def recorded_smoke_run(tmp_path_factory):
+    """A finished smoke run, recorded (its file name and bytes)."""
+    run = RunStore(tmp_path_factory.mktemp("elsewhere")).run(experiments.config("ar_ed/baseline", "smoke"))
+    folder = tmp_path_factory.mktemp("recorded")
+    path = recorded.write([run], folder)[0]
+    return path.name, path.read_bytes()
+
+
+def _slot_archive(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, blob in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return path
+
+
+def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_the_device(
+        tmp_path, recorded_smoke_run, capsys):
+    name, blob = recorded_smoke_run
+    repo = tmp_path / "repo"
+    out = repo / "book" / "recorded"
+    (out / "campaign" / "smoke").mkdir(parents=True)
+    earlier = [{"device": "cpu", "slot": 1, "gpu": None}]
+    (out / "campaign" / "smoke" / "progress.json").write_text(json.dumps({"commands": earlier, "steps": {}}))
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(repo, "add", "book")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "slot 1")
+    progress = {"format": campaign.PROGRESS_FORMAT, "commands": earlier + [
+        {"device": "cuda", "slot": 2, "gpu": "NVIDIA H100 80GB HBM3"}], "steps": {"x": {"status": "done"}}}
+    minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
+    good = {f"recorded/smoke/{name}": blob, "recorded/campaign/smoke/progress.json": json.dumps(progress).encode(),
+            "recorded/campaign/smoke/minutes.json": json.dumps(minutes).encode()}
+    # refused before anything is written: a member that is neither a recorded run nor a report, a name that leaves
+    # the folder, a run under another name, a report that fails its format, an archive older than what is here
+    older = {**good, "recorded/campaign/smoke/progress.json": json.dumps({"commands": []}).encode()}
+    bad_minutes = {**good, "recorded/campaign/smoke/minutes.json": b'{"measured": {"x": {"cuda": {"minutes": [1e9]}}}}'}
+    for i, (members, needle) in enumerate((
+            ({**good, "recorded/run.sh": b"echo"}, "neither a recorded run"),
+            ({**good, "recorded/smoke/../../x.json": blob}, "leaves its folder"),
+            ({**good, "recorded/smoke/mixer__flat_d512-s0.json": blob}, "not the file its name says"),
+            (bad_minutes, "not a valid campaign minutes file"), (older, "does not continue the progress"),
+            ({**good, "other/smoke/x.json": blob}, "not under one top folder"))):
+        archive = _slot_archive(tmp_path / f"bad{i}.tgz", members)
+        assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 2
+        assert needle in capsys.readouterr().err
+        assert not (out / "smoke").exists() and _git(repo, "status", "--porcelain") == ""
+    archive = _slot_archive(tmp_path / "slot.tgz", good)
+    plain = tmp_path / "plain"  # without --commit: restored, and the git command that commits it printed
+    assert main(["campaign", "--restore", str(archive), "-o", str(plain)]) == 0
+    printed = capsys.readouterr().out
+    assert (plain / "smoke" / name).read_bytes() == blob and "git add " in printed and "git commit -m " in printed
+    assert "slot 2 on NVIDIA H100 80GB HBM3" in printed
+    assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
+    assert (out / "smoke" / name).read_bytes() == blob
+    head = _git(repo, "log", "-1", "--format=%B")
+    assert head.startswith("Recorded GPU campaign, slot 2 on NVIDIA H100 80GB HBM3 (smoke profile): 1 recorded run(s)")
+    assert set(_git(repo, "show", "--name-only", "--format=", "HEAD").split()) == {
+        f"book/recorded/{rel.split('/', 1)[1]}" for rel in good}
+    assert _git(repo, "status", "--porcelain") == ""
+    assert len(recorded.import_dir(out, RunStore(tmp_path / "store"))) == 1  # what came back imports
+    # the same archive again: nothing to write, nothing to commit
+    assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
+    assert "nothing to commit" in capsys.readouterr().out and _git(repo, "log", "-1", "--format=%B") == head
+
+
+def test_a_recorded_gpu_run_carries_its_mfu_from_its_own_tokens_per_second(recorded_smoke_run):
+    from lmcompanion import estimate, models
+
+    _, blob = recorded_smoke_run
+    record = json.loads(blob)
+    cfg = recorded.validate(record, "x")
+    summary = record["summary"]
+    assert summary["tokens_per_s"] > 0 and "mfu" not in summary  # made on a CPU: no MFU
+    assert recorded.mfu(cfg, summary, record["provenance"]) is None
+    got = recorded.mfu(cfg, summary, {"gpu": "NVIDIA H100 80GB HBM3"})
+    per_token = models.build(cfg.model, device="meta").flops_per_token()
+    assert got == pytest.approx(per_token * summary["tokens_per_s"] / estimate.PEAK_BF16["H100"], rel=1e-3)
+    assert recorded.mfu(cfg, summary, {"gpu": "an unknown card"}) is None
+    assert recorded.mfu(cfg, {**summary, "tokens_per_s": None}, {"gpu": "NVIDIA H100 80GB HBM3"}) is None

@@ -539,7 +539,7 @@ def test_a_signal_a_library_turns_into_its_own_error_still_stops_the_campaign(tm
         except KeyboardInterrupt as exc:
             raise RuntimeError("a library's own error") from exc
 
-    monkeypatch.setattr(campaign, "_execute", swallowing)
+    monkeypatch.setattr(campaign.runner, "_execute", swallowing)
     with signals.policy(), pytest.raises(KeyboardInterrupt) as got:
         campaign.run("smoke", device="cpu", out=tmp_path / "out", log=lambda *a: None)
     assert signals.signum_of(got.value) == signal.SIGTERM

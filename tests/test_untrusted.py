@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lmcompanion import campaign, cli, experiments, recorded, untrusted
+from lmcompanion import campaign, cli, experiments, paths, recorded, untrusted
 from lmcompanion.errors import LMCError
 from lmcompanion.train import RunStore
 
@@ -234,6 +234,49 @@ def test_a_valid_campaign_archive_imports_its_recorded_runs_without_unpacking(re
                                                                                                    "runs"]
 
 
+@SETTINGS
+@given(data=st.data())
+def test_restoring_a_hostile_slot_archive_writes_nothing_or_only_checked_files_inside_its_folder(recorded_bytes,
+                                                                                              tmp_path, data):
+    box = Sandbox(tmp_path, _next_case())
+    archive = box.given / "slot.tgz"
+    progress = {"format": campaign.PROGRESS_FORMAT, "commands": [{"device": "cuda", "slot": 1, "gpu": "H100"}],
+                "steps": {}}
+    minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
+    good = {"out/smoke/ar_ed__baseline-s0.json": recorded_bytes,
+            "out/campaign/smoke/progress.json": _dump(progress), "out/campaign/smoke/minutes.json": _dump(minutes)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for _ in range(data.draw(st.integers(1, 4))):
+            name = data.draw(st.sampled_from(sorted(good)) | st.sampled_from(HOSTILE).map(lambda h: "out/" + h)
+                             | st.sampled_from(HOSTILE) | st.text(max_size=20))
+            info = tarfile.TarInfo(name or "x")
+            info.type = data.draw(st.sampled_from(MEMBER_TYPES))
+            blob = data.draw(st.sampled_from(sorted(good.values())) | st.sampled_from([
+                _dump(_mutated(data, progress)), _dump(_mutated(data, minutes))]) | st.binary(max_size=50))
+            if info.type == tarfile.REGTYPE:
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+            else:
+                info.linkname = data.draw(st.sampled_from(["/etc/passwd", "../../outside.txt", "a.json"]))
+                tar.addfile(info)
+    archive.write_bytes(buf.getvalue())
+    try:
+        written = campaign.restore.restore(archive, box.target, log=lambda *a: None)
+    except LMCError as exc:
+        assert "slot.tgz" in str(exc) or "progress" in str(exc), str(exc)
+        assert not box.target.exists() or not _files(box.target), "a refused archive wrote files"
+    else:
+        assert written, "a restore that writes nothing must say why (the files are all there already)"
+        for path in written:
+            rel = path.resolve().relative_to(box.target.resolve()).as_posix()
+            if rel.startswith("campaign/"):
+                assert rel.split("/")[2] in campaign.reports.FILES
+            else:
+                recorded.parse(rel, path.read_bytes())  # a recorded run, valid
+    box.untouched()
+
+
 # --- the campaign pack -----------------------------------------------------------------------------------------
 
 
@@ -279,8 +322,8 @@ def test_a_hostile_pack_manifest_writes_nothing_outside_the_cache(tmp_path, data
         manifest = _mutated(data, valid, focus=[("files",)])
     (box.given / "manifest.json").write_bytes(_dump(manifest))
     written = []
-    real_write = campaign.paths.atomic_write
-    monkeypatch.setattr(campaign.paths, "atomic_write", lambda path, *a, **k: (written.append(Path(path)),
+    real_write = paths.atomic_write
+    monkeypatch.setattr(paths, "atomic_write", lambda path, *a, **k: (written.append(Path(path)),
                                                                                 real_write(path, *a, **k)))
     env = {k: os.environ.get(k) for k in ("LMC_CACHE_DIR", "LMC_DATA_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     os.environ["LMC_CACHE_DIR"] = str(box.target)
@@ -329,8 +372,7 @@ def test_a_pack_file_that_would_unpack_to_more_than_it_says_stops_at_the_bound(t
 
 @pytest.fixture(scope="module")
 def campaign_steps():
-    all_steps = campaign.steps("smoke", device="cpu", seeds=1)
-    return next(s for s in all_steps if s.kind == "check"), next(s for s in all_steps if s.kind == "bench")
+    return [next(s for s in campaign.steps("smoke", device="cpu", seeds=1) if s.kind == "bench")]
 
 
 @SETTINGS
@@ -339,18 +381,24 @@ def test_hostile_campaign_reports_are_refused_or_read(campaign_steps, tmp_path, 
     box = Sandbox(tmp_path, _next_case())
     rdir = campaign.reports_dir(box.given, "smoke")
     rdir.mkdir(parents=True)
-    check_step, bench_step = campaign_steps
+    (bench_step,) = campaign_steps
     valid = {"progress.json": {"format": campaign.PROGRESS_FORMAT, "profile": "smoke", "commands": [{"device": "cpu"}],
                                "steps": {"check": {"status": "done", "wall_s": 3.5, "attempts": 1}}},
-             "check.json": {"complete": True, "device": "cpu", "ok": True, "items": {}},
-             "bench.json": {"device": "cpu", "results": {bench_step.name: {"config_hash": "abc"}}}}
+             "check.json": {"complete": True, "device": "cpu", "ok": True, "items": {}, "families": ["mixer"]},
+             "bench.json": {"device": "cpu", "results": {bench_step.name: {"config_hash": "abc"}}},
+             "minutes.json": {"format": campaign.MINUTES_FORMAT, "measured": {"check/base": {"cpu": {"minutes": [1]}}}}}
     name = data.draw(st.sampled_from(sorted(valid)))
     (rdir / name).write_bytes(_dump(_mutated(data, valid[name])))
     try:
         state = campaign.Progress(box.given, "smoke", "cpu")
         assert math.isfinite(state.spent_min) and state.spent_min >= 0
-        for step in campaign_steps:
-            assert campaign._done(step, box.given, "smoke", "cpu") in (True, False)
+        minutes = campaign.Minutes(box.given, "smoke")
+        assert minutes.get("check/base", "cpu") is None or math.isfinite(minutes.get("check/base", "cpu"))
+        report = campaign.reports.read_report(box.given, "smoke", "bench.json")
+        assert campaign.plan.bench_done(bench_step, report, "cpu") in (True, False)
+        families, torchrun = campaign.check.checked(campaign.reports.read_report(box.given, "smoke", "check.json"),
+                                                    "cpu")
+        assert isinstance(families, set) and torchrun in (True, False)
     except LMCError as exc:
         assert name in str(exc), str(exc)
     box.untouched()
@@ -508,7 +556,8 @@ def test_every_reader_of_files_made_elsewhere_goes_through_the_layer():
         "train/store.py": 4,  # the run store's own files (a run folder given on the command line: cli._run_folder)
         "train/checkpoint.py": 1,  # checkpoints the trainer wrote (weights_only=True)
         "recorded.py": 2,  # the store's recorded marker and a run's own metrics when recording it
-        "campaign.py": 2,  # _read_json without a format (the DDP probe's own output); the archive it writes
+        "campaign/check.py": 1,  # the DDP probe's own output (a child process of the check wrote it)
+        "campaign/runner.py": 1,  # the archive it writes
         "pages.py": 1,  # glue values inside notebooks this build executed
         "data/tokenizers.py": 1, "data/stories.py": 6, "data/lm.py": 2,  # the token caches (a pack's: checked)
         "experiments/retrieval.py": 1, "chapters/retrieval.py": 1,  # embeddings caches, checked by SHA-256 or shape

@@ -24,9 +24,10 @@
   bench-cpu [CHAPTER...] [--against REV] [--profile P] [--rounds N]
                                               per chapter's representative run: tokens/s, GFLOP/s against the
                                               measured peak, where a step's time goes; REV's code side by side
-  campaign [--profile gpu] [--budget-min 25] [--plan] [-o DIR] [--max-minutes M] [--archive FILE]
-           [--pack DIR] [--from-pack DIR]     one GPU slot: the CUDA-path check, benches, and the runs that decide
-                                              each chapter's headline claims, recorded as they finish (resumable)
+  campaign [--profile gpu] [--budget-min 8] [--plan] [-o DIR] [--max-minutes M] [--archive FILE]
+           [--pack DIR] [--from-pack DIR]     the next GPU slot: the CUDA-path check of its families, the GPT-2-small
+                                              bench, and the runs that decide headline claims, recorded as they finish
+  campaign --restore ARCHIVE [--commit]       a slot's archive checked, restored into book/recorded and committed
 """
 
 from __future__ import annotations
@@ -280,10 +281,14 @@ def _cmd_bench_cpu(args) -> None:
 
 
 def _cmd_campaign(args) -> int:
+    started = time.monotonic()  # --max-minutes counts from here: the pack's check and the plan are in the slot's time
     out = Path(args.output or recorded.default_dir()).resolve()
+    if args.restore:
+        campaign.restore.restore(args.restore, out, commit=args.commit)
+        return 0
     if args.archive and out in Path(args.archive).resolve().parents:
         raise LMCError(f"--archive {args.archive} is inside the output folder {out}: each archive would hold the one "
-                       "before; write it elsewhere (e.g. $OUT/campaign.tgz)")
+                       "before; write it elsewhere (e.g. $OUT/slot.tgz)")
     if args.from_pack and (out == Path(args.from_pack).resolve() or Path(args.from_pack).resolve() in out.parents):
         raise LMCError(f"the output folder {out} is inside the pack {args.from_pack}, which is read, not written: "
                        "give -o another folder (e.g. _campaign)")
@@ -296,12 +301,13 @@ def _cmd_campaign(args) -> int:
         manifest = campaign.unpack(args.from_pack)
         print(f"run keys: {campaign.check_keys(manifest, args.profile, args.seeds)} agree with the pack's", flush=True)
     if args.plan:
-        campaign.print_plan(campaign.steps(args.profile, device=args.device, seeds=args.seeds), args.budget_min,
-                            args.profile)
+        found = campaign.plan.plan(args.profile, device=args.device, seeds=args.seeds, out=out,
+                                   budget_min=args.budget_min, retry_failed=args.retry_failed)
+        campaign.print_plan(found.slots, args.budget_min, args.profile, done=len(found.done), failed=len(found.failed))
         return 0
-    return campaign.run(args.profile, device=args.device, out=args.output, budget_min=args.budget_min,
+    return campaign.run(args.profile, device=args.device, out=out, budget_min=args.budget_min,
                         max_minutes=args.max_minutes, seeds=args.seeds, archive=args.archive,
-                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest)
+                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest, started=started)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -428,20 +434,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--clock", choices=("cpu", "wall"), help="cpu: this thread's CPU time (the default with one "
                                                             "thread: a loaded machine's waits left out); wall")
     s.set_defaults(fn=_cmd_bench_cpu)
-    s = sub.add_parser("campaign", help="one GPU slot: check, benches and the headline runs, in priority order")
+    s = sub.add_parser("campaign", help="the GPU campaign, one slot per command: the check, the GPT-2-small bench "
+                                         "and the runs that decide headline claims, in priority order")
     s.add_argument("--profile", type=profile, default="gpu",
                    help=f"one of {profiles} (default: gpu; smoke rehearses it on a CPU)")
     s.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda")
-    s.add_argument("--budget-min", type=minutes, default=campaign.DEFAULT_BUDGET_MIN,
-                   help="minutes for the whole campaign, over all its commands (default: %(default)g)")
+    s.add_argument("--budget-min", type=minutes, default=campaign.DEFAULT_SLOT_MIN,
+                   help="estimated H100 minutes of one slot (default: %(default)g)")
     s.add_argument("--seeds", type=positive_int, help="seeds per arm (default: the profile's, as registered)")
-    s.add_argument("--plan", action="store_true", help="print every step with its estimated H100 minutes, a total, "
-                                                       "and what is left for a second slot")
+    s.add_argument("--plan", action="store_true", help="print the slots left, each step with its estimated H100 "
+                                                       "minutes (measured or counted) and the claims it decides")
     s.add_argument("-o", "--output", type=output_dir,
-                   help="recorded runs and the campaign's reports (default: book/recorded)")
-    s.add_argument("--max-minutes", type=argtypes.command_minutes, help="stop this command after so many minutes (a run checkpoints; "
-                                                     f"exit {campaign.MORE_TO_DO}: run the same command again)")
-    s.add_argument("--archive", type=output_file, help="rewrite a .tar.gz of the output folder after every step")
+                   help="recorded runs and the campaign's reports (default: book/recorded; each slot starts from it)")
+    s.add_argument("--max-minutes", type=argtypes.command_minutes,
+                   help="stop this command after so many minutes from its start (the run in flight is lost and run "
+                        f"again by the next slot; exit {campaign.MORE_TO_DO})")
+    s.add_argument("--archive", type=output_file, help="rewrite a .tar.gz of the files the slot made or changed "
+                                                        "after every step")
+    s.add_argument("--restore", type=existing_file, metavar="ARCHIVE",
+                   help="check a slot's archive (from --archive), restore it into the output folder, and say how to "
+                        "commit it (--commit: commit it, naming the slot and the device)")
+    s.add_argument("--commit", action="store_true", help="with --restore: commit the restored files")
     s.add_argument("--retry-failed", action="store_true", help="try the steps that failed before again")
     s.add_argument("--pack", type=output_dir, metavar="DIR", help="write what a GPU machine without network needs (wheels, corpus "
                                                  "files, token caches, a manifest) to DIR, and nothing else")

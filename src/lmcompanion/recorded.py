@@ -30,7 +30,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import experiments, paths, untrusted
+from . import estimate, experiments, models, paths, untrusted
 from .config import PROFILES
 from .errors import LMCError
 from .run import RunConfig
@@ -78,9 +78,23 @@ def export(run: Run) -> dict:
         raise LMCError(f"{run.path} is not the config of experiment {cfg.name!r} at any profile (overrides?): only "
                        "runs of an experiment as registered can be recorded")
     summary = {k: v for k, v in run.summary.items() if k not in (DIGESTS, SUMMARY_DIGEST)}
+    found = mfu(cfg, summary, run.env)
+    if found is not None:  # a GPU run carries its own model FLOPs utilisation beside its tokens/s and peak memory
+        summary["mfu"] = found
     return {"format": FORMAT, "experiment": cfg.name, "profile": profile, "seed": cfg.seed,
             "config": cfg.to_dict(), "metrics": _raw_metrics(run), "summary": summary,
             "provenance": run.env}
+
+
+def mfu(cfg: RunConfig, summary: dict, provenance: dict) -> float | None:
+    """A run's model FLOPs utilisation: its counted training FLOPs per token (:meth:`flops_per_token` of its model)
+    times its tokens/s, over the dense bf16 peak of the GPU that made it (:data:`lmcompanion.estimate.PEAK_BF16`);
+    None for a run made on a CPU or a GPU whose peak the book does not know."""
+    gpu, speed = (provenance or {}).get("gpu"), summary.get("tokens_per_s")
+    peak = estimate.peak_flops(gpu) if isinstance(gpu, str) else None
+    if not peak or not isinstance(speed, (int, float)) or speed <= 0:
+        return None
+    return float(f"{models.build(cfg.model, device='meta').flops_per_token() * speed / peak:.4g}")
 
 
 def file_name(record: dict) -> str:
@@ -186,6 +200,12 @@ def _parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
         raise _bad(label, f"it is {len(data):,} bytes, more than a recorded run can be ({fmt.limit:,})")
     record = untrusted.parse_json(data, label, fmt)
     return record, validate(record, label), data
+
+
+def parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
+    """A recorded-run file's bytes (from an archive, say), bounded, parsed and validated completely: (the record, its
+    config, the bytes)."""
+    return _parse(label, data)
 
 
 def read(path: Path) -> tuple[dict, RunConfig, bytes]:

@@ -366,7 +366,7 @@ RECORDED_RUN = Format(
                 "tokens_per_s": {"type": ["number", "null"], "minimum": 0},
                 "params": {"type": "integer", "minimum": 0}, "params_total": {"type": "integer", "minimum": 0},
                 "resumed_from": {"type": ["integer", "null"], "minimum": 0},
-                "peak_mem_bytes": {"type": "integer", "minimum": 0},
+                "peak_mem_bytes": {"type": "integer", "minimum": 0}, "mfu": {"type": "number", "minimum": 0},
                 "best": {"type": "object", "additionalProperties": {"type": "number"}}}},
             "provenance": {"type": "object", "properties": {"key": {"type": ["string", "null"], "pattern": HEX12}}},
         },
@@ -421,6 +421,16 @@ CAMPAIGN_BENCH = Format(
         "device": {"type": "string"},
         "results": {"type": "object", "additionalProperties": {"type": "object", "properties": {
             "config_hash": {"type": "string"}}}}}})
+CAMPAIGN_MINUTES = Format(
+    "campaign minutes file", fix="restore it from git (the plan then counts its estimates again where it is gone)",
+    schema={"type": "object", "properties": {
+        "format": {"type": "string"}, "profile": {"type": "string"},
+        "measured": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["minutes"], "properties": {
+                "minutes": {"type": "array", "maxItems": 10_000, "items": {"type": "number", "minimum": 0,
+                                                                            "maximum": 10_000}},
+                "gpu": {"type": ["string", "null"]},
+                "runs": {"type": "array", "items": {"type": "string"}}}}}}}})
 CAMPAIGN_ARCHIVE = ArchiveFormat(
     "campaign archive", limit=256 << 20, member_limit=JSON_LIMIT, total=1 << 30,
     fix="make it again (the campaign's --archive), or unpack a copy you trust and import its folder",
@@ -488,7 +498,7 @@ EXECUTED_NOTEBOOK = Format(
         "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}}}})
 
 # Every reader of files made elsewhere, by the format it reads (tests/test_untrusted.py feeds each one hostile input).
-FORMATS = {f.name: f for f in (RECORDED_RUN, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK,
+FORMATS = {f.name: f for f in (RECORDED_RUN, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK, CAMPAIGN_MINUTES,
                                CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
                                EXPORT_NUMBERS, EXECUTED_NOTEBOOK)}
 

@@ -1,0 +1,283 @@
+"""The pack: everything a GPU machine without network needs that is not in git (``python -m lmcompanion campaign
+--pack DIR``), carried with the working tree to every slot.
+
+The wheels it lacks, the corpus files the planned runs read (gzip-compressed, restored byte for byte, so the data
+fingerprints and every run key are a CPU build's), their token caches (so the GPU runs read exactly the ids a CPU
+build reads, whatever tokenizers version the GPU image has), and a manifest with every file's SHA-256 and size and the
+run keys computed here. :func:`unpack` verifies all of it on arrival (through :mod:`lmcompanion.untrusted`) and stops
+on any difference. One pack serves every slot.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from .. import env, paths, untrusted
+from ..data import LMDataConfig, corpora, lm, stories
+from ..errors import LMCError
+from ..run import RunConfig
+from . import plan as plan_mod
+from .bench import RANDOM_TOKENS
+from .plan import Step
+
+PACK_FORMAT = "lmcompanion-campaign-pack/1"
+PACK_LIMIT = 48 << 20  # bytes: what a GPU call carries beside the working tree (64 MiB in all)
+
+
+def default_data_dir() -> None:
+    """``LMC_DATA_DIR=../shared/data`` when it is unset and that folder exists (the Makefile's rule), so that planning
+    the gpu profile (whose retrieval runs count their pairs in the stories) reads the offline corpora, never the hub."""
+    root = paths.repo_root()
+    shared = root.parent / "shared" / "data" if root is not None else None
+    if "LMC_DATA_DIR" not in os.environ and shared is not None and (shared / "SHA256SUMS").is_file():
+        os.environ["LMC_DATA_DIR"] = str(shared)
+
+
+def _sha256(path: Path) -> str:
+    return paths.file_sha256(Path(path))
+
+
+def default_wheels() -> Path:
+    root = paths.repo_root() or Path.cwd()
+    return root.parent / "shared" / "wheels" / "py312-x86_64"
+
+
+def _sums(folder: Path) -> dict[str, str]:
+    """A SHA256SUMS file's digests by relative path (``sha256sum`` format), read through :mod:`lmcompanion.untrusted`."""
+    path = Path(folder) / "SHA256SUMS"
+    return untrusted.sha256sums(path) if path.is_file() else {}
+
+
+def _run_configs(all_steps: Sequence[Step]) -> list[RunConfig]:
+    cfgs = []
+    for s in all_steps:
+        if s.run is not None and s.run.procedure is not RANDOM_TOKENS:
+            cfgs += [n.config for n in s.run.needs] + [s.run.config]
+    return cfgs
+
+
+def _cache_files(cfg: RunConfig) -> list[Path]:
+    """The token-cache files a run's data reads, built here first (the data modules' own cache locations)."""
+    dcfg = cfg.data
+    if isinstance(dcfg, LMDataConfig):
+        lm.load_tokens(dcfg)
+        folder = lm._text_dir(dcfg)
+    elif isinstance(dcfg, stories.StoriesDataConfig):
+        stories.load_tokens(dcfg)
+        folder = stories._text_dir(dcfg)
+    else:
+        return []  # generated in memory (seq2seq), or made from another run (retrieval embeddings)
+    vocab = folder / "vocab" / f"{dcfg.tokenizer_name}.json"  # a vocabulary trained on the text (BPE, char)
+    return sorted(p for p in (folder / dcfg.tokenizer_name).rglob("*") if p.is_file()) + \
+        ([vocab] if vocab.is_file() else [])
+
+
+def _corpus_files(cfgs: Sequence[RunConfig]) -> list[str]:
+    """The files under LMC_DATA_DIR the runs read (their corpora's; the GPT-2 ranks where a run tokenizes with it)."""
+    names, gpt2 = set(), False
+    for cfg in cfgs:
+        for corpus in plan_mod.corpora_of(cfg):
+            if not corpora.get(corpus).generated:
+                names |= set(corpora.get(corpus).files.values())
+        gpt2 = gpt2 or getattr(cfg.data, "tokenizer", None) == "gpt2"
+    return sorted(names) + (["tiktoken/gpt2.tiktoken"] if gpt2 else [])
+
+
+def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.DEFAULT_SLOT_MIN,
+              wheels: Path | None = None, seeds: int | None = None, log: Callable = print) -> dict:
+    """Write the pack (see the module doc) for every step of the campaign at ``profile`` (every slot: one pack serves
+    them all). Returns its manifest."""
+    wheels = Path(wheels) if wheels is not None else default_wheels()
+    whl = sorted(wheels.glob("*.whl"))
+    if not whl:
+        raise LMCError(f"no wheels in {wheels}: give --wheels DIR (the folder of ../shared/wheels for Python 3.12)")
+    pack = Path(pack)
+    if pack.exists() and any(pack.iterdir()):
+        if (_own_manifest(pack) or {}).get("format") != PACK_FORMAT:
+            raise LMCError(f"{pack} exists and is not a campaign pack: choose an empty or new folder")
+        shutil.rmtree(pack)  # an older pack: made again whole
+    pack.mkdir(parents=True, exist_ok=True)
+    all_steps = plan_mod.steps(profile, device="cpu", seeds=seeds)
+    cfgs = _run_configs(all_steps)
+    files: dict[str, dict] = {}
+
+    def add(rel: str, blob: bytes, **extra) -> None:
+        path = pack / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+        files[rel] = {"sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob), **extra}
+
+    # the wheels, each checked against its folder's SHA256SUMS
+    sums = _sums(wheels.parent)
+    for w in whl:
+        blob = w.read_bytes()
+        want = sums.get(f"{wheels.name}/{w.name}") or sums.get(w.name)
+        if want is not None and hashlib.sha256(blob).hexdigest() != want:
+            raise LMCError(f"{w} does not match its SHA256SUMS: restore it before packing")
+        add(f"wheels/{w.name}", blob, kind="wheel")
+    log(f"pack: {len(whl)} wheels from {wheels}")
+    # the corpus files, gzip-compressed (restored byte for byte: the data fingerprints, and so every key, are kept)
+    data_root, corpus_files = paths.data_dir(), _corpus_files(cfgs)
+    if corpus_files and (data_root is None or not data_root.is_dir()):
+        raise LMCError("the pack is made from the offline corpora: set LMC_DATA_DIR (e.g. ../shared/data)")
+    data_sums = _sums(data_root) if data_root is not None else {}
+    for rel in corpus_files:
+        raw = (data_root / rel).read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        if rel in data_sums and data_sums[rel] != digest:
+            raise LMCError(f"{data_root / rel} does not match {data_root / 'SHA256SUMS'}: restore it before packing")
+        add(f"data/{rel}.gz", gzip.compress(raw, 9, mtime=0), kind="data", unpacks_to=rel, unpacked_sha256=digest,
+            unpacked_bytes=len(raw))
+    log(f"pack: corpus files {', '.join(f[5:-3] for f in files if f.startswith('data/'))}")
+    # the token caches of the runs
+    cache_root = paths.cache_dir()
+    seen: set = set()
+    for cfg in cfgs:
+        if cfg.data in seen:
+            continue
+        seen.add(cfg.data)
+        for f in _cache_files(cfg):
+            add(f"cache/{f.relative_to(cache_root).as_posix()}", f.read_bytes(), kind="cache")
+    log(f"pack: {sum(1 for v in files.values() if v['kind'] == 'cache')} token-cache files")
+    keys = {}
+    for s in all_steps:
+        if s.kind == "run":
+            keys[s.run.id] = s.run.key()
+    total = sum(v["bytes"] for v in files.values())
+    manifest = {"format": PACK_FORMAT, "profile": profile, "budget_min": budget_min, "seeds": seeds,
+                "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **env.git_state(), "torch": torch.__version__,
+                "files": files, "bytes": total, "run_keys": keys,
+                "run_keys_note": "keys of the runs at device cpu, computed from the corpus files here; unpack() "
+                                 "computes them again from the pack and stops on any difference"}
+    mtext = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    (pack / "manifest.json").write_text(mtext)
+    lines = [f"{v['sha256']}  {rel}" for rel, v in sorted(files.items())]
+    lines.append(f"{hashlib.sha256(mtext.encode()).hexdigest()}  manifest.json")
+    (pack / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    size = sum(p.stat().st_size for p in pack.rglob("*") if p.is_file())
+    log(f"pack: {len(files) + 2} files, {size / 2**20:.1f} MiB in {pack} (limit {PACK_LIMIT / 2**20:.0f} MiB)")
+    if size > PACK_LIMIT:
+        biggest = sorted(files.items(), key=lambda kv: -kv[1]["bytes"])[:5]
+        raise LMCError(f"the pack is {size / 2**20:.1f} MiB, over {PACK_LIMIT / 2**20:.0f} MiB; its largest files: "
+                       + ", ".join(f"{k} ({v['bytes'] / 2**20:.1f} MiB)" for k, v in biggest))
+    return manifest
+
+
+def verify_pack(pack: Path) -> dict:
+    """The pack's manifest, after checking every file it lists (present, its size, its SHA-256): a damaged pack stops
+    here with a message naming the file."""
+    pack = Path(pack)
+    if not (pack / "manifest.json").is_file():
+        manifest = None
+    else:  # made elsewhere: bounded, strict JSON, its schema; every name it gives stays inside its folder
+        manifest = untrusted.read_json(pack / "manifest.json", untrusted.PACK_MANIFEST)
+    if manifest is None or manifest.get("format") != PACK_FORMAT:
+        raise LMCError(f"{pack} is not a campaign pack (no readable manifest.json of format {PACK_FORMAT}): make it "
+                       "with `python -m lmcompanion campaign --pack DIR` on a machine with the offline corpora")
+    _pack_targets(pack, manifest, paths.cache_dir())
+    bad = []
+    for rel, meta in sorted(manifest["files"].items()):
+        path = pack / rel
+        if not path.is_file():
+            bad.append(f"{rel} is missing")
+        elif path.stat().st_size != meta["bytes"]:
+            bad.append(f"{rel} has {path.stat().st_size:,} bytes, not {meta['bytes']:,}")
+        elif _sha256(path) != meta["sha256"]:
+            bad.append(f"{rel} does not match its SHA-256")
+    if bad:
+        raise LMCError(f"the pack {pack} is damaged: " + "; ".join(bad[:10]) + (f" (and {len(bad) - 10} more)"
+                       if len(bad) > 10 else "") + ". Make it again (`python -m lmcompanion campaign --pack DIR`) "
+                       "and carry it again; nothing was run")
+    return manifest
+
+
+def unpack(pack: Path, log: Callable = print) -> dict:
+    """Verify the pack (:func:`verify_pack`), restore its corpus files under ``$LMC_CACHE_DIR/pack-data`` (each checked
+    against the digest of the original) and its token caches into ``$LMC_CACHE_DIR``, then point ``LMC_DATA_DIR`` at
+    the restored files and turn the hub off (``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE``). Returns the manifest."""
+    manifest = verify_pack(pack)
+    pack, cache = Path(pack), paths.cache_dir()
+    data_root = cache / "pack-data"
+    targets = _pack_targets(pack, manifest, cache)
+    blobs = {}
+    for rel, meta in sorted(manifest["files"].items()):  # every file read and checked before any is written
+        target = targets.get(rel)
+        if target is None:
+            continue
+        want = (meta["unpacked_bytes"], meta["unpacked_sha256"]) if meta["kind"] == "data" else (meta["bytes"],
+                                                                                                  meta["sha256"])
+        if target.is_file() and target.stat().st_size == want[0] and _sha256(target) == want[1]:
+            continue
+        blob = (pack / rel).read_bytes()
+        if meta["kind"] == "data":
+            blob = untrusted.inflate(blob, meta["unpacked_bytes"], pack / rel, untrusted.PACK_MANIFEST)
+        elif rel.endswith(".json"):  # a token cache's description: strict JSON, as the data modules expect
+            untrusted.parse_json(blob, pack / rel, untrusted.PACK_MANIFEST)
+        if hashlib.sha256(blob).hexdigest() != want[1]:
+            raise LMCError(f"{pack / rel} does not unpack to the file it was made from; make the pack again")
+        blobs[target] = blob
+    for target, blob in blobs.items():
+        paths.atomic_write(target, blob)
+    os.environ["LMC_DATA_DIR"] = str(data_root)
+    os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+    log(f"pack {pack}: {len(manifest['files'])} files verified; corpora restored in {data_root}, token caches in "
+        f"{cache} (made at commit {str(manifest.get('commit'))[:12]}{' with changes' if manifest.get('dirty') else ''})")
+    return manifest
+
+
+def _pack_targets(pack: Path, manifest: dict, cache: Path) -> dict[str, Path]:
+    """Where each file of a pack's manifest goes (a wheel: nowhere, it is installed from the pack), each name checked:
+    a file of the pack inside the pack under the folder of its kind, a corpus file inside ``<cache>/pack-data``, a
+    token cache inside ``cache``; any other name stops the pack before anything is written."""
+    out = {}
+    fmt, where = untrusted.PACK_MANIFEST, pack / "manifest.json"
+    prefix = {"wheel": "wheels/", "data": "data/", "cache": "cache/"}
+    for rel, meta in manifest["files"].items():
+        untrusted.confined(pack, rel, where, fmt, what="the file")
+        if not rel.startswith(prefix[meta["kind"]]) or rel == prefix[meta["kind"]]:
+            raise fmt.error(where, f"{rel[:120]!r} is a {meta['kind']} file outside {prefix[meta['kind']]}")
+        if meta["kind"] == "data":
+            out[rel] = untrusted.confined(cache / "pack-data", meta["unpacks_to"], where, fmt, what="unpacks_to")
+        elif meta["kind"] == "cache":
+            out[rel] = untrusted.confined(cache, rel.removeprefix("cache/"), where, fmt, what="the cache file")
+    return out
+
+
+def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:
+    """Compute the run keys of the campaign's runs here (device cpu, as the pack did) and compare them with the
+    pack's: a difference (other data, or code other than the pack's commit) stops with a message. Returns how many
+    keys were compared."""
+    want = manifest.get("run_keys") or {}
+    diffs, n = [], 0
+    for s in plan_mod.steps(profile, device="cpu", seeds=seeds):
+        if s.kind == "run" and s.run.id in want:
+            n += 1
+            key = s.run.key()
+            if key != want[s.run.id]:
+                diffs.append(f"{s.run.id}: {key} here, {want[s.run.id]} in the pack")
+    if diffs:
+        raise LMCError("the run keys computed from the pack differ from those computed where it was made ("
+                       + "; ".join(diffs[:5]) + "): the code or the data differ from the pack's; make the pack again "
+                       "from this working tree")
+    return n
+
+
+def _own_manifest(pack: Path) -> dict | None:
+    """The manifest of a pack made before in ``pack`` (to know that the folder may be replaced), or None."""
+    try:
+        return untrusted.read_json(Path(pack) / "manifest.json", untrusted.PACK_MANIFEST)
+    except LMCError:
+        return None
+
+
+__all__ = ["PACK_FORMAT", "PACK_LIMIT", "check_keys", "default_data_dir", "default_wheels", "make_pack", "unpack",
+           "verify_pack"]
