@@ -43,3 +43,25 @@ def test_notebook_has_the_standard_parameters(src):
     params = parameters_of(read_source(src))
     assert REQUIRED <= set(params), f"{src.name} lacks parameters {REQUIRED - set(params)}"
     assert params["profile"] == "cpu", "the book's default profile is cpu"
+
+
+def test_no_compared_cell_of_a_reference_shows_what_the_machine_s_clock_decided():
+    """A row decided by time measured on the machine that executes the page (a side-by-side timing, or runs read at
+    equal wall-clock time) reads differently on another machine: it belongs in a cell nbval does not compare
+    (``nbval-ignore-output``), as the pages' "measured on this machine" tables are. Checked over every reference, so
+    that a new page cannot put one in a compared cell (mixer/03_scaling once did, and failed on another machine)."""
+    import json
+
+    refs = sorted((REPO / "tests" / "nbval").glob("*/*.ipynb"))
+    assert refs
+    wrong, seen = [], 0
+    for path in refs:
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            outputs = [o for o in cell.get("outputs", []) if not o.get("metadata", {}).get("scrapbook")]
+            text = "".join(json.dumps(o.get("data", {})) + str(o.get("text", "")) for o in outputs)
+            if "measured on this machine" in text or "timed side by side" in text:
+                seen += 1
+                if "nbval-ignore-output" not in cell.metadata.get("tags", []):
+                    wrong.append(f"{path.relative_to(REPO)} cell {i}")
+    assert seen, "no reference shows a row decided by the clock: the test cannot fail"
+    assert not wrong, f"compared cells showing rows decided by this machine's clock: {wrong}"
