@@ -47,14 +47,15 @@ def main(argv=None) -> int:
             a = learning.arm(name, found, metric)
             rows.append({"chapter": h.chapter, "headline": h.label, "arm": name, "metric": metric,
                          "reference": a.reference, "level": a.level, "seeds": len(found),
-                         "tokens": [r.summary.get("tokens") for r in found],
+                         "tokens": [r.summary.get("tokens") or r.config.tokens() for r in found],
+                         "unit": getattr(found[0].config.data, "unit", "tokens"),
                          "distance": [round(d, 3) for d in a.distances], "learned": a.learned,
                          "wall_s": [r.summary.get("wall_time_s") for r in found]})
     print(f"headline arms at {args.profile} ({len(rows)} arms):")
     for r in rows:
         unit = "x chance" if r["metric"].endswith("_acc") else "nats below"
         toks = sorted(set(r["tokens"]))
-        print(f"  {r['chapter']:<10} {r['arm']:<28} {r['seeds']} seeds, {','.join(f'{t:,}' for t in toks)} tokens/run, "
+        print(f"  {r['chapter']:<10} {r['arm']:<28} {r['seeds']} seeds, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
               f"{unit} {r['reference']} ({r['level']:.3f}): {', '.join(f'{d:.2f}' for d in r['distance'])} "
               f"{'learned' if r['learned'] else 'NOT learned'}; {sum(r['wall_s']) / 60:.1f} min in all")
     per = defaultdict(lambda: [0, 0.0])

@@ -273,7 +273,7 @@ CLAIMS = [
               "(experiments/mixer.py)"),
     _untested("The number of inter-token trainable parameters is equal to the kernel size multiplied by the number of "
               "weights in the 1D convolution of kernel size 1", rows.V100,
-              "a description of the design; the scaling notebook's parameter table counts the kernel-4 mixer (4 L^2 "
+              "a description of the design; the scaling notebook's parameter table counts the kernel-4 mixer ($4L^2$ "
               "token-mixing weights per block) against the original code's count"),
     _tested("With the larger learning rate of $\\eta=0.005$ this is slightly reduced to 1.76 and 1.79 training and "
             "test accuracy", rows.V100,
