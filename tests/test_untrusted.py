@@ -183,6 +183,20 @@ MEMBER_TYPES = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTY
                 tarfile.FIFOTYPE]
 
 
+def _add_member(tar, data, name: str, blobs) -> None:
+    """One drawn member of a hostile archive: of a drawn type (a file whose bytes are drawn from ``blobs``, a folder,
+    a link aimed outside, a device, a pipe)."""
+    info = tarfile.TarInfo(name or "x")
+    info.type = data.draw(st.sampled_from(MEMBER_TYPES))
+    if info.type == tarfile.REGTYPE:
+        blob = data.draw(blobs)
+        info.size = len(blob)
+        tar.addfile(info, io.BytesIO(blob))
+    else:
+        info.linkname = data.draw(st.sampled_from(["/etc/passwd", "../../outside.txt", "a.json"]))
+        tar.addfile(info)
+
+
 @SETTINGS
 @given(data=st.data())
 def test_import_recorded_of_a_hostile_campaign_archive_unpacks_nothing(recorded_bytes, tmp_path, data):
@@ -193,15 +207,7 @@ def test_import_recorded_of_a_hostile_campaign_archive_unpacks_nothing(recorded_
         for _ in range(data.draw(st.integers(1, 4))):
             name = data.draw(st.sampled_from(["out/smoke/a.json", "out/smoke/b.json", "out/campaign/smoke/p.json"])
                              | st.sampled_from(HOSTILE) | st.text(max_size=20))
-            info = tarfile.TarInfo(name or "x")
-            info.type = data.draw(st.sampled_from(MEMBER_TYPES))
-            blob = data.draw(st.sampled_from([recorded_bytes, b"{}", b"NaN"]) | st.binary(max_size=50))
-            if info.type == tarfile.REGTYPE:
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
-            else:
-                info.linkname = data.draw(st.sampled_from(["/etc/passwd", "../../outside.txt", "a.json"]))
-                tar.addfile(info)
+            _add_member(tar, data, name, st.sampled_from([recorded_bytes, b"{}", b"NaN"]) | st.binary(max_size=50))
     raw = buf.getvalue()
     if data.draw(st.booleans()):  # damaged or truncated
         cut = data.draw(st.integers(0, len(raw)))
@@ -250,16 +256,8 @@ def test_restoring_a_hostile_slot_archive_writes_nothing_or_only_checked_files_i
         for _ in range(data.draw(st.integers(1, 4))):
             name = data.draw(st.sampled_from(sorted(good)) | st.sampled_from(HOSTILE).map(lambda h: "out/" + h)
                              | st.sampled_from(HOSTILE) | st.text(max_size=20))
-            info = tarfile.TarInfo(name or "x")
-            info.type = data.draw(st.sampled_from(MEMBER_TYPES))
-            blob = data.draw(st.sampled_from(sorted(good.values())) | st.sampled_from([
+            _add_member(tar, data, name, st.sampled_from(sorted(good.values())) | st.sampled_from([
                 _dump(_mutated(data, progress)), _dump(_mutated(data, minutes))]) | st.binary(max_size=50))
-            if info.type == tarfile.REGTYPE:
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
-            else:
-                info.linkname = data.draw(st.sampled_from(["/etc/passwd", "../../outside.txt", "a.json"]))
-                tar.addfile(info)
     archive.write_bytes(buf.getvalue())
     try:
         written = campaign.restore.restore(archive, box.target, log=lambda *a: None)

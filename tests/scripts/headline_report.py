@@ -13,11 +13,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from lmcompanion import chapters, experiments, learning  # noqa: F401  (chapters: the headlines are declared there)
+from lmcompanion import experiments, learning
 from lmcompanion.train import RunStore
-
-
-CHAPTERS = ("ar_ed", "deepsight", "formal_ed", "hourglass", "mixer", "retrieval")
 
 
 def _metric(cfg) -> str:
@@ -62,7 +59,7 @@ def main(argv=None) -> int:
     for summary in Path(args.runs).glob("*/summary.json"):
         s = json.loads(summary.read_text())
         name = json.loads((summary.parent / "config.json").read_text()).get("name", summary.parent.name)
-        chapter = next((c for c in CHAPTERS if name.startswith((c + "_", c + "/"))), "other")
+        chapter = next((c for c in experiments.chapters() if name.startswith((c + "_", c + "/"))), "other")
         per[chapter][0] += 1
         per[chapter][1] += s.get("wall_time_s") or 0.0
     print("finished runs in the store, by chapter: " + "; ".join(

@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
 from ..train.trainer import CKPT, check_device
-from .registry import REGISTRY, Experiment, Procedure, get, headline_arms, procedure
+from .registry import REGISTRY, Procedure, get, headline_arms, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
 # comparison can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that
@@ -105,13 +105,9 @@ def chapter_names(chapter: str) -> list[str]:
     return names
 
 
-def _experiment(name: str) -> Experiment:
-    return get(name)
-
-
 def runs_at(name: str, profile: str) -> bool:
     """Whether experiment ``name`` runs at ``profile`` (as registered)."""
-    return _experiment(name).runs_at(check_profile(profile))
+    return get(name).runs_at(check_profile(profile))
 
 
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
@@ -119,7 +115,7 @@ def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tup
     profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
     experiment runs the first seed only or, at ``cpu``, is no headline comparison's arm (:data:`ILLUSTRATION_SEEDS`).
     None where it does not run at the profile."""
-    exp = _experiment(name)
+    exp = get(name)
     if not exp.runs_at(check_profile(profile)):
         return ()
     if seeds is not None:
@@ -150,7 +146,7 @@ def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "aut
     overrides = dict(overrides or {})
     if "device" in overrides:
         device = str(overrides.pop("device"))
-    cfg = _experiment(name).build(profile)
+    cfg = get(name).build(profile)
     cfg = dataclasses.replace(cfg, seed=seed, device=resolve_device(device, profile))
     return apply_overrides(cfg, overrides)
 
@@ -159,7 +155,7 @@ def planned(name: str, profile: str, seed: int, *, device: str = "auto", overrid
             settings: Any = None) -> PlannedRun:
     """One run of experiment ``name``: its config at ``profile`` with ``seed``, its procedure and settings (the
     procedure's own for the profile unless ``settings`` is given), and the runs it reads."""
-    exp = _experiment(name)
+    exp = get(name)
     cfg = config(name, profile, seed=seed, device=device, overrides=overrides)
     proc = procedure(exp.procedure)
     needs = tuple(_needed(c, proc, profile) for c in (proc.needs(cfg) if proc.needs else []))
@@ -191,7 +187,7 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
     check_profile(profile)
     names = chapter_names(what) if isinstance(what, str) else list(dict.fromkeys(what))
     for name in names:
-        _experiment(name)
+        get(name)
     if isinstance(seeds, int):
         if seeds < 1:
             raise ConfigError(f"seeds must be a positive number of seeds, got {seeds}")
