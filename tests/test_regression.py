@@ -46,6 +46,9 @@ def test_the_sanitizer_absorbs_a_rounding_boundary_and_keeps_exact_numbers():
     # the gate's mark flips with the distances it reads, and the arms it names with them
     assert _sanitize(at_chance.learned) == _sanitize(at_chance.learned.replace("✗", "✓"))
     assert _sanitize("1.2e-09") == _sanitize("3.4e-08")
+    # the book's own scientific form (lmcompanion.formats), whose power of ten moves with the value as Python's does
+    assert _sanitize("| 4.84×10⁻⁹ |") == _sanitize("| 1.20×10⁻⁸ |") == _sanitize("| 0.00123 |") == "| <num> |"
+    assert _sanitize("9.25 [8.83, 9.67] ×10⁻⁴") == _sanitize("0.00123 [0.00120, 0.00125]") == "<num> [<num>, <num>]"
     # and so does a verdict scaled by at_scale
     scaled = [verdicts.at_scale(v, "smoke", (5.3e-6, 5.3e-6)).verdict for v in (at_chance, verdicts.claim(
         "x", "", [1, 1.1, 1.2], [2, 2.1, 2.2]), verdicts.claim("x", "", [2, 2.1, 2.2], [1, 1.1, 1.2]))]
