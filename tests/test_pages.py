@@ -79,7 +79,7 @@ def test_the_chance_line_counts_only_the_tested_rows():
     rows = [{"outcome": o} for o in ("holds", "does not hold", "inconclusive at this scale")] * 10
     rows += [{"outcome": "not decided at this scale"}] * 50
     line = pages.chance_line(rows)
-    assert "30 claims were tested (20 decided)" in line and "about 1.5 of them hold" in line
+    assert "30 claims were tested (20 decided)" in line and "about 1.50 of them hold" in line
     assert pages.chance_line([{"outcome": "not decided at this scale"}]).startswith("No claim")
 
 

@@ -40,6 +40,7 @@ from typing import Sequence
 import torch
 
 from . import experiments, paths
+from .formats import number
 from .errors import ConfigError
 from .estimate import peak_flops
 from .experiments import PlannedRun
@@ -170,10 +171,10 @@ class SideBySide:
         import pandas as pd
 
         a, b = self.names
-        rows = [{"round": r + 1, f"{a} (s/step)": f"{x:.4f}", f"{b} (s/step)": f"{y:.4f}", "ratio": f"{x / y:.3f}"}
+        rows = [{"round": r + 1, f"{a} (s/step)": number(x), f"{b} (s/step)": number(y), "ratio": number(x / y)}
                 for r, (x, y) in enumerate(zip(*self.seconds))]
-        rows.append({"round": "mean", f"{a} (s/step)": f"{mean(self.seconds[0]):.4f}",
-                     f"{b} (s/step)": f"{mean(self.seconds[1]):.4f}", "ratio": f"{mean(self.ratios()):.3f}"})
+        rows.append({"round": "mean", f"{a} (s/step)": number(mean(self.seconds[0])),
+                     f"{b} (s/step)": number(mean(self.seconds[1])), "ratio": number(mean(self.ratios()))})
         return pd.DataFrame(rows).set_index("round")
 
 

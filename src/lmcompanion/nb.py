@@ -265,7 +265,7 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
 
 
 def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:,.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+    return f"{tables.number(seconds / 60)} min" if seconds < 5400 else f"{tables.number(seconds / 3600)} h"
 
 
 def _planned_by_name(names: Sequence[str], profile: str) -> dict[str, list[experiments.PlannedRun]]:
@@ -309,7 +309,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             cfg = experiments.config(name, settings.profile, device="cpu")
             rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
                          "FLOPs/run": _flops(cfg), "estimated time/run (one H100)": "",
-                         "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in here]):,.0f} s "
+                         "measured time/run": (f"{tables.number(stats.mean([r.summary['train_time_s'] for r in here]))} s "
                                                f"({len(here)} runs, this build)" if here else "")})
         for profile in ("gpu", "paper"):
             plan = planned[profile].get(name)
@@ -321,7 +321,7 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             rows.append({"experiment": name, "profile": profile, "tokens/run": _seen(cfg),
                          "FLOPs/run": _flops(cfg),
                          "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
-                         "measured time/run": (f"{stats.mean([r.summary['train_time_s'] for r in rec]) / 60:,.1f} min "
+                         "measured time/run": (f"{tables.number(stats.mean([r.summary['train_time_s'] for r in rec]) / 60)} min "
                                                f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
                                                if rec else "not recorded yet")})
     return pd.DataFrame(rows).fillna("").set_index("experiment")
@@ -502,11 +502,11 @@ def provenance(settings: Settings):
         "executed on": env.cpu_name() + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""),
         "runs used": f"{len(runs)} ({len([r for r in runs if r.summary.get('resumed_from') is None])} trained from "
                      f"scratch or reused, made on {', '.join(devices) or '-'})",
-        "training time of those runs": (f"{sum(r.summary['train_time_s'] for r in trained_here) / 60:.1f} min "
+        "training time of those runs": (f"{tables.number(sum(r.summary['train_time_s'] for r in trained_here) / 60)} min "
                                         f"(summed over {len(trained_here)} runs, where and when each was made)"
                                         if trained_here else "-"),
         "data fingerprints": "; ".join(data) or "-", "tokenizers": "; ".join(toks) or "-",
-        "execution time of this page": f"{time.time() - settings.started:.0f} s",
+        "execution time of this page": f"{tables.number(time.time() - settings.started)} s",
     }
     return pd.DataFrame({"value": list(info.values())}, index=pd.Index(list(info), name="provenance"))
 
@@ -531,7 +531,7 @@ def rerun_total(names: Sequence[str], profile: str = "paper") -> str:
     seeds_text = " or ".join(map(str, seeds)) + f" seed{'s' if seeds != [1] else ''}"
 
     def span_of(seconds: float) -> str:
-        return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.0f} min"
+        return f"{tables.number(seconds / 3600)} h" if seconds >= 3600 else f"{tables.number(seconds / 60)} min"
 
     return (f"At the {profile} profile: {len(per_name)} experiment{'s' if len(per_name) != 1 else ''} x {seeds_text} "
             f"= {len(runs)} run{'s' if len(runs) != 1 else ''}, an estimated {span_of(total_s)} of training on one "

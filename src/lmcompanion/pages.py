@@ -32,6 +32,7 @@ from scipy import stats as scipy_stats
 from . import chapters, claims, experiments, ledger, learning
 from .config import PROFILES
 from .errors import LMCError
+from .formats import count, number
 from .stats import ALPHA
 from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCONCLUSIVE, NOT_DECIDED, OUTCOMES, TRAINING
 
@@ -207,7 +208,7 @@ def chance_line(rows: list[dict]) -> str:
     k = int(scipy_stats.binom.ppf(0.95, n, ALPHA))
     decided = sum(r["outcome"] in (HOLDS, FAILS) for r in tested)
     return (f"**Many tests at 5%.** {n} claim{'s were' if n != 1 else ' was'} tested ({decided} decided). If every "
-            f"one of them had arms that were in truth equal, chance alone would make about {n * ALPHA:.1f} of them "
+            f"one of them had arms that were in truth equal, chance alone would make about {number(n * ALPHA)} of them "
             f"hold and about as many not hold (at most 5% each way); 19 times in 20 no more than {k} each way.")
 
 
@@ -344,7 +345,7 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
         if profile == "cpu":
             text += (f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
                      f"before any comparison was looked at: {experiments.CPU_RULE}. Here the baseline trains "
-                     f"{cfg.train.max_steps:,} steps, {cfg.tokens():,} {getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
+                     f"{count(cfg.train.max_steps)} steps, {count(cfg.tokens())} {getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
         out.append(text + ".")
     return " ".join(out)
 
@@ -513,8 +514,8 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
         commit = f"`{(meta.get('commit') or '?')[:10]}`" + (" (uncommitted changes)" if meta.get("dirty") else "")
         total += meta.get("duration_s", 0.0)
         lines.append(f"| {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}`" + (f", {params}" if params else "")
-                     + f" | {meta.get('duration_s', 0):.0f} | {commit} | {_when(meta.get('executed', ''))} |")
-    lines += ["", f"Total execution time of the pages: {total / 60:.1f} min (pages that ran at the same time count "
+                     + f" | {number(meta.get('duration_s', 0))} | {commit} | {_when(meta.get('executed', ''))} |")
+    lines += ["", f"Total execution time of the pages: {number(total / 60)} min (pages that ran at the same time count "
               "separately).", ""]
     return "\n".join(lines)
 

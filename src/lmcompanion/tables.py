@@ -49,7 +49,7 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
             has = all(key in r.metrics().columns for r in runs)
             row[name] = span(last_train_metric(runs, key), ".3g") if has else "N/A"
         if params:
-            row["params"] = f"{runs[0].summary['params']:,}"
+            row["params"] = count(runs[0].summary["params"])
         if pub:
             # as text, as the write-up prints them: pandas rounds the floats of a column that mixes floats and text
             # (4.138e-09 beside "N/A" showed 0.0)
@@ -58,7 +58,7 @@ def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[s
             if aux is not None:
                 row[f"write-up {aux[1]}"] = str(pub.get("aux", "N/A"))
             if params and "params" in pub:
-                row["write-up params"] = f"{pub['params']:,}"
+                row["write-up params"] = count(pub["params"])
         rows.append(row)
     if all(r["val (best)"] == r["val (final)"] for r in rows):  # no arm's loss rose after its best: one column says it
         for r in rows:

@@ -43,6 +43,7 @@ from typing import Mapping, Sequence
 
 from . import experiments, learning, models, stats, tables
 from .learning import Arm
+from .formats import estimate, number
 from .stats import ALPHA, span
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
@@ -277,7 +278,8 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
         above, below_ = stats.one_sample_p(d, m, "greater"), stats.one_sample_p(d, -m, "less")
         diff = stats.mean(d)
         se = stats.std(d) / math.sqrt(len(d))
-        effect = f"x{math.exp(diff):.3f} (SE of the log ratio {se:.3f})" if ratio else f"{diff:+{fmt}} ± {se:{fmt}}"
+        effect = (f"x{number(math.exp(diff))} (SE of the log ratio {number(se)})" if ratio
+                  else estimate(diff, se))
         n = f"{len(d)} {unit}"
     else:
         inside = max(stats.permutation_p(y, [u + m for u in x], "less"), stats.permutation_p([u - m for u in x], y, "less"))
@@ -285,7 +287,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
         below_ = stats.permutation_p([u + m for u in x], y, "less")  # a + margin below b: a is lower by more
         c = stats.compare(x, y)
         diff = c.effect
-        effect = f"x{math.exp(diff):.3f} (ratio of geometric means)" if ratio else c.effect_text(fmt)
+        effect = f"x{number(math.exp(diff))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
         n = f"{len(a)} vs {len(b)}"
     if inside <= ALPHA:
         verdict, p, reverse = HOLDS, inside, False

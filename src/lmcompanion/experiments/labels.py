@@ -10,6 +10,7 @@ from typing import Sequence
 
 from .. import models
 from ..config import PROFILES
+from ..formats import number
 from ..run import RunConfig
 from .plan import config, runs_at
 from .registry import get
@@ -30,7 +31,7 @@ def arm_label(name: str, profile: str) -> str:
     def size(m: re.Match) -> str:
         if abs(here / 1e6 - float(m.group(1))) < 0.01:  # the write-up's size, as it prints it
             return m.group(0)
-        return f"({here / 1e6:.3g}M here; {m.group(1)}M in the write-up)"
+        return f"({number(here / 1e6)}M here; {m.group(1)}M in the write-up)"
     return _SIZE_IN_TITLE.sub(size, title)
 
 
