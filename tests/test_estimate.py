@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from lmcompanion import estimate, experiments
+from lmcompanion import estimate, experiments, formats
 from lmcompanion.chapters import mixer, retrieval
 
 
@@ -37,7 +37,7 @@ def test_the_chapters_estimates_are_the_books_one_estimate():
                                                                                               abs=0.005)
     df, hours = retrieval.rerun_estimate("paper", ["retrieval/flat_d1024_c32"])
     cfg = experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu")
-    assert df.loc["retrieval/flat_d1024_c32", "estimated hours/run (H100)"] == f"{estimate.seconds(cfg) / 3600:.1f}"
+    assert df.loc["retrieval/flat_d1024_c32", "estimated hours/run (H100)"] == formats.number(estimate.seconds(cfg) / 3600)
     assert hours == pytest.approx(3 * estimate.seconds(cfg) / 3600)
 
 

@@ -300,7 +300,7 @@ def test_the_equal_time_row_reads_both_arms_after_the_same_measured_time(monkeyp
     text, better, worse, parts, _, _ = EQUAL_TIME[0]
     row = mixer.equal_time_row(text, "", better, worse, {better: fast, worse: slow})
     assert row.verdict == HOLDS and row.claim.endswith(TIMED) and "CPU time here" in row.claim
-    assert "after 10 s of training measured here" in row.ours  # the shortest run's time: the fast arm's
+    assert "after 10.0 s of training measured here" in row.ours  # the shortest run's time: the fast arm's
     assert mixer.timed([row]) == [row]  # shown apart with the other rows measured on this machine
     same = mixer.equal_time_row(text, "", better, worse, {better: slow, worse: fast[::-1]})
     assert same.verdict == FAILS

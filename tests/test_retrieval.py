@@ -460,7 +460,7 @@ def test_the_lead_states_bm25_against_the_matchers_from_the_glued_rows():
     rows = [bm25, {"claim": "x", "outcome": "not decided at this scale", "profile": "cpu",
                    "arms": [arm("flat_d1024_c32", [3.43, 3.40]), arm("llama_d1024_c32", [3.44])]}]
     text = claims.lead("retrieval", rows)
-    assert "BM25 top-1 0.92" in text and "none of the 2 matcher arms" in text and "never more than 0.03 nats below" in text
+    assert "BM25 top-1 0.92" in text and "none of the 2 matcher arms" in text and "never more than 0.0340 nats below" in text
     learned = [bm25, {**rows[1], "arms": [arm("flat_d1024_c32", [2.0, 2.1]), arm("llama_d1024_c32", [3.44])]}]
     assert "1 of the 2 matcher arms trained on embeddings have left chance (flat_d1024_c32)" in claims.lead(
         "retrieval", learned)

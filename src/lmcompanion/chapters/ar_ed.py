@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 from ..verdicts import Verdict
 
 from .. import experiments, tables
+from ..formats import number
 from .. import claims
 from ..claims import Context, Row, between_row, register as register_rows
 from ..ledger import Claim, register
@@ -40,6 +41,7 @@ CLAIMS = [
 ]
 BEYOND = "beyond the write-up:"  # the book's own claims (the write-up's conclusions ask for them) start so
 COLLAPSE_BOUND = 1e-6  # the write-up's final embedding losses are 4-9e-9; we call a loss collapsed below this
+PRINTED = 4  # significant digits of the write-up's final embedding losses (4.138e-9: 4.138×10⁻⁹ here)
 COLLAPSING = ("ar_ed/mse", "ar_ed/cosine", "ar_ed/mse_pos_sub")  # the runs with an embedding loss
 
 # The cost claims: "Both completed in a similar amount of time with similar memory demands, but the baseline had more
@@ -59,7 +61,7 @@ def collapse_row(text: str, name: str, runs) -> Verdict:
     """The embedding loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss:
     a collapse in a model that has not learned to predict says nothing about the write-up's."""
     exp = experiments.get(name)
-    v = below(text, f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/embedding"),
+    v = below(text, number(exp.published["aux"], PRINTED), tables.last_train_metric(runs[name], "aux/embedding"),
               COLLAPSE_BOUND)
     return gate(v, arms_of(runs, "val", name))
 
@@ -87,12 +89,6 @@ def verdict_rows(runs: Mapping[str, Sequence], timing=None, profile: str | None 
 _C = CHAPTER
 _ROW = {text: text for text, *_ in CLAIMS}  # a claim's row, by its text (a KeyError here is a renamed row)
 _MOTIVATION = "motivation for the design, not a measured result; no experiment of the write-up tests it"
-
-
-def _printed(x: float) -> str:
-    """A small number as the write-up prints it (4.138e-9)."""
-    mantissa, exponent = f"{x:.3e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
 
 
 def _train_cells(better: str, worse: str) -> str:
@@ -135,7 +131,7 @@ LEDGER = register(_C, [
     *[Claim(_C, _train_cells(n, "ar_ed/no_loss"), "Results (the first table)",
             row=_ROW[f"{'MSE' if n == 'ar_ed/mse' else 'cosine'} embedding loss beats no embedding loss (train)"])
       for n in ("ar_ed/mse", "ar_ed/cosine")],
-    *[Claim(_C, f"Embedding loss {_printed(experiments.get(n).published['aux'])} ({experiments.get(n).title})",
+    *[Claim(_C, f"Embedding loss {number(experiments.get(n).published['aux'], PRINTED)} ({experiments.get(n).title})",
             "Results (the tables)", row=collapse_claim(n)) for n in COLLAPSING],
     Claim(_C, "Adding the positional embedding subtraction strictly improved performance.", "Results",
           row=_ROW["positional subtraction improves train loss"]),

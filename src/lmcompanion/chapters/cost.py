@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 from .. import experiments, memory, stats
 from ..bench import SideBySide
 from ..claims import Row
+from ..formats import number
 from ..verdicts import COMPUTED, COST, INCONCLUSIVE, Verdict, below, exact, similar
 
 # "A similar amount of time", "similar memory demands": no larger than a factor 1.25 either way (chosen before any
@@ -90,7 +91,7 @@ def time_lower(text: str, published: str, timing: SideBySide | None, faster: str
     ratios = [x / y for x, y in zip(fast, slow)]
     v = below(text, published, ratios, limit, fmt=".3f", log=True)
     return dataclasses.replace(
-        v, seeds=f"{len(ratios)} rounds", effect=f"x{stats.mean(ratios):.3f} (mean ratio)",
+        v, seeds=f"{len(ratios)} rounds", effect=f"x{number(stats.mean(ratios))} (mean ratio)",
         ours=f"s/step on {timing.device}: {_short(faster)}: {stats.span(fast, '.4f')}; "
              f"{_short(slower)}: {stats.span(slow, '.4f')}; ratio {stats.span(ratios, '.3f')}")
 
@@ -102,7 +103,7 @@ def counted(name: str, profile: str = MEMORY_PROFILE) -> dict[str, int]:
 
 
 def _gib(n: float) -> str:
-    return f"{n / 2**30:.2f} GiB"
+    return f"{number(n / 2**30)} GiB"
 
 
 def memory_similar(text: str, published: str, a: str, b: str, runs: Mapping[str, Sequence] | None = None) -> Verdict:
@@ -112,12 +113,12 @@ def memory_similar(text: str, published: str, a: str, b: str, runs: Mapping[str,
     ca, cb = counted(a)["training_step"], counted(b)["training_step"]
     ma, mb = memory.recorded_peak(runs.get(a, [])), memory.recorded_peak(runs.get(b, []))
     text_counted = (f"counted at the write-up's size (one micro-batch, fp32, with AdamW's state): {_short(a)}: "
-                    f"{_gib(ca)}, {_short(b)}: {_gib(cb)}, ratio {ca / cb:.3f}")
+                    f"{_gib(ca)}, {_short(b)}: {_gib(cb)}, ratio {number(ca / cb)}")
     if ma and mb:
         gpu = next((r.env.get("gpu") for r in runs[a] if r.env.get("gpu")), "a GPU")
         ratio = stats.mean(ma) / stats.mean(mb)
         ours = (f"measured on {gpu} (the runs' recorded peak): {_short(a)}: {_gib(stats.mean(ma))}, {_short(b)}: "
-                f"{_gib(stats.mean(mb))}, ratio {ratio:.3f}; {text_counted}")
+                f"{_gib(stats.mean(mb))}, ratio {number(ratio)}; {text_counted}")
     else:
         ratio = ca / cb
         ours = f"{text_counted}; measured on a GPU: not recorded yet"
@@ -143,7 +144,7 @@ def memory_table(names: Sequence[str], profile: str, runs: Mapping[str, Sequence
                                                       + paper["optimizer_state"]),
             "peak during the pass (write-up)": _gib(paper["peak_during_pass"]),
             "training step (write-up)": _gib(paper["training_step"]),
-            f"training step ({profile})": f"{here['training_step'] / 2**20:.1f} MiB",
+            f"training step ({profile})": f"{number(here['training_step'] / 2**20)} MiB",
             "measured on a GPU": _gib(stats.mean(measured)) if measured else "not recorded yet",
         })
     return pd.DataFrame(rows).set_index("experiment")

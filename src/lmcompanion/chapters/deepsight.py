@@ -12,6 +12,7 @@ from .. import experiments, stats, tables
 from .. import claims
 from ..claims import Context, Row, between_row, register as register_rows
 from ..experiments.deepsight import DELTAS
+from ..formats import number
 from ..ledger import Claim, register
 from ..models.deepsight import planning_weights
 from ..verdicts import COMPUTED, Verdict, arms_of, below, fewer_parameters, gate, no_trend, trend
@@ -21,6 +22,7 @@ CHAPTER = "deepsight"
 SWEEP = tuple(f"deepsight/mse_d{d}" for d in DELTAS)
 PLANNING = SWEEP + ("deepsight/cosine_d11",)  # every run with a planning loss
 COLLAPSE_BOUND = 1e-6  # the write-up's final planning losses are about 5e-9; we call a loss collapsed below this
+PRINTED = 4  # significant digits of the write-up's final planning losses (4.841e-9: 4.841×10⁻⁹ here)
 OPTIONS = (("DECAY", "EQUAL"), ("DECAY_W_NORMALIZE", "EQUAL"), ("AVG", "EQUAL"), ("DECAY", "CONTEXT_SIZE"))
 
 
@@ -54,7 +56,8 @@ def delta_correlations(runs: Mapping[str, Sequence]):
     for split in ("train", "val"):
         published = [experiments.get(n).published[split] for n in SWEEP]
         ours = [stats.mean(tables.final(runs[n], split)) for n in SWEEP]
-        out[split] = {"write-up": f"{stats.spearman(DELTAS, published):+.2f}", "ours": f"{stats.spearman(DELTAS, ours):+.2f}"}
+        out[split] = {"write-up": number(stats.spearman(DELTAS, published), sign="+"),
+                      "ours": number(stats.spearman(DELTAS, ours), sign="+")}
     return pd.DataFrame(out).T.rename_axis("Spearman rank correlation of delta with the final loss")
 
 
@@ -85,11 +88,11 @@ def collapse_table(runs: Mapping[str, Sequence]):
         for r in rs:
             first = r.metrics().dropna(subset=["aux/planning"])["aux/planning"].iloc[0]
             g_pred, g_plan, gap = _layer_norms(r)
-            rows.append({"run": label, "seed": r.seed, "first logged": f"{first:.3g}",
-                         "final": f"{tables.last_train_metric([r], 'aux/planning')[0]:.3g}",
+            rows.append({"run": label, "seed": r.seed, "first logged": number(first),
+                         "final": number(tables.last_train_metric([r], 'aux/planning')[0]),
                          "step < 1e-2": _first_below(r, 1e-2), "step < 1e-4": _first_below(r, 1e-4),
-                         "mean |gain| encoder-out LN": f"{g_pred:.3g}", "mean |gain| planning LN": f"{g_plan:.3g}",
-                         "mean |bias gap|": f"{gap:.3g}"})
+                         "mean |gain| encoder-out LN": number(g_pred), "mean |gain| planning LN": number(g_plan),
+                         "mean |bias gap|": number(gap)})
     return pd.DataFrame(rows).set_index(["run", "seed"]).astype(object).fillna("not reached")
 
 
@@ -103,11 +106,11 @@ def collapse_sentence(runs: Mapping[str, Sequence]) -> str:
     finals = [tables.last_train_metric([r], "aux/planning")[0] for r in runs_]
     norms = [_layer_norms(r) for r in runs_]
     g_pred, g_plan, gap = (statistics.median(x[i] for x in norms) for i in range(3))
-    return (f"Over the {len(runs_)} runs with a planning loss, it ends at a median of {statistics.median(finals):.2g} "
-            f"(from {min(finals):.2g} to {max(finals):.2g}), against the write-up's about 5 × 10⁻⁹. At the end the "
-            f"mean |gain| of the encoder-output LayerNorm is {tables.sig3(g_pred)} and of the planning LayerNorm "
-            f"{tables.sig3(g_plan)} (median over runs; 1 at initialization), and the mean |bias gap| "
-            f"{tables.sig3(gap)} (0 at initialization).")
+    return (f"Over the {len(runs_)} runs with a planning loss, it ends at a median of {number(statistics.median(finals))} "
+            f"(from {number(min(finals))} to {number(max(finals))}), against the write-up's about 5 × 10⁻⁹. At the end the "
+            f"mean |gain| of the encoder-output LayerNorm is {number(g_pred)} and of the planning LayerNorm "
+            f"{number(g_plan)} (median over runs; 1 at initialization), and the mean |bias gap| "
+            f"{number(gap)} (0 at initialization).")
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------------
@@ -141,7 +144,7 @@ def collapse_claim(name: str) -> str:
 def collapse_row(text: str, name: str, runs) -> Verdict:
     """The planning loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss."""
     exp = experiments.get(name)
-    v = below(text, f"{exp.published['aux']:.3e}", tables.last_train_metric(runs[name], "aux/planning"),
+    v = below(text, number(exp.published["aux"], PRINTED), tables.last_train_metric(runs[name], "aux/planning"),
               COLLAPSE_BOUND)
     return gate(v, arms_of(runs, "val", name))
 
@@ -154,14 +157,14 @@ def trend_row(runs) -> Verdict:
     """"Better train loss performance is correlated with bigger future context size": Spearman's rho of delta with
     the seed-mean final train loss, every arm of the sweep gated on it."""
     pub = _published_trend("train")
-    v = trend(TREND, "train losses " + ", ".join(f"{x}" for x in pub) + f" (rho {stats.spearman(DELTAS, pub):+.2f})",
+    v = trend(TREND, "train losses " + ", ".join(f"{x}" for x in pub) + f" (rho {number(stats.spearman(DELTAS, pub), sign='+')})",
               DELTAS, [tables.final(runs[n], "train") for n in SWEEP], direction="down")
     return gate(v, arms_of(runs, "train", *SWEEP))
 
 
 def no_trend_row(runs) -> Verdict:
     """"Val loss is not very correlated": refuted by a significant trend either way, every arm gated."""
-    v = no_trend(NO_TREND, f"Spearman rho {stats.spearman(DELTAS, _published_trend('val')):+.2f}", DELTAS,
+    v = no_trend(NO_TREND, f"Spearman rho {number(stats.spearman(DELTAS, _published_trend('val')), sign='+')}", DELTAS,
                  [tables.final(runs[n], "val") for n in SWEEP])
     return gate(v, arms_of(runs, "val", *SWEEP))
 
@@ -189,12 +192,6 @@ def verdict_rows(runs: Mapping[str, Sequence], timing=None, profile: str | None 
 _C = CHAPTER
 _ROW = {text: text for text, *_ in CLAIMS}  # a claim's row, by its text (a KeyError here is a renamed row)
 _MOTIVATION = "motivation for the design, not a measured result; no experiment of the write-up tests it"
-
-
-def _printed(x: float) -> str:
-    """A small number as the write-up prints it (4.841e-9)."""
-    mantissa, exponent = f"{x:.3e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
 
 
 # The write-up's claims, in its order: each names the verdict row that tests it (its claim text, exactly) or says in
@@ -227,7 +224,7 @@ LEDGER = register(_C, [
     Claim(_C, "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss",
           "Results", row=_ROW["cosine planning loss beats no planning loss (train)"]),
     Claim(_C, "and slightly underperformed in val loss", "Results", row=_ROW["... and is slightly worse in validation loss"]),
-    *[Claim(_C, f"Planning loss {_printed(experiments.get(n).published['aux'])} ({experiments.get(n).title})",
+    *[Claim(_C, f"Planning loss {number(experiments.get(n).published['aux'], PRINTED)} ({experiments.get(n).title})",
             "Results (the tables)", row=collapse_claim(n)) for n in PLANNING],
     Claim(_C, "Better train loss performance is correlated with bigger future context size.", "Results", row=TREND),
     Claim(_C, "Val loss is not very correlated.", "Results", row=NO_TREND),

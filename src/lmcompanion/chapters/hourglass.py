@@ -20,6 +20,7 @@ from .. import data
 from ..data.lm import build_source
 from ..experiments import hourglass as ex
 from ..experiments.hourglass import scale
+from ..formats import number, si
 from ..ledger import Claim, register
 from ..models.hourglass import loss_by_group_position
 from ..train.schedules import lr_at
@@ -153,8 +154,8 @@ def schedule_table(runs: Mapping[str, Sequence]):
         la, lv = last_token_values(runs[anchor]), last_token_values(runs[vanilla])
         rows.append({"schedule": schedule, "448-96 anchor": stats.span(a, ".3f"),
                      "vanilla transformer": stats.span(v, ".3f"),
-                     "anchor - vanilla": f"{stats.mean(a) - stats.mean(v):+.3f}",
-                     "anchor - vanilla (last token)": f"{stats.mean(la) - stats.mean(lv):+.3f}",
+                     "anchor - vanilla": number(stats.mean(a) - stats.mean(v), sign="+"),
+                     "anchor - vanilla (last token)": number(stats.mean(la) - stats.mean(lv), sign="+"),
                      "seeds": f"{len(a)} vs {len(v)}"})
     return pd.DataFrame(rows).set_index("schedule")
 
@@ -240,7 +241,7 @@ def cost_table(runs: Mapping[str, Sequence]):
         rows.append({"arm": label, "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
                      "updates": cfg.train.max_steps,
                      "train minutes (ours)": stats.span([r.summary["train_time_s"] / 60 for r in rs], ".2f"),
-                     "train PFLOPs (counted)": f"{flops / 1e15:.4g}",
+                     "train FLOPs (counted)": si(flops, "FLOP"),
                      "write-up val": pub.get("val", ""), "write-up minutes": pub.get("minutes", "")})
     return pd.DataFrame(rows).set_index("arm")
 
@@ -334,7 +335,7 @@ def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = R
     n = min(len(f) for f in frames)
     for k in range(n):
         flops = frames[0]["FLOPs"].iloc[k]
-        rows[f"gap (attention - repeat) at {flops:.3g} FLOPs"] = stats.span([f["gap"].iloc[k] for f in frames])
+        rows[f"gap (attention - repeat) at {si(flops, 'FLOP')}"] = stats.span([f["gap"].iloc[k] for f in frames])
     rows["gap slope per tenfold FLOPs"] = stats.span(gap_slopes(frames))
     return pd.DataFrame({"validation loss (nats/char)": rows}).rename_axis("upsampling at equal compute")
 
@@ -360,10 +361,10 @@ def inference_table(names: Sequence[str], profile: str = "paper"):
     import pandas as pd
 
     train = {n: counted_flops(n, True, profile) for n in dict.fromkeys([VANILLA, *names])}
-    rows = [{"arm": experiments.get(n).title, "forward MFLOPs per token": f"{f / 1e6:.2f}",
-             "inference FLOPs saved against the vanilla transformer": f"{saved:.1%}",
-             "training MFLOPs per token": f"{train[n] / 1e6:.2f}",
-             "training FLOPs / the vanilla transformer's": f"{train[n] / train[VANILLA]:.3f}"}
+    rows = [{"arm": experiments.get(n).title, "forward FLOPs per token": si(f, "FLOP"),
+             "inference FLOPs saved against the vanilla transformer": f"{number(100 * saved)}%",
+             "training FLOPs per token": si(train[n], "FLOP"),
+             "training FLOPs / the vanilla transformer's": number(train[n] / train[VANILLA])}
             for n, (f, saved) in inference_flops(names, profile=profile).items()]
     return pd.DataFrame(rows).set_index("arm")
 
@@ -622,22 +623,22 @@ def _last_token(runs: Mapping[str, Sequence], name: str) -> list[float]:
 def _fewer_flops(text: str, cheaper: str, dearer: str) -> Verdict:
     """An exact row: training FLOPs per token of two arms, counted at the write-up's sizes."""
     a, b = counted_flops(cheaper, True), counted_flops(dearer, True)
-    return exact(text, "a statement, no numbers", f"{_short(cheaper)}: {a / 1e6:.1f} vs {_short(dearer)}: "
-                 f"{b / 1e6:.1f} MFLOPs per token", a < b, kind=COMPUTED)
+    return exact(text, "a statement, no numbers", f"{_short(cheaper)}: {si(a, 'FLOP')} vs {_short(dearer)}: "
+                 f"{si(b, 'FLOP')} per token", a < b, kind=COMPUTED)
 
 
 def _minutes_words(model: str) -> str:
     """The write-up's minutes for ``model`` and the vanilla transformer (best_models.png), per epoch."""
     m, v = experiments.get(model).published["minutes"], experiments.get(VANILLA).published["minutes"]
     return (f'"a lot faster"; best_models.png: {m} min for two epochs against {v} for one (about '
-            f"{m / 2 / v:.2f} of the time per epoch)")
+            f"{number(m / 2 / v)} of the time per epoch)")
 
 
 def _lot_cheaper_row(model: str) -> Verdict:
     """An exact row: ``model``'s training FLOPs per token under :data:`LOT_FASTER` of the vanilla transformer's."""
     a, b = counted_flops(model, True), counted_flops(VANILLA, True)
     return exact(fewer_flops_claim(model), _minutes_words(model),
-                 f"{_short(model)}: {a / 1e6:.1f} vs vanilla: {b / 1e6:.1f} MFLOPs per token (ratio {a / b:.3f})",
+                 f"{_short(model)}: {si(a, 'FLOP')} vs vanilla: {si(b, 'FLOP')} per token (ratio {number(a / b)})",
                  a / b < LOT_FASTER, kind=COMPUTED)
 
 
@@ -691,7 +692,7 @@ def _blind_row(runs) -> Verdict:
 
 def _inference_row(model: str) -> Verdict:
     inf = inference_flops([BEST_ATTN, BEST_REPEAT])
-    return exact(inference_claim(model), "at least 50% (attn), more for repeat", f"{inf[model][1]:.1%} fewer",
+    return exact(inference_claim(model), "at least 50% (attn), more for repeat", f"{number(100 * inf[model][1])}% fewer",
                  inf[model][1] >= INFERENCE_CUT, kind=COMPUTED)
 
 
@@ -699,8 +700,8 @@ def _even_more_row(text: str, repeat: str, attn: str) -> Verdict:
     """The repeat model saves a larger share of the vanilla transformer's inference FLOPs than the attention model."""
     inf = inference_flops([attn, repeat])
     r, a = inf[repeat][1], inf[attn][1]
-    return exact(text, '"and even more with the repeat version"', f"{_short(repeat)}: {r:.1%} saved; {_short(attn)}: "
-                 f"{a:.1%} saved", r > a, kind=COMPUTED)
+    return exact(text, '"and even more with the repeat version"', f"{_short(repeat)}: {number(100 * r)}% saved; {_short(attn)}: "
+                 f"{number(100 * a)}% saved", r > a, kind=COMPUTED)
 
 
 def at_compute_of(runs: Sequence, reference: Sequence) -> list[float]:
@@ -825,9 +826,9 @@ def scales_better_row(attn: Sequence, repeat: Sequence) -> Verdict:
     gaps = [stats.mean([f["gap"].iloc[k] for f in learned]) for k in range(n_learned)]
     v = below(SCALES_BETTER, _SCALES_WORDS, slopes, 0.0, fmt="+.3f", log=False)
     v = dataclasses.replace(
-        v, effect=f"{stats.mean(slopes):+.3f} nats per tenfold FLOPs",
+        v, effect=f"{number(stats.mean(slopes), sign='+')} nats per tenfold FLOPs",
         ours=f"gap (attn - repeat) at the {n_learned} compute points where both modes have learned, seed means: "
-             + ", ".join(f"{g:+.3f}" for g in gaps) + f"; slope per tenfold FLOPs: {stats.span(slopes, '+.3f')}")
+             + ", ".join(number(g, sign="+") for g in gaps) + f"; slope per tenfold FLOPs: {stats.span(slopes, '+.3f')}")
     first = {m: [f[m].iloc[0] for f in learned] for m in ("attn", "repeat")}
     return gate(v, [learning.arm(ANCHOR.split("/")[-1], attn, "val", first["attn"], "the first point of the trend"),
                     learning.arm(REPEAT.split("/")[-1], repeat, "val", first["repeat"], "the first point of the trend")])

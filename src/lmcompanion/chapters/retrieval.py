@@ -23,6 +23,7 @@ from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError, LMCError
 from ..experiments import retrieval as rexp
+from ..formats import number, si
 from ..train import checkpoint
 from .. import claims
 from ..claims import Context, Row as ClaimRow, register as register_rows
@@ -108,7 +109,7 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
                      "test top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
                      "best test CE": stats.span([float(_best_evaluation(r)["test"]) for r in rs], ".3f"),
                      "train CE at best": stats.span([float(_best_evaluation(r)["train"]) for r in rs], ".3f"),
-                     "chance CE": f"{chance(n_ctx):.3f}", "chance top-1": f"{1 / (n_ctx - 1):.3f}",
+                     "chance CE": number(chance(n_ctx)), "chance top-1": number(1 / (n_ctx - 1)),
                      "write-up train/test (final)": _pair(exp.published, "train", "test"),
                      "write-up train/test (peak)": _pair(exp.published, "peak_train", "peak_test")})
     return pd.DataFrame(rows).set_index("arm")
@@ -133,8 +134,8 @@ def autoencoder_table(runs: Sequence):
     """The autoencoder's final reconstruction cross-entropy (train and held-out stories), one row per seed."""
     import pandas as pd
 
-    return pd.DataFrame([{"seed": r.seed, "steps": r.summary["steps"], "train CE": f"{r.summary['final']['train']:.3f}",
-                          "held-out CE": f"{r.summary['final']['val']:.3f}", "params": f"{r.summary['params']:,}"}
+    return pd.DataFrame([{"seed": r.seed, "steps": r.summary["steps"], "train CE": number(r.summary["final"]["train"]),
+                          "held-out CE": number(r.summary["final"]["val"]), "params": f"{r.summary['params']:,}"}
                          for r in runs]).set_index("seed")
 
 
@@ -268,7 +269,7 @@ def norms_table(runs: Mapping[str, Sequence], names: Sequence[str]):
         rows.append({"arm": experiments.get(name).title, "width": rs[0].config.model.n_embed,
                      "mean norm": stats.span(mean_norm, ".3g"),
                      "norm spread (sd / mean)": stats.span([norm_spread(r) for r in rs], ".3f"),
-                     "Gaussian vectors of this width": f"{sphere_level(rs[0]):.3f}"})
+                     "Gaussian vectors of this width": number(sphere_level(rs[0]))})
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -289,7 +290,7 @@ def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
                      **{f"{m if m == 'cosine' else m.upper()} top-1": stats.span([metric_top1(r, m) for r in rs], ".3f")
                         for m in METRICS},
                      "BM25 top-1": stats.span([bm25_top1(r) for r in rs], ".3f"),
-                     "chance": f"{1 / (n_ctx - 1):.3f}"})
+                     "chance": number(1 / (n_ctx - 1))})
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -380,7 +381,7 @@ def row_verdict(row: Row, runs: Mapping[str, Sequence]) -> Verdict:
         v = vf.not_below(text, pub, bm, 2 / k, "twice chance", fmt=".3f")
         return dataclasses.replace(v, ours=f"BM25 top-1 {stats.span(bm, '.2f')} among {k} candidates; the "
                                            f"matcher's {stats.span(tables.final(runs[row.a], 'test_acc'), '.3f')}; "
-                                           f"chance {1 / k:.3f}")
+                                           f"chance {number(1 / k)}")
     if row.kind == "off_sphere":
         spread = [norm_spread(r) for r in runs[row.a]]
         v = vf.not_below(text, pub, spread, sphere_level(runs[row.a][0]), "Gaussian vectors of this width")
@@ -430,7 +431,7 @@ def lead(rows: Sequence[Mapping]) -> str:
                     f"({', '.join(learned)})")
     else:
         matchers = (f"none of the {len(gated)} matcher arms trained on embeddings has left chance: their final test "
-                    f"cross-entropy is never more than {max(0.0, max(below)):.2f} nats below chance (ln K), where the "
+                    f"cross-entropy is never more than {number(max(0.0, max(below)))} nats below chance (ln K), where the "
                     f"learning gate needs {learning.MARGIN:g}")
     return (f"**This build's clearest result (`{bm['profile']}`).** BM25 on the texts alone, a baseline the write-up "
             f"does not have, finds the true story far more often than chance on the headline matcher's own test "
@@ -464,13 +465,13 @@ def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
     for run in experiments.plan(list(names), profile, device="cpu", needs=False):
         cfg = run.config
         row = rows.setdefault(run.name, {"experiment": run.name, "steps": f"{cfg.train.max_steps:,}",
-                                         "PFLOP/run": f"{cfg.flops() / 1e15:,.2f}", "runs": 0, "minutes": 0.0})
+                                         "FLOPs/run": si(cfg.flops(), "FLOP"), "runs": 0, "minutes": 0.0})
         row["runs"] += 1
         row["minutes"] += run.minutes()
     total = sum(r["minutes"] for r in rows.values()) / 60
     df = pd.DataFrame([{**{k: v for k, v in r.items() if k != "minutes"},
-                        "estimated hours/run (H100)": f"{r['minutes'] / r['runs'] / 60:.1f}",
-                        "estimated hours, all runs": f"{r['minutes'] / 60:.1f}"} for r in rows.values()])
+                        "estimated hours/run (H100)": number(r["minutes"] / r["runs"] / 60),
+                        "estimated hours, all runs": number(r["minutes"] / 60)} for r in rows.values()])
     return df.set_index("experiment"), total
 
 

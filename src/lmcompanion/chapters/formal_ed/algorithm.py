@@ -12,6 +12,7 @@ import torch
 
 from ...data.seq2seq import VOCAB, Seq2SeqDataConfig, dataset
 from ...experiments.formal_ed import protocol
+from ...formats import number
 from ...models.formal_ed import FormalED, FormalEDConfig
 from ...verdicts import Verdict, exact
 
@@ -132,7 +133,7 @@ def agreement(literal: Callable, config: FormalEDConfig, *, seed: int = 0, cases
                 worst = max(worst, (P_lit.double() - P_ours).abs().max().item())
         tol = 1e-10 if dtype == torch.float64 else 1e-5
         return {"case": label, "dtype": str(dtype).replace("torch.", ""), "pairs (z, x)": len(pairs),
-                "max |P_literal − P_ours|": f"{worst:.1e}", "tolerance": f"{tol:.0e}",
+                "max |P_literal − P_ours|": number(worst), "tolerance": f"{tol:.0e}",
                 "agree": "yes" if worst <= tol else "NO", "_worst": worst, "_tol": tol}
 
     rnd = [(toks(int(torch.randint(1, lm + 1, (1,), generator=g))), toks(int(torch.randint(1, lm + 1, (1,), generator=g))))
@@ -158,7 +159,7 @@ def agreement(literal: Callable, config: FormalEDConfig, *, seed: int = 0, cases
         worst = max((literal(z[i, :a].tolist(), x[i, :b].tolist(), theta, config.ln_eps) - P[i, :b].T).abs().max().item()
                     for i, (a, b) in enumerate(lengths))
     rows.append({"case": "padded batch of 4 vs each example alone", "dtype": "float64", "pairs (z, x)": 4,
-                 "max |P_literal − P_ours|": f"{worst:.1e}", "tolerance": "1e-10",
+                 "max |P_literal − P_ours|": number(worst), "tolerance": "1e-10",
                  "agree": "yes" if worst <= 1e-10 else "NO", "_worst": worst, "_tol": 1e-10})
     return pd.DataFrame(rows)
 

@@ -11,6 +11,7 @@ import torch
 
 from ...data.seq2seq import BOS, EOS, PAD, VOCAB, Seq2SeqDataConfig, answer, collate, dataset, decode
 from ...experiments.formal_ed import INF
+from ...formats import number
 from ...models.formal_ed import FormalED, ed_inference, entropy, sample_tau, tempered
 from ...stats import goodness_of_fit_p, span
 from ...verdicts import Verdict, chance_text, claim, exact
@@ -195,7 +196,7 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
         pval = goodness_of_fit_p(torch.bincount(ys, minlength=V).numpy(), q[r].numpy(), seed=seed)  # NaN: one-hot q
         err = (q - target).abs().max().item()
         out.append({"τ": tau_label(tau) if tau not in (1e-8, 1e8) else f"{tau:.0e}", "q should be": name,
-                    "max |q − that|": f"{err:.1e}", "non-finite entries of q": int((~torch.isfinite(q)).sum()),
+                    "max |q − that|": number(err), "non-finite entries of q": int((~torch.isfinite(q)).sum()),
                     f"{draws:,} draws at the least certain position": (
                         f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² {chance_text(pval)}"),
                     "_tau": tau, "_err": err, "_p": pval, "_argmax_share": hits / draws})
@@ -205,14 +206,14 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
 def _fit(p: float, against: str) -> str:
     """A goodness-of-fit p worded so that its direction is plain: here a *large* p supports the claim."""
     side = (f"above 0.001: the draws fit {against}" if p > 1e-3 else f"at or below 0.001: the draws do not fit {against}")
-    return f"draws vs {against}: χ² goodness-of-fit p = {p:.2g} ({side})"
+    return f"draws vs {against}: χ² goodness-of-fit {chance_text(p)} ({side})"
 
 
 def _sampled(v: Verdict, p: float) -> Verdict:
     """A sampler check: the Monte Carlo goodness-of-fit test rejects a correct sampler with probability at most 0.001
     (our threshold). Unlike a comparison's p, a goodness-of-fit p is small when the claim is wrong: the row says so."""
     return replace(v, seeds="1 model", check=True,
-                   chance=f"χ² p = {p:.2g}: a small p speaks against the sampler; it fails at p ≤ 0.001, which a "
+                   chance=f"χ² {chance_text(p)}: a small p speaks against the sampler; it fails at p ≤ 0.001, which a "
                           "correct sampler reaches at most once in 1,000 (Monte Carlo)")
 
 
@@ -225,7 +226,7 @@ def verdict_temperatures(table) -> list[Verdict]:
     return [
         exact("τ = 0 samples the most likely token", "τ = 0: the most likely continuation",
               f"max |q − one-hot(argmax p)| = {_bound(r0['_err'])}; draws that are the argmax: "
-              f"{r0['_argmax_share']:.3f}", r0["_err"] == 0 and r0["_argmax_share"] == 1 and finite),
+              f"{number(r0['_argmax_share'])}", r0["_err"] == 0 and r0["_argmax_share"] == 1 and finite),
         _sampled(exact("τ = 1 samples faithfully", "τ = 1: faithful sampling (q = p)",
                        f"max |q − p| = {_bound(r1['_err'])}; {_fit(r1['_p'], 'p')}",
                        r1["_err"] < 1e-12 and r1["_p"] > 1e-3), r1["_p"]),
@@ -241,8 +242,8 @@ def verdict_termination(sweep) -> Verdict:
     ended = sweep["ended at eos or the cap"].min()
     worst_tau = capped.idxmax()
     return exact("ED-Inference terminates", "while y ≠ eos (no bound in the write-up)",
-                 f"ended at the first eos or at our cap ℓ_max: {ended:.3f}; stopped by the cap: "
-                 f"{capped.min():.3f} to {capped.max():.3f} (τ = {tau_label(worst_tau)})", ended == 1.0)
+                 f"ended at the first eos or at our cap ℓ_max: {number(ended)}; stopped by the cap: "
+                 f"{number(capped.min())} to {number(capped.max())} (τ = {tau_label(worst_tau)})", ended == 1.0)
 
 
 def verdict_tau_order(sweep) -> Verdict:

@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 
 from ...data import unigram_loss
 from ...data.seq2seq import Seq2SeqDataConfig, dataset
+from ...formats import number
 from ...stats import span
 from ...train import Run
 from ...verdicts import INCONCLUSIVE, Verdict, below, claim
@@ -46,7 +47,7 @@ def task_table(data: Seq2SeqDataConfig):
     train_set = set(splits["train"].sources)
     return pd.DataFrame([{"split": name, "examples": f"{len(s):,}",
                           "source lengths": f"{min(map(len, s.sources))}..{max(map(len, s.sources))}",
-                          "mean length": f"{sum(map(len, s.sources)) / len(s):.2f}",
+                          "mean length": number(sum(map(len, s.sources)) / len(s)),
                           "sources also in train": "(itself)" if name == "train" else
                           f"{sum(src in train_set for src in s.sources)}"} for name, s in splits.items()]
                         ).set_index("split")

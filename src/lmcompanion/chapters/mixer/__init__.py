@@ -24,6 +24,7 @@ from ... import experiments, learning, ledger, stats, tables, verdicts
 from .. import cost
 from ... import claims as claim_rows
 from ...claims import Context, Row, register as register_rows
+from ...formats import count, number
 from ...stats import span
 from ...verdicts import (CHECK, COMPUTED, COST, NOT_DECIDED, Verdict, arms_of, claim, exact, gate,
                          trend)
@@ -81,7 +82,7 @@ def notebook_estimates(profile: str):
         new = [n for n in names if n not in done]
         done.update(new)
         minutes = compute.time_estimate(profile, new).loc["chapter (sum)", compute.MINUTES] if new else 0.0
-        rows.append({"notebook": notebook, "arms it trains first": len(new), "minutes (estimate)": round(minutes, 1)})
+        rows.append({"notebook": notebook, "arms it trains first": len(new), "minutes (estimate)": minutes})
     return pd.DataFrame(rows).set_index("notebook")
 
 
@@ -178,9 +179,9 @@ def equal_time_row(text: str, published: str, better: str, worse: str, runs: Map
         return verdicts.not_decided(text, published, f"{labels[0]}: {span(a)}; {labels[1]}: {span(b)}",
                                     "an arm has no evaluation before the equal time")
     v = claim(text, published, a, b, labels)
-    v = dataclasses.replace(v, ours=f"{v.ours} after {t:,.0f} s of training measured here")
+    v = dataclasses.replace(v, ours=f"{v.ours} after {number(t)} s of training measured here")
     return gate(v, arms_of(runs, "val", better, worse, values={better: a, worse: b},
-                           at=f"{t:,.0f} s of training"))
+                           at=f"{number(t)} s of training"))
 
 
 def timed(rows: Sequence[Verdict], keep: bool = True) -> list[Verdict]:
@@ -195,7 +196,7 @@ def _per_step(runs) -> list[float]:
 def _speed_claim(runs, fast: str, slow: str, text: str, published: str) -> Verdict:
     a, b = _per_step(runs[fast]), _per_step(runs[slow])
     v = claim(text, published, a, b, (_short(fast), _short(slow)), fmt=".4f")
-    return dataclasses.replace(v, ours=f"{v.ours} s/step; ratio {stats.mean(b) / stats.mean(a):.2f}x")
+    return dataclasses.replace(v, ours=f"{v.ours} s/step; ratio {number(stats.mean(b) / stats.mean(a))}x")
 
 
 def _ratio_claim(runs, fast: str, slow: str, text: str, published: str, lo: float, hi: float) -> Verdict:
@@ -215,7 +216,7 @@ def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
     published = f"{_pub(name, 'train')}/{_pub(name, 'val')} (train/validation) after 5.6 epochs"
     v = claim(text, published, final, middle, ("end", "middle"))
     passes = experiments.passes(rs[0].config)
-    v = dataclasses.replace(v, ours=f"{v.ours}; {passes:.2f} passes over the training stories" if passes else v.ours)
+    v = dataclasses.replace(v, ours=f"{v.ours}; {number(passes)} passes over the training stories" if passes else v.ours)
     v = gate(v, [learning.arm(_short(name), rs, "val", middle, "the middle evaluation"),
                  learning.arm(_short(name), rs, "val", final)])
     if passes is not None and passes < 1 and v.outcome != NOT_DECIDED:
@@ -282,7 +283,8 @@ def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
     grow = {f: {n: memory[f].loc[n, 2048] - memory[f].loc[n, 512] for n in layers} for f in memory}
     published = "; ".join(f"{n} layers: mixer +{pub['mixer'][n][2] - pub['mixer'][n][0]:,}, transformer "
                           f"+{pub['transformer'][n][2] - pub['transformer'][n][0]:,} MB" for n in layers)
-    ours = "; ".join(f"{n} layers: mixer +{grow['mixer'][n]:,.0f}, transformer +{grow['transformer'][n]:,.0f} MB"
+    ours = "; ".join(f"{n} layers: mixer {number(grow['mixer'][n], sign='+')}, transformer "
+                     f"{number(grow['transformer'][n], sign='+')} MB"
                      for n in layers)
     return [
         exact(rows_.MEMORY_LESS, "the tables of the 'Memory' section", f"{'every' if below else 'not every'} "
@@ -304,15 +306,16 @@ def batch16_rows() -> list[Verdict]:
     how = f"counted, fp16 mixed precision, {F.LLAMA_HEADS} heads"
     return [
         exact(rows_.BATCH16_LLAMA,
-              f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB, a ratio above {low:.2f} "
+              f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB, a ratio above {number(low)} "
               f"(Training); {pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB, "
-              f"{pub['llama_d128'][1] / pub['mixer_d256'][1]:.2f}x (Mixer Inference)",
-              f"{g[F.LLAMA128]:.2f} vs {g[F.MIXER256]:.2f} GiB ({how}): {r1:.2f}x; with 32 heads "
-              f"{F.gib(F.LLAMA128, 16, 32):.2f} GiB, {F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256]:.2f}x (not judged)",
+              f"{number(pub['llama_d128'][1] / pub['mixer_d256'][1])}x (Mixer Inference)",
+              f"{number(g[F.LLAMA128])} vs {number(g[F.MIXER256])} GiB ({how}): {number(r1)}x; with 32 heads "
+              f"{number(F.gib(F.LLAMA128, 16, 32))} GiB, {number(F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256])}x "
+              "(not judged)",
               r1 > low, kind=COMPUTED),
         exact(rows_.BATCH16_DOUBLE,
               f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
-              f"{g[F.LLAMA256]:.2f} vs {g[F.FLAT512]:.2f} GiB ({how}): {r2:.2f}x", r2 > 2, kind=COMPUTED),
+              f"{number(g[F.LLAMA256])} vs {number(g[F.FLAT512])} GiB ({how}): {number(r2)}x", r2 > 2, kind=COMPUTED),
     ]
 
 
@@ -321,7 +324,7 @@ def limit_rows() -> list[Verdict]:
     fit, in 12 GiB as the write-up says, by our count in fp16 mixed precision."""
     out = []
     for text, (words, cells) in facts.LIMIT_CELLS.items():
-        parts = [f"{m} at batch {b}: {facts.gib(m, b):.2f} GiB ({'fits' if facts.fits(m, b) else 'does not fit'})"
+        parts = [f"{m} at batch {b}: {number(facts.gib(m, b))} GiB ({'fits' if facts.fits(m, b) else 'does not fit'})"
                  for m, b, _ in cells]
         out.append(exact(text, words, "; ".join(parts) + f" (counted, fp16 mixed precision, against {facts.GPU_GIB} "
                          "GiB)", all(facts.fits(m, b) == should for m, b, should in cells), kind=COMPUTED))
@@ -332,7 +335,7 @@ def jl_rows() -> list[Verdict]:
     rows = []
     for text, (what, log10_m, pub) in zip(rows_.JL, analysis.JL_PUBLISHED):
         n = analysis.jl_dimension(log10_m)
-        rows.append(exact(text, f"{pub}", f"{n:,.0f}", abs(n - pub) <= 0.1 * pub, kind=COMPUTED))
+        rows.append(exact(text, f"{pub}", count(n), abs(n - pub) <= 0.1 * pub, kind=COMPUTED))
     return rows
 
 
@@ -340,7 +343,7 @@ def width_estimate_rows() -> list[Verdict]:
     ok = facts.shapes_within()
     closest = min(facts.STANDARD_SHAPES.items(), key=lambda kv: max(abs(kv[1](d) / p - 1)
                                                                     for d, p in facts.WIDTH_ESTIMATES.items()))
-    counts = " / ".join(f"{closest[1](d) / 1e6:,.1f}M" for d in facts.WIDTH_ESTIMATES)
+    counts = " / ".join(f"{number(closest[1](d) / 1e6)}M" for d in facts.WIDTH_ESTIMATES)
     return [
         exact(rows_.WIDTHS,
               " and ".join(f"{p / 1e6:,.0f} million (width {d:,})" for d, p in facts.WIDTH_ESTIMATES.items()),

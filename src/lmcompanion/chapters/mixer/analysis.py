@@ -19,6 +19,7 @@ import torch
 from ... import experiments, memory, models
 from ...data import stories
 from ...experiments import mixer as exp
+from ...formats import count, number
 from ...memory import training_memory  # the shared method (lmcompanion.memory), re-exported under its old name here
 from ...models.mixer import MixerConfig, fixed_window_generate, token_weight_census
 from ...models.transformer import llama_config
@@ -113,7 +114,7 @@ def liveness_table(d: int = 512, L: int = 512, expansions: Sequence[int | None] 
         rows.append({"token mixing": "flat" if e is None else f"expanded, e={e}", "weights": f"{c['total']:,}",
                      "zeroed by the mask": f"{c['masked']:,}", "kept but never read": f"{c['unread']:,}",
                      "live (can get a gradient)": f"{c['live']:,}",
-                     "live share": f"{c['live'] / c['total']:.3f}"})
+                     "live share": number(c["live"] / c["total"])})
     return pd.DataFrame(rows).set_index("token mixing")
 
 
@@ -167,10 +168,10 @@ def memory_table(counted: Mapping[str, pd.DataFrame], measured: Mapping[str, pd.
             for j, T in enumerate(MEMORY_CONTEXTS):
                 pub = MEMORY_PUBLISHED[family][n][j]
                 row[f"{T}: write-up"] = "OOM" if pub is None else f"{pub:,}"
-                row[f"{T}: counted"] = f"{table.loc[n, T]:,.0f}"
+                row[f"{T}: counted"] = number(table.loc[n, T])
                 if measured is not None and family in measured:
                     v = measured[family].loc[n, T]
-                    row[f"{T}: measured"] = "OOM" if pd.isna(v) else f"{v:,.0f}"
+                    row[f"{T}: measured"] = "OOM" if pd.isna(v) else number(v)
             rows.append(row)
     return pd.DataFrame(rows).set_index(["model", "layers"])
 
@@ -185,7 +186,7 @@ def growth_table(counted: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
             row = {"model": family, "layers": n}
             for j, T in enumerate(MEMORY_CONTEXTS[1:], start=1):
                 row[f"{T}: write-up"] = "OOM" if pub[j] is None else f"+{pub[j] - pub[0]:,}"
-                row[f"{T}: counted"] = f"+{table.loc[n, T] - table.loc[n, 512]:,.0f}"
+                row[f"{T}: counted"] = number(table.loc[n, T] - table.loc[n, 512], sign="+")
             rows.append(row)
     return pd.DataFrame(rows).set_index(["model", "layers"])
 
@@ -243,8 +244,9 @@ def hybrid_init_table(names: Sequence[str], profile: str) -> pd.DataFrame:
             model = models.build(cfg)
             bias = torch.cat([b.mixer.bias.detach().abs() for b in model.blocks])
             rows.append({"experiment": name, "profile": where, "context L": cfg.context_size,
-                         "embedding std": f"{model.wte.weight.detach().std():.4f}",
-                         "mean |conv bias|": f"{bias.mean():.4f}", "bias / embedding": f"{bias.mean() / model.wte.weight.detach().std():.1f}x"})
+                         "embedding std": number(model.wte.weight.detach().std().item()),
+                         "mean |conv bias|": number(bias.mean().item()),
+                         "bias / embedding": f"{number((bias.mean() / model.wte.weight.detach().std()).item())}x"})
     return pd.DataFrame(rows).set_index(["experiment", "profile"])
 
 
@@ -382,10 +384,10 @@ def jl_dimension(log10_m: float, eps: float = 1.0) -> float:
 def jl_table(eps: Sequence[float] = (1.0, 0.5, 0.1)) -> pd.DataFrame:
     rows = []
     for what, log10_m, pub in JL_PUBLISHED:
-        row = {"points m": what, "log10 m": f"{log10_m:.2f}", "write-up": pub,
-               "8 ln m (eps = 1)": f"{jl_dimension(log10_m):,.0f}", "ln m": f"{log10_m * math.log(10):,.0f}"}
+        row = {"points m": what, "log10 m": number(log10_m), "write-up": pub,
+               "8 ln m (eps = 1)": count(jl_dimension(log10_m)), "ln m": number(log10_m * math.log(10))}
         for e in eps[1:]:
-            row[f"eps = {e:g}"] = f"{jl_dimension(log10_m, e):,.0f}"
+            row[f"eps = {e:g}"] = count(jl_dimension(log10_m, e))
         rows.append(row)
     return pd.DataFrame(rows).set_index("points m")
 

@@ -15,6 +15,7 @@ import pandas as pd
 from ... import experiments, models, plots, stats
 from ... import data
 from ...experiments import mixer as exp
+from ...formats import number, si
 from ...stats import span
 
 
@@ -50,12 +51,12 @@ def arm_table(names: Sequence[str], profile: str) -> pd.DataFrame:
             "write-up label": experiments.get(name).title,
             "model here": f"{m.family} d={m.n_embed} n={m.n_layer} L={m.context_size}" + (f" h={heads}" if heads > 1 else ""),
             "batch": cfg.train.global_batch,
-            "lr": f"{cfg.train.lr:.2g}",
+            "lr": f"{cfg.train.lr:g}",
             "params here": f"{models.num_params(m):,}",
             "params (write-up size)": f"{models.num_params(paper.model):,}",
-            "GFLOP/step (counted)": f"{cfg.flops_per_step() / 1e9:,.3g}",
+            "FLOPs/step (counted)": si(cfg.flops_per_step(), "FLOP"),
             "steps": f"{cfg.train.max_steps:,}",
-            "share of the budget": f"{cfg.train.max_steps * cfg.flops_per_step() / budget:.3f}",
+            "share of the budget": number(cfg.train.max_steps * cfg.flops_per_step() / budget),
             "sequences seen": f"{cfg.train.max_steps * cfg.train.global_batch:,}",
         })
     return pd.DataFrame(rows).set_index("experiment")
@@ -76,15 +77,15 @@ def proportions_table(names: Sequence[str], profile: str, reference: str = "mixe
         rows.append({
             "experiment": name,
             "runs here": "yes" if experiments.runs_at(name, profile) else f"no (not at {profile})",
-            "width": f"{m.n_embed} = {m.n_embed / w.n_embed:.3g} of {w.n_embed}",
+            "width": f"{m.n_embed} = {number(m.n_embed / w.n_embed)} of {w.n_embed}",
             "blocks": f"{m.n_layer} of {w.n_layer}",
             "context L": f"{m.context_size} of {w.context_size}",
-            "L / d here (write-up)": f"{m.context_size / m.n_embed:.2g} ({w.context_size / w.n_embed:.2g})",
+            "L / d here (write-up)": f"{number(m.context_size / m.n_embed)} ({number(w.context_size / w.n_embed)})",
             "heads x head size here / write-up": heads,
             "batch": f"{here.train.global_batch} of {paper.train.global_batch}",
             "steps here": f"{here.train.max_steps:,}",
             f"steps / {reference.split('/')[-1]}'s here (write-up)":
-                f"{here.train.max_steps / ref_here:.2f} ({paper.train.max_steps / ref_paper:.2f})",
+                f"{number(here.train.max_steps / ref_here)} ({number(paper.train.max_steps / ref_paper)})",
         })
     return pd.DataFrame(rows).set_index("experiment")
 
@@ -94,10 +95,10 @@ def budget_table(profile: str) -> pd.DataFrame:
     budget = exp.budget(profile)
     if exp.scale(profile).budget is None:
         where = (f"the write-up's 2-parallel d=512 mixer in its 12 h on an RTX 3060: {exp.ANCHOR_STEPS:,} steps x "
-                 f"{exp.flops_per_step(exp.ANCHOR, 'paper') / 1e9:,.0f} GFLOP (counted)")
+                 f"{si(exp.flops_per_step(exp.ANCHOR, 'paper'), 'FLOP')} (counted)")
     else:
         where = f"set for the {profile} profile (experiments/mixer.py, SCALES)"
-    return pd.DataFrame({"value": [f"{budget:.3g} FLOPs", where,
+    return pd.DataFrame({"value": [si(budget, "FLOP"), where,
                                    "every arm: steps = budget // counted FLOPs per step"]},
                         index=pd.Index(["budget per run", "source", "rule"], name=profile))
 
@@ -251,8 +252,8 @@ def equal_time_table(runs: Mapping[str, Sequence]) -> pd.DataFrame:
         rows.append({"arm": name.split("/")[-1], "seconds/step (measured)": span([seconds_per_step(r) for r in rs], ".4f"),
                      "tokens/s (measured)": span([r.summary["tokens_per_s"] for r in rs], ".0f"),
                      "effective GFLOP/s": span([r.config.flops_per_step() / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
-                     f"train at {t:.0f} s": span(at_time(rs, t, "train")),
-                     f"val at {t:.0f} s": span(at_time(rs, t, "val"))})
+                     f"train at {number(t)} s": span(at_time(rs, t, "train")),
+                     f"val at {number(t)} s": span(at_time(rs, t, "val"))})
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -266,8 +267,8 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
             [seconds_per_step(r) for r in runs[fast]])
         counted = runs[slow][0].config.flops_per_step() / runs[fast][0].config.flops_per_step()
         rows.append({"pair": f"{slow.split('/')[-1]} / {fast.split('/')[-1]}",
-                     "time per step, measured here": f"{measured:.2f}x",
-                     "FLOPs per step, counted": f"{counted:.2f}x"})
+                     "time per step, measured here": f"{number(measured)}x",
+                     "FLOPs per step, counted": f"{number(counted)}x"})
     return pd.DataFrame(rows).set_index("pair")
 
 
@@ -275,6 +276,7 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
 
 
 MINUTES = "minutes, all planned runs (estimate)"  # the column of time_estimate that holds an arm's planned runs
+FLOPS = "FLOPs per run (train, counted)"
 
 
 def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFrame:
@@ -285,7 +287,7 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     for run in experiments.plan(list(names or exp.ARMS), profile, device="cpu", needs=False):
         cfg, minutes = run.config, run.minutes()
         row = rows.setdefault(run.name, {"experiment": run.name, "runs": 0, "steps": cfg.train.max_steps,
-                                         "PFLOP per run (train, counted)": cfg.flops() / 1e15,
+                                         FLOPS: cfg.flops(),
                                          "minutes per run (estimate)": minutes, MINUTES: 0.0})
         row["runs"] += 1
         row[MINUTES] += minutes
@@ -293,7 +295,8 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     df.loc["chapter (sum)"] = df.sum(numeric_only=True)  # steps too: the chapter's optimizer steps in all
     df[MINUTES.replace("minutes", "hours")] = df[MINUTES] / 60
     df[["runs", "steps"]] = df[["runs", "steps"]].astype(int)
-    return df.round(2)  # shown as a table: two decimals are more than an estimate's precision
+    df[FLOPS] = [si(x, "FLOP") for x in df[FLOPS]]  # the minutes stay numbers: the book's tables print them
+    return df
 
 
 __all__ = ["arm_table", "proportions_table", "at_samples", "at_step", "at_time", "common_samples", "budget_table", "common_step", "curve", "equal_steps_table",

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from ... import data, memory, models
+from ...formats import number
 from ...models.mixer import MaskedTokenConv, MixerConfig
 from ...models.transformer import llama_config
 from . import rows as rows_
@@ -123,8 +124,8 @@ def width_estimates_table() -> pd.DataFrame:
         row = {"shape": label}
         for d, pub in WIDTH_ESTIMATES.items():
             n = count(d)
-            row[f"width {d:,}"] = f"{n / 1e6:,.1f}M"
-            row[f"width {d:,} / write-up"] = f"{n / pub:.2f}"
+            row[f"width {d:,}"] = f"{number(n / 1e6)}M"
+            row[f"width {d:,} / write-up"] = number(n / pub)
         row["judged"] = label != FOUND_SHAPE[0]
         rows.append(row)
     return pd.DataFrame(rows).set_index("shape")
@@ -244,14 +245,14 @@ def memory_table(measured: Mapping[tuple[str, int], float] | None = None) -> pd.
         m = counted(label, batch)
         row = {"model (8 blocks, 512 tokens)": label, "batch": batch,
                "write-up (GB)": MEMORY_QUOTED[(label, batch)],
-               "counted, fp16 mixed precision (GiB)": f"{m['training_step'] / 2**30:.2f}",
+               "counted, fp16 mixed precision (GiB)": number(m["training_step"] / 2**30),
                "of which weights, gradients, AdamW (GiB)":
-                   f"{(m['parameters'] + m['gradients'] + m['optimizer_state']) / 2**30:.2f}",
+                   number((m["parameters"] + m["gradients"] + m["optimizer_state"]) / 2**30),
                f"fits in {GPU_GIB} GiB (counted)": "yes" if fits(label, batch) else "no",
-               "Llama with 32 heads (GiB)": f"{gib(label, batch, 32):.2f}" if label.startswith("Llama") else ""}
+               "Llama with 32 heads (GiB)": number(gib(label, batch, 32)) if label.startswith("Llama") else ""}
         if measured is not None:
             v = measured.get((label, batch), float("nan"))
-            row["measured here (GB)"] = "did not fit" if math.isnan(v) else f"{v:.2f}"
+            row["measured here (GB)"] = "did not fit" if math.isnan(v) else number(v)
         rows.append(row)
     return pd.DataFrame(rows).set_index(["model (8 blocks, 512 tokens)", "batch"])
 
