@@ -41,7 +41,8 @@ cfg = S.config("deepsight/mse_d11").model
 T, delta = cfg.context_size, cfg.future_context_size
 W = planning_weights(T, delta, cfg.future_context_aggregation_type, cfg.present_future_context_aggregation_type)
 print(f"context T = {T}, delta = {delta}: {W.shape[0]} planning targets (positions 1..T-delta) over {W.shape[1]} inputs")
-print(f"weights of target 1 sum to {W[0].sum().item():.4f} = 1/2 + H_delta/2 with H_delta = {sum(1 / k for k in range(1, delta + 1)):.4f}")
+print(f"weights of target 1 sum to {tables.number(W[0].sum().item())} = 1/2 + H_delta/2 with H_delta = "
+      f"{tables.number(sum(1 / k for k in range(1, delta + 1)))}")
 
 # %% mystnb={"figure": {"caption": "Planning-target weights at this profile (delta = 11, DECAY future weights, EQUAL aggregation): row i is target i, column t the input position. The bright diagonal band is the future context; the fading triangle below it is the cumulative mean of the present context.", "name": "deepsight-weights-full"}}
 fig = plots.heatmap(W, xlabel="input position t", ylabel="planning target i", colorbar="weight")

@@ -35,7 +35,7 @@ literal_eta = None  # ED-Training's learning rate η (None: the profile's)
 literal_examples = None  # ED-Training's n, the first n training examples (None: the profile's)
 
 # %%
-from lmcompanion import nb, plots
+from lmcompanion import nb, plots, tables
 from lmcompanion.chapters.formal_ed import training as fe
 from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config
 
@@ -126,10 +126,10 @@ import pandas as pd
 
 pd.DataFrame(
     [{"method": "ED-Training (literal)", "seed": r.seed, "updates": r.summary["steps"],
-      "examples seen": r.summary["steps"], "train time (s)": f"{r.summary['train_time_s']:.1f}"} for r in literal_runs]
+      "examples seen": r.summary["steps"], "train time (s)": tables.number(r.summary["train_time_s"])} for r in literal_runs]
     + [{"method": "AdamW (shared trainer)", "seed": r.seed, "updates": r.summary["steps"],
         "examples seen": r.summary["steps"] * r.config.train.global_batch,
-        "train time (s)": f"{r.summary['train_time_s']:.1f}"} for r in adamw_runs]
+        "train time (s)": tables.number(r.summary["train_time_s"])} for r in adamw_runs]
 ).set_index(["method", "seed"])
 
 # %% [markdown]

@@ -62,8 +62,8 @@ mixer.results(runs)
 # compares (the prologue's [verdict rule](verdict-rule)).
 
 # %%
-print(f"unigram loss on these examples: validation {mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'val'):.3f}, "
-      f"training {mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'train'):.3f} (nats per token)")
+print(f"unigram loss on these examples: validation {tables.number(mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'val'))}, "
+      f"training {tables.number(mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'train'))} (nats per token)")
 
 # %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-vs-llama-curves"}}
 fig = plots.loss_curves(mixer.by_title(runs), reference=nb.unigram(runs))

@@ -95,9 +95,9 @@ import pandas as pd
 pd.DataFrame(
     {
         "seed": [r.seed for r in runs],
-        "train time (s)": [f"{r.summary['train_time_s']:.1f}" for r in runs],
-        "tokens": [f"{r.summary['tokens']:,}" for r in runs],
-        "tokens/s": [f"{r.summary['tokens_per_s']:,.0f}" for r in runs],
+        "train time (s)": [tables.number(r.summary["train_time_s"]) for r in runs],
+        "tokens": [tables.count(r.summary["tokens"]) for r in runs],
+        "tokens/s": [tables.number(r.summary["tokens_per_s"]) for r in runs],
     }
 ).set_index("seed")
 

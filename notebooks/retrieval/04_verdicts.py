@@ -41,7 +41,7 @@ overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 # %%
 from IPython.display import Markdown
 
-from lmcompanion import experiments, nb
+from lmcompanion import experiments, nb, tables
 from lmcompanion.chapters import retrieval as R
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -64,7 +64,7 @@ nb.show_verdicts(S, "retrieval", rows)
 
 # %%
 estimate, hours = R.rerun_estimate("paper")
-print(f"paper profile, matcher runs only: about {hours:.0f} hours on one H100 (estimate)")
+print(f"paper profile, matcher runs only: about {tables.number(hours)} hours on one H100 (estimate)")
 estimate
 
 # %% [markdown]
