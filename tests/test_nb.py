@@ -19,7 +19,7 @@ def test_the_cost_table_has_a_row_per_profile_and_few_enough_columns_to_show_the
 
 
 def test_three_significant_digits_with_thousands_separators():
-    assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == ["1,230", "0.0123", "2.00", "1,000,000", "0"]
+    assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == ["1,230", "0.0123", "2.00", "1,000,000", "0.0"]
 
 
 def test_the_write_up_passes_read_in_the_book_format():

@@ -106,11 +106,12 @@ def test_one_number_format_digits_follow_from_what_the_number_is():
     assert tables.number(550.0) == "550" and tables.number(0.000755) == "7.55×10⁻⁴"  # not "550.00"
     assert tables.estimate(-0.01234, 0.00412) == "-0.0123 ± 0.0041"
     assert formats.number(3) == "3" and tables.count(1234567.0) == "1,234,567"
+    assert formats.number(0.0) == "0.0" and formats.number(-0.0, sign="+") == "+0.0"  # a measured zero, not a count
     import numpy as np
 
     assert formats.number(np.int64(14_710_784)) == "14,710,784"  # a count stays whole
     assert tables.span([float("nan"), 1.0]).startswith("nan [")  # a seed without a value: no digits to choose
-    assert tables.span([0.0, 0.0]) == "0 (all 2 seeds)" and tables.span([-0.5, 0.0]) == "-0.250 [-0.500, 0.000]"
+    assert tables.span([0.0, 0.0]) == "0.0 (all 2 seeds)" and tables.span([-0.5, 0.0]) == "-0.250 [-0.500, 0.000]"
 
 
 def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():

@@ -54,8 +54,10 @@ def number(x: float, sig: int = SIG, sign: str = "") -> str:
     if isinstance(x, numbers.Integral):  # numpy's integers too
         return f"{int(x):{sign},}"
     x = float(x)
-    if not math.isfinite(x) or x == 0:
+    if not math.isfinite(x):
         return f"{x:{sign}g}"
+    if x == 0:  # a measured zero is still a measurement: "0.0", as a mean over seeds writes it, not the count "0"
+        return f"{0.0:{sign}.1f}"
     if not PLAIN[0] <= abs(x) < PLAIN[1]:
         e = _exponent(x)
         mantissa = round(x / 10 ** e, sig - 1)
