@@ -16,7 +16,6 @@ the whole book:
 
 from __future__ import annotations
 
-import functools
 
 from . import models
 from .run import RunConfig
@@ -40,18 +39,13 @@ def mfu(pass_flops: float) -> float:
     return next(m for bound, m in MFU_BY_PASS if pass_flops >= bound)
 
 
-@functools.lru_cache(maxsize=512)
-def _forward_flops_per_token(model_cfg) -> float:
-    return models.build(model_cfg, device="meta").flops_per_token(training=False)
-
-
 def seconds(cfg: RunConfig) -> float:
     """Estimated seconds of one run of ``cfg`` on one H100 (see the module doc)."""
     tc = cfg.train
     step = cfg.flops_per_step()
     micro = step / tc.grad_accum  # one micro-batch's forward and backward: the unit of work the GPU sees
     evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
-    eval_batch = _forward_flops_per_token(cfg.model) * (tc.eval_batch_size or tc.batch_size) \
+    eval_batch = models.flops_per_token(cfg.model, training=False) * (tc.eval_batch_size or tc.batch_size) \
         * cfg.data.tokens_per_sequence(cfg.model)
     n_eval_batches = evals * 2 * tc.eval_batches
     return (tc.max_steps * (step / (H100_BF16 * mfu(micro)) + STEP_OVERHEAD_S)

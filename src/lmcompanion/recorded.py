@@ -94,7 +94,7 @@ def mfu(cfg: RunConfig, summary: dict, provenance: dict) -> float | None:
     peak = estimate.peak_flops(gpu) if isinstance(gpu, str) else None
     if not peak or not isinstance(speed, (int, float)) or speed <= 0:
         return None
-    return float(f"{models.build(cfg.model, device='meta').flops_per_token() * speed / peak:.4g}")
+    return float(f"{models.flops_per_token(cfg.model) * speed / peak:.4g}")
 
 
 def file_name(record: dict) -> str:

@@ -13,7 +13,6 @@ run store names the run's folder by it and records every part of it in the run's
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, is_dataclass
 from typing import Any, Literal, Mapping
 
@@ -84,16 +83,11 @@ class RunConfig(ConfigBase):
     def flops_per_step(self) -> float:
         """Counted training FLOPs (forward and backward) of one optimizer step: the model's counted FLOPs per token
         (``Model.flops_per_token``, on the meta device) x :meth:`tokens_per_step`."""
-        return _training_flops_per_token(self.model) * self.tokens_per_step()
+        return models.flops_per_token(self.model) * self.tokens_per_step()
 
     def flops(self) -> float:
         """Counted training FLOPs of the whole run."""
         return self.train.max_steps * self.flops_per_step()
-
-
-@functools.lru_cache(maxsize=512)
-def _training_flops_per_token(model_cfg) -> float:
-    return models.build(model_cfg, device="meta").flops_per_token()
 
 
 def settings_dict(settings) -> dict | None:

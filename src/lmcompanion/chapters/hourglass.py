@@ -344,8 +344,7 @@ def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = R
 def counted_flops(name: str, training: bool, profile: str = "paper") -> float:
     """FLOPs per token of experiment ``name``'s model at ``profile`` (the write-up's sizes by default), counted by
     running it once under PyTorch's FLOP counter: a training step's (forward and backward) or the forward pass's."""
-    model = models.build(experiments.config(name, profile, device="cpu").model, device="meta")
-    return model.flops_per_token() if training else model.flops_per_token(training=False)
+    return models.flops_per_token(experiments.config(name, profile, device="cpu").model, training)
 
 
 def inference_flops(names: Sequence[str], baseline: str = VANILLA, profile: str = "paper") -> dict[str, tuple]:

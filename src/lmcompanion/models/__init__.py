@@ -13,7 +13,7 @@ import torch
 from ..config import suggest
 from ..errors import ConfigError
 from . import ar_ed, baseline, deepsight, formal_ed, hourglass, matcher, mixer, transformer
-from .base import LanguageModel, Model, ModelOutput, count_params
+from .base import LanguageModel, Model, ModelOutput, count_params, counted_flops_per_token
 
 FAMILIES: dict[str, tuple[type, type]] = {
     config.family: (config, model)
@@ -60,10 +60,17 @@ def build(config, device: str | torch.device | None = None) -> Model:
         return model_cls(config)
 
 
+def flops_per_token(config, training: bool = True) -> float:
+    """Counted FLOPs per token of ``config``'s model (:func:`~lmcompanion.models.base.counted_flops_per_token`): a
+    training step's, or with ``training=False`` a forward pass's; the count builds the model once on the meta
+    device, so a caller need not build it first."""
+    return counted_flops_per_token(config, model_class(config.family), training)
+
+
 def num_params(config) -> int:
     """The parameter count as the write-ups count it, without allocating the weights."""
     return build(config, device="meta").num_params()
 
 
 __all__ = ["FAMILIES", "LanguageModel", "Model", "ModelOutput", "build", "config_class", "count_params", "families",
-           "model_class", "module_of", "num_params"]
+           "flops_per_token", "model_class", "module_of", "num_params"]

@@ -73,7 +73,7 @@ class Model(nn.Module):
         return counted_flops_per_token(self.config, type(self), training)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def counted_flops_per_token(config, model_cls: type, training: bool = True) -> float:
     """FLOPs of one forward (+ backward when ``training``) pass over ``example_batch(1)``, per target token.
 
