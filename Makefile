@@ -45,7 +45,7 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book runs notebooks test tests unit nbval nbval-cells nbval-rehearsal smoke-book-beside smoke-book page-check references slot-rehearsal clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
@@ -133,7 +133,8 @@ book: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(MAKE) unit
-	$(MAKE) nbval NBVAL_BESIDE=smoke-book-beside
+	$(MAKE) nbval
+	$(MAKE) smoke-book
 
 tests: test
 
@@ -146,53 +147,31 @@ unit: $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
 	  --dist worksteal
 
-# In a fresh run store (NBVAL_RUNS), as `make book` does: every run the smoke notebooks read is trained first by the
-# pool (JOBS processes, THREADS threads each; a run trained there is bit for bit the run a notebook trains). Then,
-# JOBS at a time: the committed smoke references re-executed (nbval-cells) and the campaign rehearsal over the same
-# store (nbval-rehearsal), and whatever NBVAL_BESIDE names (make test: the smoke book), so that a single-process step
-# fills what the notebooks leave of the cores instead of waiting for them. nbval-cells: pytest-xdist, JOBS workers;
-# --dist loadfile keeps each notebook's cells in one worker, in order, in one kernel; they read the pool's runs and
-# their outputs are compared (exactly, after the sanitizer removes decimal numbers and verdict words); then every
-# number the runs recorded is compared with tests/nbval/runs.json within the tolerance of tests/regression.py. All
-# run with THREADS threads, as the book's notebooks do and `make references` did, so the check does not depend on the
-# machine's core count. The rehearsal's compiled kernels go to a fresh Inductor cache: a shared one may hold kernels
-# built for another instruction set (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed). A step
-# run beside the cells prints its output when it ends. The store is removed when all have passed (kept after a
-# failure, to look at; the next `make nbval` starts afresh).
+# In a fresh run store, as `make book` does: every run the smoke notebooks read is trained first by the pool (JOBS
+# processes, THREADS threads each; a run trained there is bit for bit the run a notebook trains), then the committed
+# smoke references are re-executed JOBS at a time (pytest-xdist; --dist loadfile keeps each notebook's cells in one
+# worker, in order, in one kernel), reading those runs, and their outputs compared (exactly, after the sanitizer
+# removes decimal numbers and verdict words); then every number the runs recorded is compared with
+# tests/nbval/runs.json within the tolerance of tests/regression.py. All run with THREADS threads, as the book's
+# notebooks do and `make references` did, so the check does not depend on the machine's core count. The rehearsal's
+# compiled kernels go to a fresh Inductor cache: a shared one may hold kernels built for another instruction set
+# (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed).
 # The verdict notebooks first: they take longest (benches, the appendix's counts), and started last they would leave
 # one core idle at the end (--no-loadscope-reorder keeps this order; xdist would start the notebooks with most cells).
 NBVAL_NB := $(sort $(wildcard tests/nbval/*/*.ipynb))
 NBVAL_ORDER := $(filter %_verdicts.ipynb,$(NBVAL_NB)) $(filter-out %_verdicts.ipynb,$(NBVAL_NB))
-NBVAL_RUNS := _build/nbval-runs
-NBVAL_BESIDE ?=
-NBVAL_ENV = LMC_RUNS_DIR=$(abspath $(NBVAL_RUNS)) LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) \
-  TORCHINDUCTOR_CACHE_DIR=$(abspath $(NBVAL_RUNS))-inductor
 
 nbval: $(INSTALLED)
-	rm -rf $(NBVAL_RUNS) $(NBVAL_RUNS)-inductor && mkdir -p $(NBVAL_RUNS)
-	$(NBVAL_ENV) $(BIN)python -m lmcompanion train-chapter all --profile smoke --jobs $(JOBS) --threads $(THREADS) \
-	  --no-progress
-	$(MAKE) -j$(JOBS) nbval-cells nbval-rehearsal $(NBVAL_BESIDE)
-	rm -rf $(NBVAL_RUNS) $(NBVAL_RUNS)-inductor
-
-nbval-cells: $(INSTALLED)
-	$(NBVAL_ENV) $(BIN)python -m pytest -q -p no:cacheprovider --numprocesses $(JOBS) --dist loadfile \
-	  --no-loadscope-reorder --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	  $(NBVAL_ORDER)
-	$(NBVAL_ENV) LMC_REGRESSION_RUNS=$(abspath $(NBVAL_RUNS)) $(BIN)python -m pytest -q -p no:cacheprovider \
-	  tests/check_runs.py
-
-nbval-rehearsal: $(INSTALLED)
-	$(call beside,$(NBVAL_ENV) LMC_REHEARSAL_RUNS=$(abspath $(NBVAL_RUNS)) $(BIN)python -m pytest -q \
-	  -p no:cacheprovider tests/test_campaign.py -k rehearsal,the campaign rehearsal)
-
-smoke-book-beside: $(INSTALLED)
-	$(call beside,$(MAKE) smoke-book,the smoke book)
-
-# $(call beside,COMMAND,WHAT): COMMAND with its output kept in _build/TARGET.log and shown whole when it ends (it runs
-# beside nbval's cells, whose progress stays readable), with its exit status.
-beside = mkdir -p _build && log=_build/$@.log && status=0 && { $(1) > $$log 2>&1 || status=$$?; } && echo "--- $(2): $$( \
-  [ $$status = 0 ] && echo passed || echo "FAILED (exit $$status)")" && cat $$log && rm -f $$log && exit $$status
+	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) \
+	  TORCHINDUCTOR_CACHE_DIR=$$runs-inductor && \
+	  $(BIN)python -m lmcompanion train-chapter all --profile smoke --jobs $(JOBS) --threads $(THREADS) \
+	    --no-progress && \
+	  $(BIN)python -m pytest -q -p no:cacheprovider --numprocesses $(JOBS) --dist loadfile \
+	    --no-loadscope-reorder --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	    $(NBVAL_ORDER) && \
+	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py && \
+	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
+	  status=$$?; rm -rf $$runs $$runs-inductor; exit $$status
 
 # The book rendered from the smoke references, with warnings as errors.
 smoke-book: $(INSTALLED)
