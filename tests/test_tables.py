@@ -126,3 +126,6 @@ def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
     assert "<code>$HOME</code>" in out  # no mathematics inside code
     names = tables.html(pd.DataFrame({"experiment": ["mixer/expanded_d256"], "cmd": ["`a/b_c`"]}))
     assert "mixer/<wbr>expanded_<wbr>d256" in names and "<code>a/b_c</code>" in names  # may wrap; code stays whole
+    # a name beside code or mathematics in the same cell still may wrap (a verdict "at `smoke` scale: ... a_b")
+    mixed = tables.html(pd.DataFrame({"verdict": ["at `smoke` scale: retrieval/flat_d512 and $x_1$"]}))
+    assert "<code>smoke</code>" in mixed and "retrieval/<wbr>flat_<wbr>d512" in mixed and "x_1" in mixed
