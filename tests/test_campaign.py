@@ -260,6 +260,12 @@ def test_a_pack_is_verified_on_arrival_and_a_damaged_one_stops_with_a_message(tm
     monkeypatch.setenv("LMC_CACHE_DIR", str(tmp_path / "arrival"))
     got = campaign.unpack(pack, **QUIET)
     assert os.environ["HF_HUB_OFFLINE"] == "1" and campaign.check_keys(got, "smoke") == len(manifest["run_keys"])
+    # a key that differs names its part: here the code, as a pack made on another Python once was (3.11 against 3.12)
+    some = next(iter(manifest["run_keys"]))
+    other = {**got, "run_keys": {**got["run_keys"], some: "0" * 12},
+             "run_parts": {**got["run_parts"], some: {**got["run_parts"][some], "code": "f" * 12}}}
+    with pytest.raises(LMCError, match=rf"1 of the run keys .*{re.escape(some)}: .* by its code fingerprint \("):
+        campaign.check_keys(other, "smoke")
     # damaged: a changed byte, a truncated file, a missing one
     victim = next(f for f in sorted(listed) if f.startswith("cache/"))
     data = (pack / victim).read_bytes()

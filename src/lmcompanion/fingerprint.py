@@ -8,7 +8,8 @@ neither fingerprinted nor followed: the run names its resolved family and data m
 new family does not invalidate the runs of the others.
 
 :func:`digest` hashes the normalized source of those modules: comments, docstrings and formatting are dropped
-(via the AST), so editing prose keeps cached runs valid while any change to code invalidates them.
+(via the AST), so editing prose keeps cached runs valid while any change to code invalidates them. The digest is the
+same on every Python from 3.11 on (the pack made here is checked on a GPU machine's Python).
 
 ``tests/test_fingerprint.py`` checks the static closure against the modules whose functions actually run during a
 training run (traced with ``sys.setprofile``).
@@ -98,7 +99,38 @@ def _normalized_source(source: str) -> str:
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
                 getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    return _dump(tree)
+
+
+def _dump(node) -> str:
+    """The tree as text, the same on every Python that parses it to the same tree. ``ast.dump`` is not: 3.12 writes
+    the new empty ``type_params=[]`` of every function and class, and 3.13 leaves every empty or None field out, so
+    a digest of it changed the run keys from one Python to the next (a pack made on 3.11 was refused on a GPU
+    machine's 3.12). Here empty and None fields are always left out: a field a newer Python adds, empty in code
+    that does not use it, changes nothing. An f-string's literal parts are joined and empty ones dropped (3.12 ends
+    a nested format spec with an empty one; 3.11 does not)."""
+    if isinstance(node, ast.JoinedStr):
+        parts: list = []
+        for v in node.values:
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                if parts and isinstance(parts[-1], str):
+                    parts[-1] += v.value
+                elif v.value:
+                    parts.append(v.value)
+            else:
+                parts.append(v)
+        return f"JoinedStr([{', '.join(repr(p) if isinstance(p, str) else _dump(p) for p in parts if p != '')}])"
+    if isinstance(node, ast.AST):
+        fields = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            fields.append(f"{name}={_dump(value)}")
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(_dump(v) for v in node)}]"
+    return repr(node)
 
 
 def digest(modules) -> str:

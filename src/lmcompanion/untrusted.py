@@ -393,6 +393,10 @@ PACK_MANIFEST = Format(
             "format": {"type": "string"}, "profile": {"type": "string"},
             "files": {"type": "object", "maxProperties": 100_000, "additionalProperties": _PACK_FILE},
             "run_keys": {"type": "object", "additionalProperties": {"type": "string", "pattern": HEX12}},
+            "run_parts": {"type": "object", "additionalProperties": {
+                "type": "object", "properties": {"code": {"type": "string", "pattern": HEX12},
+                                                 "data": {"type": "string", "maxLength": 400}}}},
+            "python": {"type": "string", "maxLength": 40},
             "seeds": {"type": ["integer", "null"], "minimum": 1}, "bytes": {"type": "integer", "minimum": 0},
             "budget_min": {"type": "number", "exclusiveMinimum": 0},
         },

@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import json
 import os
+import platform
 import shutil
 import time
 from pathlib import Path
@@ -148,14 +149,15 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
         for f in _cache_files(cfg):
             add(f"cache/{f.relative_to(cache_root).as_posix()}", f.read_bytes(), kind="cache")
     log(f"pack: {sum(1 for v in files.values() if v['kind'] == 'cache')} token-cache files")
-    keys = {}
+    keys, parts = {}, {}
     for s in all_steps:
         if s.kind == "run":
-            keys[s.run.id] = s.run.key()
+            sp = s.run.spec()
+            keys[s.run.id], parts[s.run.id] = sp.key, {"code": sp.code, "data": sp.data}
     total = sum(v["bytes"] for v in files.values())
     manifest = {"format": PACK_FORMAT, "profile": profile, "budget_min": budget_min, "seeds": seeds,
                 "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **env.git_state(), "torch": torch.__version__,
-                "files": files, "bytes": total, "run_keys": keys,
+                "python": platform.python_version(), "files": files, "bytes": total, "run_keys": keys, "run_parts": parts,
                 "run_keys_note": "keys of the runs at device cpu, computed from the corpus files here; unpack() "
                                  "computes them again from the pack and stops on any difference"}
     mtext = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
@@ -256,18 +258,24 @@ def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:
     """Compute the run keys of the campaign's runs here (device cpu, as the pack did) and compare them with the
     pack's: a difference (other data, or code other than the pack's commit) stops with a message. Returns how many
     keys were compared."""
-    want = manifest.get("run_keys") or {}
+    want, parts = manifest.get("run_keys") or {}, manifest.get("run_parts") or {}
     diffs, n = [], 0
     for s in plan_mod.steps(profile, device="cpu", seeds=seeds):
         if s.kind == "run" and s.run.id in want:
             n += 1
-            key = s.run.key()
-            if key != want[s.run.id]:
-                diffs.append(f"{s.run.id}: {key} here, {want[s.run.id]} in the pack")
+            sp = s.run.spec()
+            if sp.key != want[s.run.id]:
+                there = parts.get(s.run.id, {})
+                which = [f"its {k} fingerprint ({here} here, {there[k]} in the pack)"
+                         for k, here in (("code", sp.code), ("data", sp.data)) if k in there and there[k] != here]
+                diffs.append(f"{s.run.id}: {sp.key} here, {want[s.run.id]} in the pack"
+                             + (f", by {' and '.join(which)}" if which else ""))
     if diffs:
-        raise LMCError("the run keys computed from the pack differ from those computed where it was made ("
-                       + "; ".join(diffs[:5]) + "): the code or the data differ from the pack's; make the pack again "
-                       "from this working tree")
+        made = manifest.get("python")
+        raise LMCError(f"{len(diffs)} of the run keys computed from the pack differ from those computed where it was "
+                       "made (" + "; ".join(diffs[:5]) + f"; Python {platform.python_version()} here"
+                       + (f", {made} there" if made else "") + "): the code or the data differ from the pack's; make "
+                       "the pack again from this working tree")
     return n
 
 

@@ -64,10 +64,14 @@ class PlannedRun:
         """``<name>[-<procedure>]-s<seed>@<config digest>``: the form of the smoke references' keys."""
         return run_id(self.config, self.procedure.fn)
 
+    def spec(self):
+        """The run's identity (:class:`lmcompanion.run.RunSpec`): its key and the code and data fingerprints in it."""
+        fn = self.procedure.fn
+        return spec(self.config, *((f"{fn.__module__}.{fn.__qualname__}", self.settings) if fn else ()))
+
     def key(self) -> str:
         """The run's key (config, procedure and settings, data fingerprint, code): its folder in the store."""
-        fn = self.procedure.fn
-        return spec(self.config, *((f"{fn.__module__}.{fn.__qualname__}", self.settings) if fn else ())).key
+        return self.spec().key
 
     def get(self, store: RunStore | None = None) -> Run | None:
         """The finished, intact run in the store (None when it must be trained)."""
