@@ -65,3 +65,41 @@ def test_the_share_of_the_peak_follows_the_micro_batch_not_the_accumulated_step(
     micro = cfg.flops_per_step() / cfg.train.grad_accum
     assert estimate.mfu(micro) < estimate.mfu(one_pass.flops_per_step())
     assert estimate.seconds(cfg) > estimate.seconds(one_pass)
+
+
+def test_a_flop_count_is_kept_in_the_cache_by_config_training_code_and_torch(tmp_path, monkeypatch):
+    """The count is read back in a later process (here: the in-memory cache cleared and the counter refused), and an
+    entry that is not what a count writes is counted again and replaced; the entry's name changes with the model's
+    config, training or not, the family's code and the torch version."""
+    from lmcompanion import fingerprint, models
+    from lmcompanion.models import base
+
+    monkeypatch.setenv("LMC_CACHE_DIR", str(tmp_path))
+    cfg = experiments.config("hourglass/vanilla", "smoke", device="cpu").model
+    models.flops_per_token.cache_clear()
+    counted = models.flops_per_token(cfg)
+    entry = tmp_path / "flops" / f"{models.flops_key(cfg)}.json"
+    assert entry.is_file() and counted > 0
+
+    def refuse(*a, **k):
+        raise AssertionError("counted again: the cache was not read")
+
+    models.flops_per_token.cache_clear()
+    monkeypatch.setattr(models, "counted_flops_per_token", refuse)
+    assert models.flops_per_token(cfg) == counted
+    # damaged: counted again (here by the real counter) and replaced
+    monkeypatch.setattr(models, "counted_flops_per_token", base.counted_flops_per_token)
+    for bad in ('{"key": "x", "flops": 1}', "not json", '{"key": "%s", "flops": -1}' % models.flops_key(cfg)):
+        entry.write_text(bad)
+        models.flops_per_token.cache_clear()
+        assert models.flops_per_token(cfg) == counted
+        assert f'"flops": {counted}' in entry.read_text()
+    keys = {models.flops_key(cfg), models.flops_key(cfg, training=False),
+            models.flops_key(dataclasses.replace(cfg, n_head=cfg.n_head * 2))}
+    monkeypatch.setattr(models.torch, "__version__", "0.0")
+    keys.add(models.flops_key(cfg))
+    monkeypatch.undo()
+    monkeypatch.setattr(fingerprint, "digest", lambda modules: "another code")
+    keys.add(models.flops_key(cfg))
+    assert len(keys) == 5
+    models.flops_per_token.cache_clear()

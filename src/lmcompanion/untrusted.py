@@ -440,6 +440,12 @@ CAMPAIGN_ARCHIVE = ArchiveFormat(
     fix="make it again (the campaign's --archive), or unpack a copy you trust and import its folder",
     written="Nothing was imported")
 
+# A counted FLOPs entry of the cache folder (models.flops_per_token): another process's, maybe another version's.
+COUNTED_FLOPS = Format("counted FLOPs cache entry", limit=4096, fix="delete it (it is counted again)",
+                       schema={"type": "object", "required": ["key", "flops"],
+                               "properties": {"key": {"type": "string", "pattern": "^[0-9a-f]{24}$"},
+                                              "flops": {"type": "number", "minimum": 0}}})
+
 # A run folder named on the command line (record, retrain, export-retrieval): maybe copied from someone else.
 RUN_CONFIG = Format("run config (config.json)", limit=1 << 20,
                     fix="delete the run folder and train it again (re-execute the notebook that made it)",
@@ -502,7 +508,7 @@ EXECUTED_NOTEBOOK = Format(
         "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}}}})
 
 # Every reader of files made elsewhere, by the format it reads (tests/test_untrusted.py feeds each one hostile input).
-FORMATS = {f.name: f for f in (RECORDED_RUN, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK, CAMPAIGN_MINUTES,
+FORMATS = {f.name: f for f in (RECORDED_RUN, COUNTED_FLOPS, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK, CAMPAIGN_MINUTES,
                                CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
                                EXPORT_NUMBERS, EXECUTED_NOTEBOOK)}
 
@@ -530,7 +536,7 @@ def sha256sums(path, fmt: Format = SHA256SUMS) -> dict[str, str]:
     return out
 
 
-__all__ = ["ArchiveFormat", "ArraysFormat", "CAMPAIGN_ARCHIVE", "CAMPAIGN_BENCH", "CAMPAIGN_CHECK",
+__all__ = ["ArchiveFormat", "ArraysFormat", "COUNTED_FLOPS", "CAMPAIGN_ARCHIVE", "CAMPAIGN_BENCH", "CAMPAIGN_CHECK",
            "CAMPAIGN_PROGRESS", "EXECUTED_NOTEBOOK", "EXPORT", "FORMATS", "Format", "JSON_LIMIT", "MAX_DEPTH", "PACK_MANIFEST",
            "RECORDED_RUN", "RUN_CONFIG", "RUN_JSON", "RUN_PROCEDURE", "SHA256SUMS", "Untrusted", "check", "confined",
            "inflate", "parse_json", "read_bytes", "read_export", "read_json", "read_npz", "read_tar", "regular_file",

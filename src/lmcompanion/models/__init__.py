@@ -8,10 +8,16 @@ classes. The family modules never import this package back. ``build(config)`` ma
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
+
 import torch
 
+from .. import fingerprint, paths, untrusted
 from ..config import suggest
-from ..errors import ConfigError
+from ..errors import ConfigError, LMCError
 from . import ar_ed, baseline, deepsight, formal_ed, hourglass, matcher, mixer, transformer
 from .base import LanguageModel, Model, ModelOutput, count_params, counted_flops_per_token
 
@@ -60,11 +66,43 @@ def build(config, device: str | torch.device | None = None) -> Model:
         return model_cls(config)
 
 
+@functools.lru_cache(maxsize=4096)
 def flops_per_token(config, training: bool = True) -> float:
     """Counted FLOPs per token of ``config``'s model (:func:`~lmcompanion.models.base.counted_flops_per_token`): a
     training step's, or with ``training=False`` a forward pass's; the count builds the model once on the meta
-    device, so a caller need not build it first."""
-    return counted_flops_per_token(config, model_class(config.family), training)
+    device, so a caller need not build it first.
+
+    A count takes a second or more for a write-up-sized model (each operation's shape is worked out in Python on
+    the meta device), and the plans, estimates and verdict pages of every process count the same models again, so
+    each count is also kept in the cache folder (``LMC_CACHE_DIR``), named by what decides it: the model's config,
+    training or not, the digest of the family's code (its module and what it imports, as a run key covers it) and
+    the torch version (whose counter gives the formulas). An entry that is not what a count writes is counted
+    again and replaced; a cache that cannot be written only makes the next process count again."""
+    model_cls = model_class(config.family)
+    key = flops_key(config, training)
+    path = paths.cache_dir() / "flops" / f"{key}.json"
+    try:
+        entry = untrusted.read_json(path, untrusted.COUNTED_FLOPS) if path.is_file() else None
+    except LMCError:
+        entry = None
+    if entry is not None and entry["key"] == key:
+        return float(entry["flops"])
+    flops = counted_flops_per_token(config, model_cls, training)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.atomic_write(path, json.dumps({"key": key, "flops": flops, "family": config.family,
+                                             "training": training}) + "\n")
+    except (OSError, LMCError):
+        pass
+    return flops
+
+
+def flops_key(config, training: bool = True) -> str:
+    """The name of a FLOP count in the cache (see :func:`flops_per_token`)."""
+    blob = json.dumps({"config": dataclasses.asdict(config), "family": config.family, "training": bool(training),
+                       "code": fingerprint.digest(fingerprint.closure(module_of(config.family))),
+                       "torch": torch.__version__}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
 def num_params(config) -> int:
@@ -73,4 +111,4 @@ def num_params(config) -> int:
 
 
 __all__ = ["FAMILIES", "LanguageModel", "Model", "ModelOutput", "build", "config_class", "count_params", "families",
-           "flops_per_token", "model_class", "module_of", "num_params"]
+           "flops_key", "flops_per_token", "model_class", "module_of", "num_params"]
