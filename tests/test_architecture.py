@@ -4,6 +4,7 @@ import ast
 import dataclasses
 import graphlib
 import hashlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -99,6 +100,15 @@ def test_no_function_local_imports_of_the_package():
                 if isinstance(node, ast.Import) and any(a.name.startswith("lmcompanion") for a in node.names):
                     found.append(f"{module}.{fn.name}: import lmcompanion...")
     assert not found, "\n".join(found)
+
+
+def test_the_command_line_starts_without_matplotlib_or_scipy():
+    """Every command (and every unit test that runs one) paid about 0.9 s on the 2-core build machine importing
+    matplotlib and scipy, which only the commands that draw or test import: they are imported where they are used."""
+    code = "import sys, lmcompanion.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'scipy'}))"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.split() == ["[]"]
 
 
 # --- the run key ------------------------------------------------------------------------------------------------

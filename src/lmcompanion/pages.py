@@ -27,13 +27,11 @@ from pathlib import Path
 
 import nbformat
 
-from scipy import stats as scipy_stats
-
 from . import chapters, claims, experiments, ledger, learning
 from .config import PROFILES
 from .errors import LMCError
 from .formats import count, number
-from .stats import ALPHA
+from .stats import ALPHA, scipy_stats
 from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCONCLUSIVE, NOT_DECIDED, OUTCOMES, TRAINING
 
 GLUE_MIME = "application/papermill.record/text/plain"
@@ -205,7 +203,7 @@ def chance_line(rows: list[dict]) -> str:
     n = len(tested)
     if not n:
         return "No claim about training was tested at this scale, so none is decided."
-    k = int(scipy_stats.binom.ppf(0.95, n, ALPHA))
+    k = int(scipy_stats().binom.ppf(0.95, n, ALPHA))
     decided = sum(r["outcome"] in (HOLDS, FAILS) for r in tested)
     return (f"**Many tests at 5%.** {n} claim{'s were' if n != 1 else ' was'} tested ({decided} decided). If every "
             f"one of them had arms that were in truth equal, chance alone would make about {number(n * ALPHA)} of them "

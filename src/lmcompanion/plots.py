@@ -2,6 +2,10 @@
 
 Seeds of one arm are drawn as their mean with a shaded band from the lowest to the highest seed, so the
 spread the verdicts account for is visible in the curves too.
+
+matplotlib is imported by the functions that draw, not with the module: the command line imports this module with
+the chapters, and most of its commands draw nothing (matplotlib was about 0.45 s of every command's start-up on the
+2-core build machine; ``tests/test_architecture.py`` keeps it out of the command line's imports).
 """
 
 from __future__ import annotations
@@ -9,8 +13,6 @@ from __future__ import annotations
 import textwrap
 from typing import Mapping, Sequence
 
-import matplotlib as mpl
-import matplotlib.pyplot as plt
 import numpy as np
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f", "#bcbd22"]
@@ -24,6 +26,7 @@ DRAWN_WIDTH = PAGE_WIDTH - 0.2  # the widest figure to draw: a saved figure gain
 def style() -> None:
     """The book's matplotlib style (called by ``lmcompanion.nb.setup``; in a notebook, figures are also stored at
     twice their pixel density, sharp on high-DPI screens at the same size: :func:`install_png_formatter`)."""
+    import matplotlib as mpl
     install_png_formatter()
     mpl.rcParams.update({
         "figure.figsize": (DRAWN_WIDTH, 3.4),
@@ -58,6 +61,7 @@ def retina_png(fig):
 
 def install_png_formatter() -> None:
     """In a notebook's kernel, figures are shown through :func:`retina_png` (nothing outside one)."""
+    import matplotlib as mpl
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
@@ -87,6 +91,7 @@ def panel_grid(n: int, panel_width: float = PANEL_WIDTH, ncols: int | None = Non
 def panel_figure(n: int, height: float = 3.2, **kw):
     """A figure of ``n`` panels laid out by :func:`panel_grid` within the page's width, and its first ``n`` axes
     (row by row; the grid's unused cells are hidden). ``kw`` goes to ``plt.subplots`` (e.g. ``sharey``)."""
+    import matplotlib.pyplot as plt
     rows, cols = panel_grid(n)
     width = min(DRAWN_WIDTH, PANEL_WIDTH * cols + 0.6 if cols > 1 else SINGLE_WIDTH)
     fig, grid = plt.subplots(rows, cols, squeeze=False, figsize=(width, height * rows), **kw)
@@ -185,6 +190,7 @@ def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train"
 def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title: str | None = None,
                  logy: bool = True):
     """A per-step training metric (e.g. ``aux/embedding``) against step, mean over seeds with a min-max band."""
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots()
     for color, (label, runs) in zip(COLORS, groups.items()):
         frames = [r.metrics().dropna(subset=[key])[["step", key]].reset_index(drop=True) for r in runs]
@@ -231,6 +237,7 @@ TICK_INCHES = 0.2  # the room each labelled tick gets, so that labels at TICK_FO
 def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
             cmap: str = "viridis", colorbar: str | None = None, ax=None):
     """A matrix as an image (rows = y, columns = x)."""
+    import matplotlib.pyplot as plt
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.8, 3.8))
@@ -256,6 +263,7 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
     """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
     title), one line per group (mean over seeds, min-max band), and ``reference`` as in :func:`loss_curves` (by
     column). Rows where a panel's column is missing are skipped, and so is x = 0 on a log axis."""
+    import matplotlib as mpl
     fig, axes = panel_figure(len(panels))
     for ax, (column, panel_title) in zip(axes, panels.items()):
         for color, (label, frames) in zip(COLORS, groups.items()):
@@ -291,6 +299,7 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
     """Several matrices side by side in one figure. Each panel is a mapping with ``matrix``, ``title``, ``xlabel``,
     ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all. Panels grow
     with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible."""
+    import matplotlib.pyplot as plt
     n = len(panels)
     most = {k: max((len(p.get(k) or ()) for p in panels), default=0) for k in ("xticks", "yticks")}
     # the narrowest a panel may be drawn (its labelled ticks legible), and the size asked for

@@ -20,11 +20,18 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from . import formats
 
 ALPHA = 0.05  # the largest chance, under equal arms, at which a verdict is decisive
+
+
+def scipy_stats():
+    """scipy's statistics, imported when a test is computed rather than with the module (about 0.4 s of every
+    command line's start-up on the 2-core build machine, and most commands compute none)."""
+    from scipy import stats
+
+    return stats
 
 
 def mean(values: Sequence[float]) -> float:
@@ -65,7 +72,7 @@ def permutation_p(a: Sequence[float], b: Sequence[float], alternative: str = "le
         raise ValueError("both arms need at least one value")
     if min(len(a), len(b)) < 2:  # scipy wants two values per arm; the same exact test, enumerated here
         return _enumerated_p(np.asarray(a, float), np.asarray(b, float), alternative)
-    result = scipy_stats.permutation_test((np.asarray(a, float), np.asarray(b, float)), _mean_difference,
+    result = scipy_stats().permutation_test((np.asarray(a, float), np.asarray(b, float)), _mean_difference,
                                           permutation_type="independent", alternative=alternative,
                                           n_resamples=np.inf, vectorized=True)
     return float(result.pvalue)
@@ -130,14 +137,15 @@ def compare(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Com
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rank correlation (ties get their average rank)."""
-    return float(scipy_stats.spearmanr(x, y).statistic)
+    return float(scipy_stats().spearmanr(x, y).statistic)
 
 
 def spearman_p(x: Sequence[float], y: Sequence[float], alternative: str = "greater") -> float:
     """Exact one-sided permutation p-value of Spearman's rho: every ordering of ``y`` against ``x``."""
     x = np.asarray(x, float)
-    result = scipy_stats.permutation_test((np.asarray(y, float),), lambda v: scipy_stats.spearmanr(x, v).statistic,
-                                          permutation_type="pairings", alternative=alternative, n_resamples=np.inf)
+    sp = scipy_stats()
+    result = sp.permutation_test((np.asarray(y, float),), lambda v: sp.spearmanr(x, v).statistic,
+                                 permutation_type="pairings", alternative=alternative, n_resamples=np.inf)
     return float(result.pvalue)
 
 
@@ -147,7 +155,7 @@ def one_sample_p(values: Sequence[float], limit: float, alternative: str = "less
     values = np.asarray(values, float)
     if values.size < 2 or np.all(values == values[0]):
         return 1.0
-    return float(scipy_stats.ttest_1samp(values, limit, alternative=alternative).pvalue)
+    return float(scipy_stats().ttest_1samp(values, limit, alternative=alternative).pvalue)
 
 
 def _pooled_chi_square(counts: np.ndarray, expected: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -174,7 +182,7 @@ def goodness_of_fit_p(counts: Sequence[int], probs: Sequence[float], seed: int =
         return float("nan")
     n = int(round(counts.sum()))
     rng = np.random.default_rng(seed)
-    result = scipy_stats.monte_carlo_test(
+    result = scipy_stats().monte_carlo_test(
         counts, lambda size: rng.multinomial(n, probs, size=size[:-1]).astype(float),
         lambda c, axis: _pooled_chi_square(c, probs * n, axis), vectorized=True, n_resamples=n_resamples,
         alternative="greater", axis=-1)
@@ -182,4 +190,4 @@ def goodness_of_fit_p(counts: Sequence[int], probs: Sequence[float], seed: int =
 
 
 __all__ = ["ALPHA", "Comparison", "compare", "goodness_of_fit_p", "mean", "min_p", "one_sample_p", "permutation_p",
-           "span", "spearman", "spearman_p", "std"]
+           "scipy_stats", "span", "spearman", "spearman_p", "std"]
