@@ -129,3 +129,7 @@ def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
     # a name beside code or mathematics in the same cell still may wrap (a verdict "at `smoke` scale: ... a_b")
     mixed = tables.html(pd.DataFrame({"verdict": ["at `smoke` scale: retrieval/flat_d512 and $x_1$"]}))
     assert "<code>smoke</code>" in mixed and "retrieval/<wbr>flat_<wbr>d512" in mixed and "x_1" in mixed
+    # not after a short prefix: a label "d_model=256" read "d_ model=256" where the column wrapped it
+    short = tables.html(pd.DataFrame({"arm": ["d_model=256", "ar_ed/baseline", "transformer_matcher_d1024_c32"]}))
+    assert "d_model=256" in short and "ar_ed/<wbr>" not in short and "ar_<wbr>" not in short
+    assert "transformer_<wbr>matcher_<wbr>d1024_<wbr>c32" in short
