@@ -35,6 +35,12 @@ ifneq ($(wildcard $(SHARED_DATA)/SHA256SUMS),)
 export LMC_DATA_DIR ?= $(SHARED_DATA)
 endif
 
+# Counted FLOPs (lmcompanion.models.flops_per_token): one folder for every process, the unit tests' workers included
+# (each has its own cache folder, tests/conftest.py), so that a write-up-sized model counted by a unit test is read,
+# not counted again, by the notebooks' plans and appendices. A count depends only on the model's config and code and
+# the torch version, which name its file.
+export LMC_FLOPS_DIR ?= $(abspath $(or $(LMC_CACHE_DIR),.cache))/flops
+
 NB_SRC := $(sort $(shell find notebooks -name '*.py' -not -path '*/.ipynb_checkpoints/*'))
 NB_OUT := $(NB_SRC:.py=.ipynb)
 PKG := $(shell find src -name '*.py') pyproject.toml

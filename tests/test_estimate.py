@@ -74,11 +74,12 @@ def test_a_flop_count_is_kept_in_the_cache_by_config_training_code_and_torch(tmp
     from lmcompanion import fingerprint, models
     from lmcompanion.models import base
 
+    monkeypatch.delenv("LMC_FLOPS_DIR", raising=False)
     monkeypatch.setenv("LMC_CACHE_DIR", str(tmp_path))
     cfg = experiments.config("hourglass/vanilla", "smoke", device="cpu").model
     models.flops_per_token.cache_clear()
     counted = models.flops_per_token(cfg)
-    entry = tmp_path / "flops" / f"{models.flops_key(cfg)}.json"
+    entry = tmp_path / "flops" / f"{models.flops_key(cfg)}.json"  # LMC_FLOPS_DIR unset: in the cache folder
     assert entry.is_file() and counted > 0
 
     def refuse(*a, **k):
@@ -94,6 +95,10 @@ def test_a_flop_count_is_kept_in_the_cache_by_config_training_code_and_torch(tmp
         models.flops_per_token.cache_clear()
         assert models.flops_per_token(cfg) == counted
         assert f'"flops": {counted}' in entry.read_text()
+    # LMC_FLOPS_DIR set: there (make unit shares one folder between workers whose cache folders differ)
+    monkeypatch.setenv("LMC_FLOPS_DIR", str(tmp_path / "shared"))
+    models.flops_per_token.cache_clear()
+    assert models.flops_per_token(cfg) == counted and (tmp_path / "shared" / entry.name).is_file()
     keys = {models.flops_key(cfg), models.flops_key(cfg, training=False),
             models.flops_key(dataclasses.replace(cfg, n_head=cfg.n_head * 2))}
     monkeypatch.setattr(models.torch, "__version__", "0.0")

@@ -1,11 +1,14 @@
 """Where the package reads data and writes caches and runs.
 
-Three environment variables, each optional:
+Four environment variables, each optional:
 
 - ``LMC_DATA_DIR``: a folder with local copies of the corpora (the layout of ``../shared/data``). The Makefile
   and ``.ci/run`` set it when ``../shared/data`` exists. Unset, corpora come from the Hugging Face hub.
 - ``LMC_RUNS_DIR``: the run store (default ``runs/`` in the repository, else ``~/.cache/lmcompanion/runs``).
 - ``LMC_CACHE_DIR``: tokenizers and token caches (default ``.cache/`` in the repository).
+- ``LMC_FLOPS_DIR``: counted FLOPs (default ``flops/`` in the cache folder). They depend on nothing but the model's
+  config and code and the torch version, so processes that keep apart caches of data may share them: ``make unit``
+  points its workers, each with its own cache folder, at the one ``make nbval`` and ``make book`` read.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ def runs_dir() -> Path:
 def cache_dir() -> Path:
     env = os.environ.get("LMC_CACHE_DIR")
     return Path(env).expanduser() if env else _default("cache", hidden=True)
+
+
+def flops_dir() -> Path:
+    env = os.environ.get("LMC_FLOPS_DIR")
+    return Path(env).expanduser() if env else cache_dir() / "flops"
 
 
 def data_dir() -> Path | None:

@@ -1,7 +1,7 @@
 """What every command does about its folders and its machine: paths as the user typed them, temporary files a killed
 process left, and resource errors that name their fix.
 
-- :func:`absolute_env`: a relative ``LMC_RUNS_DIR``, ``LMC_CACHE_DIR`` or ``LMC_DATA_DIR`` means the folder where the
+- :func:`absolute_env`: a relative ``LMC_RUNS_DIR``, ``LMC_CACHE_DIR``, ``LMC_FLOPS_DIR`` or ``LMC_DATA_DIR`` means the folder where the
   command was started; it is made absolute there, once, so that a notebook's kernel (which runs in the notebook's
   folder), a pool's workers and torchrun's processes all read the same folder.
 - :func:`sweep`: every temporary file or folder the package writes carries its writer's process id
@@ -24,7 +24,7 @@ from pathlib import Path
 from . import paths
 from .errors import LMCError
 
-ENV_PATHS = ("LMC_RUNS_DIR", "LMC_CACHE_DIR", "LMC_DATA_DIR")
+ENV_PATHS = ("LMC_RUNS_DIR", "LMC_CACHE_DIR", "LMC_FLOPS_DIR", "LMC_DATA_DIR")
 _TEMPORARY = re.compile(r"\.tmp(?P<a>\d+)$|^\.import-(?P<b>\d+)-|\.partial(?P<c>\d+)\.ipynb$|^lmc-(?:rev|ddp)-(?P<d>\d+)-")
 
 
