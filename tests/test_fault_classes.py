@@ -483,13 +483,15 @@ def test_an_output_that_names_the_notebook_s_source_is_refused_before_anything_i
     assert src.read_bytes() == before and sorted(p.name for p in sandbox.iterdir()) == ["dir", "file.py", "out"]
 
 
-def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_command(sandbox, capsys, tmp_path):
+def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_command(sandbox, capsys, tmp_path, monkeypatch):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     pid = dead.pid
     runs, cache = Path(os.environ["LMC_RUNS_DIR"]), Path(os.environ["LMC_CACHE_DIR"])
+    monkeypatch.setenv("LMC_FLOPS_DIR", str(tmp_path / "flops"))  # outside the cache folder, as make unit sets it
     stale = [runs / f"x-s0-abc/summary.json.tmp{pid}", runs / f".import-{pid}-abc/config.json",
-             cache / f"tokens/meta.json.tmp{pid}", sandbox / "out" / f".nb.partial{pid}.ipynb",
+             cache / f"tokens/meta.json.tmp{pid}", tmp_path / "flops" / f"0123abcd.json.tmp{pid}",
+             sandbox / "out" / f".nb.partial{pid}.ipynb",
              sandbox / "out" / f"gpu/a.json.tmp{pid}"]
     mine = [runs / f"y-s0-abc/summary.json.tmp{os.getpid()}"]  # a live writer's: kept
     for p in stale + mine:

@@ -522,7 +522,7 @@ def main(argv=None) -> int:
         return 2
     os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))
     resources.absolute_env()
-    for folder in (paths.runs_dir(), paths.cache_dir(), *_outputs(args)):
+    for folder in dict.fromkeys((paths.runs_dir(), paths.cache_dir(), paths.flops_dir(), *_outputs(args))):
         resources.sweep(folder)  # temporary files of writers that were killed
     resources.sweep_temporary()
     timeout_before = os.environ.get(TIMEOUT_ENV)
