@@ -75,8 +75,8 @@ def flops_per_token(config, training: bool = True) -> float:
     A count takes a second or more for a write-up-sized model (each operation's shape is worked out in Python on
     the meta device), and the plans, estimates and verdict pages of every process count the same models again, so
     each count is also kept in a folder (``LMC_FLOPS_DIR``, default ``flops/`` in ``LMC_CACHE_DIR``), named by what
-    decides it: the model's config, training or not, the digest of the family's code (its module and what it
-    imports, as a run key covers it) and the torch version (whose counter gives the formulas). An entry that is not
+    decides it: the model's config, training or not, the digest of the code (the family's module and what it
+    imports, as a run key covers it, and this module) and the torch version (whose counter gives the formulas). An entry that is not
     what a count writes is counted again and replaced; a cache that cannot be written only makes the next process
     count again."""
     model_cls = model_class(config.family)
@@ -101,7 +101,7 @@ def flops_per_token(config, training: bool = True) -> float:
 def flops_key(config, training: bool = True) -> str:
     """The name of a FLOP count in the cache (see :func:`flops_per_token`)."""
     blob = json.dumps({"config": dataclasses.asdict(config), "family": config.family, "training": bool(training),
-                       "code": fingerprint.digest(fingerprint.closure(module_of(config.family))),
+                       "code": fingerprint.digest((*fingerprint.closure(module_of(config.family)), __name__)),
                        "torch": torch.__version__}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
