@@ -119,7 +119,7 @@ def _dump(node) -> str:
                     parts.append(v.value)
             else:
                 parts.append(v)
-        return f"JoinedStr([{', '.join(repr(p) if isinstance(p, str) else _dump(p) for p in parts if p != '')}])"
+        return f"JoinedStr([{', '.join(repr(p) if isinstance(p, str) else _dump(p) for p in parts)}])"
     if isinstance(node, ast.AST):
         fields = []
         for name in node._fields:

@@ -142,16 +142,15 @@ def _math(html_text: str) -> str:
 
 _TEXT = re.compile(r">([^<>]+)<")
 _BREAK = re.compile(r"(?<=[^\W_]{3}[/_])(?=\w)")  # after three letters or digits: "d_model" stays whole
-
-
 _KEPT = re.compile(r"(`[^`<>\n]+`|\$[^$<>\n]+?\$)")  # code and mathematics, as _CODE and _MATH find them
 
 
 def _breaks(html_text: str) -> str:
     """A line-break opportunity (``<wbr>``) after every / and _ that follows three letters or digits inside a word of
-    the table's text (experiment names such as ``mixer/expanded_d256``; not "d_ model"), so that a narrow column wraps them instead of widening the table; not inside
-    code or mathematics (between backticks or dollars), while the rest of a cell's text around them still gets them
-    (a verdict "at `smoke` scale" naming transformer_matcher_batch_axis_llama_d1024_c32 widened its table)."""
+    the table's text (experiment names such as ``mixer/expanded_d256``; not "d_ model"), so that a narrow column wraps
+    them instead of widening the table; not inside code or mathematics (between backticks or dollars), while the rest
+    of a cell's text around them still gets them (a verdict "at `smoke` scale" naming
+    transformer_matcher_batch_axis_llama_d1024_c32 widened its table)."""
     def text(m: re.Match) -> str:
         parts = _KEPT.split(m.group(1))  # text, kept span, text, ...
         return ">" + "".join(p if i % 2 else _BREAK.sub("<wbr>", p) for i, p in enumerate(parts)) + "<"
