@@ -126,3 +126,34 @@ def test_the_pages_refuse_a_verdict_decided_on_an_arm_that_has_not_learned(tmp_p
     nb.cells[0].outputs[0]["data"][pages.GLUE_MIME] = repr(json.dumps([row]))
     nbformat.write(nb, tmp_path / "ar_ed" / "x.ipynb")
     assert pages.gate_violations(tmp_path) == []
+
+
+def _headline_row(chapter: str, *arms: tuple[str, list[float]]) -> dict:
+    """A glued headline row whose arms end at ``values`` against a unigram loss of 6.0 (learned: all at most 5.5)."""
+    return {"chapter": chapter, "profile": "cpu", "claim": "a beats b", "verdict": "not decided at this scale",
+            "outcome": "not decided at this scale", "group": "training", "headline": True,
+            "arms": [{"label": label, "reference": "unigram", "level": 6.0, "values": values, "at": "final",
+                      "kind": "loss"} for label, values in arms]}
+
+
+def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfall():
+    from lmcompanion import experiments
+
+    learned = [5.2] * 5
+    short = [5.2, 5.6, 5.3, 5.2, 5.2]  # one seed 0.4 nats below the line
+    ok = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", learned), ("baseline", learned))],
+                             "cpu")
+    assert "has not learned" not in ok and "have not learned" not in ok
+    line = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", short), ("baseline", learned))],
+                               "cpu")
+    (h,) = experiments.headlines("deepsight")
+    assert h.cpu_shortfall and "**In this build `mse_d11` has not learned**" in line and h.cpu_shortfall in line
+    # a headline that declares no shortfall says that the cost was not measured
+    line = pages.headline_line("ar_ed", [_headline_row("ar_ed", ("mse_pos_sub", short), ("baseline", short))], "cpu")
+    assert "`mse_pos_sub`, `baseline` have not learned" in line and "has not been measured" in line
+    # with two headlines in a chapter, a row counts for the one whose arms it compares only
+    one = experiments.Headline("x", "one", ("x/a", "x/b"), "why")
+    row = _headline_row("x", ("a", short), ("b (the embedder)", learned))
+    assert pages._of_headline(row, one, 2)
+    other = experiments.Headline("x", "two", ("x/a", "x/c"), "why")
+    assert not pages._of_headline(row, other, 2) and pages._of_headline(row, other, 1)

@@ -344,8 +344,26 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
             text += (f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
                      f"before any comparison was looked at: {experiments.CPU_RULE}. Here the baseline trains "
                      f"{count(cfg.train.max_steps)} steps, {count(cfg.tokens())} {getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
-        out.append(text + ".")
+        text += "."
+        short = _unlearned([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
+        if short:
+            names = ", ".join(f"`{a}`" for a in short)
+            text += (f" **In this build {names} {'has' if len(short) == 1 else 'have'} not learned**, so the rows that "
+                     f"compare {'it' if len(short) == 1 else 'them'} are not decided at `{profile}`"
+                     + (f": {h.cpu_shortfall}." if profile == "cpu" and h.cpu_shortfall else
+                        ". What it would cost to make every arm learn at this profile has not been measured."))
+        out.append(text)
     return " ".join(out)
+
+
+def _of_headline(r: dict, h, n_heads: int) -> bool:
+    """Whether the glued headline row ``r`` is one of ``h``'s: every row of a chapter's only headline, else the rows
+    whose arms' labels (an experiment's short name, with any note in parentheses) are all among ``h``'s arms."""
+    if n_heads == 1:
+        return True
+    names = {a.split("/")[-1] for a in h.arms}
+    labels = {a["label"].split(" (")[0] for a in r.get("arms") or []}
+    return bool(labels) and labels <= names
 
 
 def _row_line(r: dict, prefix: str, profile: str) -> str:

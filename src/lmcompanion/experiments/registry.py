@@ -102,7 +102,10 @@ CPU_RULE = ("the fewest steps, doubling from the previous default, at which the 
 class Headline:
     """A chapter's headline comparison: what it compares (``label``), its arms, why it is the headline, and its
     baseline arm (on which alone the ``cpu`` protocol was fixed: :data:`CPU_RULE`). A verdict row is one of its rows
-    when it compares at least ``min_arms`` of these arms and no other."""
+    when it compares at least ``min_arms`` of these arms and no other. ``cpu_shortfall``: where the rule leaves an arm
+    short of the learning gate at ``cpu``, why, and what was measured about the cost of closing the gap (one line,
+    no measured number: the README's section on what ``cpu`` cannot reach gives them with their commands); the
+    landing page says it when an arm has not learned in the build."""
 
     chapter: str
     label: str
@@ -110,6 +113,7 @@ class Headline:
     why: str
     min_arms: int = 2
     baseline: str = ""
+    cpu_shortfall: str = ""
 
 
 HEADLINES: dict[str, list[Headline]] = {}
@@ -127,15 +131,15 @@ def get(name: str) -> Experiment:
 
 
 def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
-             baseline: str | None = None) -> Headline:
+             baseline: str | None = None, cpu_shortfall: str = "") -> Headline:
     """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
-    of them, default the last)."""
+    of them, default the last; ``cpu_shortfall``: see :class:`Headline`)."""
     unknown = [a for a in arms if a not in REGISTRY]
     baseline = baseline or (arms[-1] if arms else "")
     if unknown or not arms or not 1 <= min_arms <= len(arms) or baseline not in arms:
         raise ValueError(f"headline {label!r} of {chapter!r}: arms must be registered experiments "
                          f"(unknown: {unknown}), min_arms between 1 and their number, the baseline one of them")
-    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline)
+    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall)
     HEADLINES.setdefault(chapter, []).append(h)
     return h
 
