@@ -475,3 +475,31 @@ def test_where_the_arms_run_is_generated_from_the_registry():
     assert all(f"`{n}`" in text for n in rexp.CPU_SKIP) and "every profile but `cpu`" in text
     for chapter in experiments.CHAPTERS:  # every chapter's line is written, whatever its arms' profiles
         experiments.where_they_run(chapter)
+
+
+@pytest.mark.parametrize("related", [True, False])
+def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path, related):
+    """A positive control for a chapter whose matchers all end near chance at cpu: on embeddings whose story is its
+    query plus noise, the smoke matcher, trained by the shared trainer on the matching items, ends far below chance
+    on test pairs; on the same stories shuffled against their queries, it does not."""
+    import dataclasses
+    import math
+
+    from lmcompanion.train.trainer import train
+
+    cfg = experiments.config("retrieval/flat_d1024_c32", "smoke", device="cpu")
+    n, n_train = 200, 180
+    cfg = dataclasses.replace(cfg, train=rexp.train_config(dataclasses.replace(rexp.scale("smoke"), epochs=50), n_train))
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(n, cfg.model.n_embed, generator=g)
+    t = (q if related else q[torch.randperm(n, generator=g)]) + 0.5 * torch.randn(q.shape, generator=g)
+    emb = {"query_train": q[:n_train], "target_train": t[:n_train], "query_test": q[n_train:],
+           "target_test": t[n_train:]}
+    source = rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, 0)
+    summary = train(cfg, tmp_path, source=source, progress=False)
+    chance = math.log(cfg.model.context_size - 1)
+    test, acc = summary["final"]["test"], summary["final"]["test_acc"]
+    if related:
+        assert test < chance - 1.0 and acc >= 0.5, (test, acc)
+    else:
+        assert test > chance - 0.3 and acc < 0.3, (test, acc)

@@ -1,0 +1,156 @@
+"""What it would take for the retrieval headline's matchers to learn at a profile (issue 34), measured outside the
+book: one matcher arm at one seed, with its embedder trained for more steps, the matcher for more epochs, and more
+of the usable summary-story pairs than the profile takes, each at the profile's value unless given. Prints how far
+the embedder learned, the matcher's train and test cross-entropy and top-1 accuracy at its last evaluation, against
+chance, and the wall times; with ``--probe``, also a bilinear probe fitted to the same training pairs (every training
+story a candidate of every query, full batch), scored on the test pairs like the matcher: whether the embeddings hold
+a match that generalises at all, whatever the matcher's optimisation.
+
+    LMC_DATA_DIR=../shared/data python tests/scripts/retrieval_reach.py retrieval/flat_d1024_c32 \\
+        --embedder-steps 800 --epochs 50 --pairs all --probe --store /tmp/reach
+
+The embedder's steps are not a setting of a retrieval run (it reads its embedder at the profile, as planned), so the
+script replaces, in this process only, the function that names the embedder's run; the runs it trains go to
+``--store``, never to the book's run store, and the embeddings to that folder's ``cache``."""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("arm", help="a retrieval matcher experiment, e.g. retrieval/flat_d1024_c32")
+    ap.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "gpu", "paper"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--embedder-steps", type=int, help="the embedder's training steps (default: the profile's)")
+    ap.add_argument("--epochs", type=float, help="passes of the matcher over its training pairs (default: the profile's)")
+    ap.add_argument("--pairs", help="summary-story pairs, or 'all' for every usable one (default: the profile's)")
+    ap.add_argument("--probe", action="store_true", help="also fit the bilinear probe")
+    ap.add_argument("--store", help="the folder for the runs and embeddings (default: a new temporary folder)")
+    args = ap.parse_args(argv)
+    for name, value in (("--embedder-steps", args.embedder_steps), ("--epochs", args.epochs)):
+        if value is not None and value <= 0:
+            ap.error(f"{name} must be positive, got {value}")
+    if args.pairs not in (None, "all") and not (args.pairs.isdigit() and int(args.pairs) >= 20):
+        ap.error(f"--pairs takes a count of at least 20 or 'all', got {args.pairs!r}")
+    root = Path(args.store or tempfile.mkdtemp(prefix="retrieval-reach-")).resolve()
+    os.environ["LMC_CACHE_DIR"] = str(root / "cache")  # before the package reads it
+
+    import torch
+
+    from lmcompanion import experiments, learning
+    from lmcompanion.data import retrieval as rdata
+    from lmcompanion.data.stories import load_stories
+    from lmcompanion.experiments import retrieval as R
+    from lmcompanion.train import RunStore
+    from lmcompanion.train.trainer import train
+
+    if args.arm not in R.ARMS:
+        ap.error(f"{args.arm!r} is no retrieval matcher; known: {', '.join(R.ARMS)}")
+    cfg = dataclasses.replace(experiments.config(args.arm, args.profile, device="cpu"), seed=args.seed)
+    planned = R.embedder_run_config
+
+    def embedder(c):
+        e = planned(c)
+        if args.embedder_steps is None:
+            return e
+        steps = args.embedder_steps
+        return dataclasses.replace(e, train=dataclasses.replace(e.train, max_steps=steps,
+                                                                  eval_interval=max(1, steps // 4)))
+
+    R.embedder_run_config = embedder  # this process only: the retrieval module names its embedder's run with it
+    if args.pairs is not None:
+        if args.pairs == "all" and cfg.data.queries != "extractive":
+            ap.error("--pairs all counts the pairs of the extractive rule; give a count for this profile")
+        stories = load_stories(planned(cfg).data)["train"] if args.pairs == "all" else []
+        usable = len(rdata.extractive_pairs(stories, len(stories))) if args.pairs == "all" else int(args.pairs)
+        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, n_pairs=usable))
+    n_train = cfg.data.sequences_per_epoch(cfg.model)
+    s = R.scale(args.profile)  # the profile's matcher protocol, over the pairs and epochs asked for
+    cfg = dataclasses.replace(cfg, train=R.train_config(dataclasses.replace(s, epochs=args.epochs or s.epochs), n_train))
+    steps = cfg.train.max_steps
+    store = RunStore(root / "runs")
+    t0 = time.perf_counter()
+    erun = store.run(embedder(cfg), progress=False) if cfg.data.embedding == "trained" else None
+    t1 = time.perf_counter()
+    source = R.matching_source(cfg, store)
+    folder = root / "matchers" / f"{args.arm.replace('/', '_')}-s{args.seed}-{t1:.0f}"
+    folder.mkdir(parents=True)
+    train(cfg, folder, source=source, progress=False)
+    t2 = time.perf_counter()
+    k = cfg.model.context_size - 1
+    print(f"{args.arm} at {args.profile}, seed {args.seed}: {len(source.sets['train']):,} training pairs, "
+          f"{len(source.sets['test']):,} test pairs, {k} candidates (chance: loss ln {k} = {math.log(k):.3f}, "
+          f"top-1 {1 / k:.3f})")
+    if erun is not None:
+        e = erun.config
+        final = erun.summary["final"]
+        line = learning.arm(e.name, [erun], "val")
+        print(f"  embedder {e.name}: {e.train.max_steps:,} steps, final train {final['train']:.3f}, "
+              f"validation {final['val']:.3f}, {line.distances[0]:.2f} nats below {line.reference} "
+              f"({line.level:.3f}); {t1 - t0:.0f} s")
+    evals = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    last = [r for r in evals if "eval/test" in r][-1]
+    print(f"  matcher: {steps:,} steps ({steps * cfg.train.batch_size / n_train:.1f} epochs); at its last evaluation "
+          f"train {last['eval/train']:.3f} (top-1 {last['eval/train_acc']:.3f}), test {last['eval/test']:.3f} "
+          f"(top-1 {last['eval/test_acc']:.3f} = {last['eval/test_acc'] * k:.2f} x chance); {t2 - t1:.0f} s")
+    if args.probe:
+        emb, _ = R.embeddings(cfg, store)
+        train_top1, test_top1, cosine = probe(emb, k, args.seed)
+        print(f"  bilinear probe: top-1 {train_top1 * k:.2f} x chance on training pairs, {test_top1 * k:.2f} x chance "
+              f"on test pairs; whitened cosine, fitted to nothing: {cosine * k:.2f} x chance on test pairs")
+    print(f"  runs and embeddings under {root}")
+    return 0
+
+
+def probe(emb: dict, k: int, seed: int, rank: int = 64, steps: int = 600) -> tuple[float, float, float]:
+    """Top-1 accuracies among ``k`` candidates (the true story and ``k - 1`` others of the same split, drawn afresh
+    for each query, 20 times over): of a bilinear score (A q) . (B t) fitted to the training pairs with every
+    training story a candidate of every query (full batch, AdamW, standardised embeddings), on training pairs and
+    on test pairs; and of the cosine of embeddings whitened with the training pairs' covariance (fitted to no
+    match), on test pairs."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    both = torch.cat([emb["query_train"], emb["target_train"]]).double()
+    mu, sd = both.mean(0), both.std(0) + 1e-6
+    q, t, qt, tt = ((emb[n].double() - mu) / sd for n in ("query_train", "target_train", "query_test", "target_test"))
+    a = torch.nn.Linear(q.size(1), rank, dtype=torch.float64)
+    b = torch.nn.Linear(q.size(1), rank, dtype=torch.float64)
+    opt = torch.optim.AdamW([*a.parameters(), *b.parameters()], lr=1e-3, weight_decay=0.1)
+    labels = torch.arange(len(q))
+    for _ in range(steps):
+        loss = torch.nn.functional.cross_entropy(a(q) @ b(t).T, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def top1(scores: torch.Tensor, reps: int = 20) -> float:
+        n, hits = len(scores), 0
+        for _ in range(reps):
+            for i in range(n):
+                others = torch.randperm(n, generator=g)
+                others = others[others != i][:k - 1]
+                hits += int(torch.cat([scores[i, i:i + 1], scores[i, others]]).argmax() == 0)
+        return hits / (reps * n)
+
+    n_test = len(qt)
+    with torch.no_grad():
+        fitted_train = top1(a(q[:n_test]) @ b(t[:n_test]).T)
+        fitted_test = top1(a(qt) @ b(tt).T)
+    white = torch.linalg.cholesky(torch.linalg.inv(torch.cov(torch.cat([q, t]).T)
+                                                   + 1e-3 * torch.eye(q.size(1), dtype=q.dtype)))
+    unit = torch.nn.functional.normalize
+    return fitted_train, fitted_test, top1(unit(qt @ white, dim=1) @ unit(tt @ white, dim=1).T)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
