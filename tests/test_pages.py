@@ -151,6 +151,8 @@ def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfal
     # a headline that declares no shortfall says that the cost was not measured
     line = pages.headline_line("ar_ed", [_headline_row("ar_ed", ("mse_pos_sub", short), ("baseline", short))], "cpu")
     assert "`mse_pos_sub`, `baseline` have not learned" in line and "has not been measured" in line
+    smoke = _headline_row("ar_ed", ("mse_pos_sub", short), ("baseline", short)) | {"profile": "smoke"}
+    assert "not learned" not in pages.headline_line("ar_ed", [smoke], "smoke")  # a generated corpus: no statement
     # with two headlines in a chapter, a row counts for the one whose arms it compares only
     one = experiments.Headline("x", "one", ("x/a", "x/b"), "why")
     row = _headline_row("x", ("a", short), ("b (the embedder)", learned))

@@ -387,7 +387,7 @@ headline("retrieval", "the matcher on mixer against transformer embeddings (d_mo
          ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32"),
          "the conclusions: 'a summary-story matching retrieval model is capable of far better training on embeddings "
          "from these models compared to embeddings from transformers'; its first setting",
-         cpu_shortfall="the rule's target was out of reach for the baseline too: at `cpu` the matchers stay at chance "
+         cpu_shortfall="the rule's target was out of reach for the baseline too. At `cpu` the matchers stay at chance "
                        "on their training pairs as on their test pairs. Measured outside the book, neither many more "
                        "epochs of the matcher, nor embedders trained until they end far below their unigram loss, nor "
                        "every usable pair of the offline stories took a matcher off chance, and a bilinear probe that "
