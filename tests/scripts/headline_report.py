@@ -1,8 +1,10 @@
 """What a build's run store says about the headline arms (issue 34's check): for every headline arm of every chapter
 at a profile, the tokens each run saw, its distance to its reference line at every seed (the learning gate,
-:mod:`lmcompanion.learning`), its wall time; then the store's runs and their summed wall time per chapter.
+:mod:`lmcompanion.learning`), its wall time; then the store's runs and their summed wall time per chapter; with
+``--notebooks``, how the executed notebooks there decided each chapter's headline rows at the profile, and the reason
+the registry declares where an arm falls short (``cpu_shortfall``).
 
-    LMC_RUNS_DIR=runs python tests/scripts/headline_report.py [--profile cpu]
+    LMC_RUNS_DIR=runs python tests/scripts/headline_report.py [--profile cpu] [--notebooks notebooks]
 
 Reads finished runs only: a headline run missing from the store is reported missing, never trained."""
 
@@ -26,6 +28,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "gpu", "paper"))
     ap.add_argument("--runs", default=os.environ.get("LMC_RUNS_DIR", "runs"), help="the run store (default $LMC_RUNS_DIR)")
+    ap.add_argument("--notebooks", help="a folder of executed notebooks (e.g. notebooks): count their headline rows")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
     store = RunStore(Path(args.runs))
@@ -65,11 +68,35 @@ def main(argv=None) -> int:
     print("finished runs in the store, by chapter: " + "; ".join(
         f"{c} {n} runs {t / 60:.1f} min" for c, (n, t) in sorted(per.items()))
           + f"; total {sum(n for n, _ in per.values())} runs, {sum(t for _, t in per.values()) / 60:.1f} min")
+    if args.notebooks:
+        decided(Path(args.notebooks), args.profile)
     if missing:
         print(f"missing from the store: {len(missing)} headline runs, e.g. {missing[:3]}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 1 if missing else 0
+
+
+def decided(root: Path, profile: str) -> None:
+    """Per chapter, the headline rows the executed notebooks under ``root`` glued at ``profile``, counted by outcome,
+    and the registry's reason where a headline has an arm that has not learned."""
+    from lmcompanion import pages
+
+    rows = [r for r in pages.own_verdicts(root) if r.get("headline") and r["profile"] == profile]
+    print(f"headline rows decided at {profile} (from the notebooks under {root}):")
+    for chapter in experiments.chapters():
+        mine = [r for r in rows if r["chapter"] == chapter]
+        if not mine:
+            continue
+        counts = defaultdict(int)
+        for r in mine:
+            counts[r["outcome"]] += 1
+        short = pages._unlearned(mine)
+        print(f"  {chapter:<10} " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+              + (f"; not learned: {', '.join(short)}" if short else ""))
+        for h in experiments.headlines(chapter):
+            if short and h.cpu_shortfall and profile == "cpu":
+                print(f"             why (the registry): {h.cpu_shortfall}")
 
 
 if __name__ == "__main__":

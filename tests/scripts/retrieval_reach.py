@@ -10,8 +10,9 @@ a match that generalises at all, whatever the matcher's optimisation.
         --embedder-steps 800 --epochs 50 --pairs all --probe --store /tmp/reach
 
 The embedder's steps are not a setting of a retrieval run (it reads its embedder at the profile, as planned), so the
-script replaces, in this process only, the function that names the embedder's run; the runs it trains go to
-``--store``, never to the book's run store, and the embeddings to that folder's ``cache``."""
+script replaces, in this process only, the function of the procedure (:mod:`lmcompanion.experiments.matching`) that
+names the embedder's run; the runs it trains go to ``--store``, never to the book's run store, and the embeddings to
+that folder's ``cache``."""
 
 import argparse
 import dataclasses
@@ -48,6 +49,7 @@ def main(argv=None) -> int:
     from lmcompanion import experiments, learning
     from lmcompanion.data import retrieval as rdata
     from lmcompanion.data.stories import load_stories
+    from lmcompanion.experiments import matching
     from lmcompanion.experiments import retrieval as R
     from lmcompanion.train import RunStore
     from lmcompanion.train.trainer import train
@@ -55,7 +57,7 @@ def main(argv=None) -> int:
     if args.arm not in R.ARMS:
         ap.error(f"{args.arm!r} is no retrieval matcher; known: {', '.join(R.ARMS)}")
     cfg = dataclasses.replace(experiments.config(args.arm, args.profile, device="cpu"), seed=args.seed)
-    planned = R.embedder_run_config
+    planned = matching.embedder_run_config
 
     def embedder(c):
         e = planned(c)
@@ -65,7 +67,7 @@ def main(argv=None) -> int:
         return dataclasses.replace(e, train=dataclasses.replace(e.train, max_steps=steps,
                                                                   eval_interval=max(1, steps // 4)))
 
-    R.embedder_run_config = embedder  # this process only: the retrieval module names its embedder's run with it
+    matching.embedder_run_config = embedder  # this process only: the procedure names its embedder's run with it
     if args.pairs is not None:
         if args.pairs == "all" and cfg.data.queries != "extractive":
             ap.error("--pairs all counts the pairs of the extractive rule; give a count for this profile")

@@ -31,7 +31,7 @@ from a generator seeded by (run seed, 11, split), so every evaluation of a run, 
 score exactly the same candidate sets.
 
 The embeddings themselves come from another run (a CLM of the mixer chapter): the retrieval procedure
-(``lmcompanion.experiments.retrieval.match``) computes and caches them and builds :class:`RetrievalSource` from
+(``lmcompanion.experiments.matching.match``) computes and caches them and builds :class:`RetrievalSource` from
 them; this data kind alone cannot build its source, and says so.
 """
 
