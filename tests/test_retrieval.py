@@ -62,6 +62,11 @@ def test_the_true_target_lands_at_every_position_and_negatives_are_resampled():
 def test_a_split_too_small_for_the_candidates_is_rejected_with_the_fix():
     with pytest.raises(ConfigError, match="raise data.n_pairs"):
         rdata.MatchingSet(torch.zeros(5, 4), torch.zeros(5, 4), n_ctx=8)
+    # at the boundary: an item draws n_ctx - 1 stories besides its own (7 of a split of 7 could not be drawn)
+    with pytest.raises(ConfigError, match="a split needs at least 8, but it has 7"):
+        rdata.MatchingSet(torch.zeros(7, 4), torch.zeros(7, 4), n_ctx=8)
+    rows, _ = rdata.MatchingSet(torch.zeros(8, 4), torch.zeros(8, 4), n_ctx=8).draw(torch.arange(8), torch.Generator())
+    assert all(len(set(r[1:].tolist())) == 7 for r in rows)
 
 
 def test_mixer_embeddings_are_read_at_the_second_to_last_position():

@@ -267,9 +267,9 @@ class MatchingSet:
     def __init__(self, queries: torch.Tensor, targets: torch.Tensor, n_ctx: int):
         if queries.shape != targets.shape:
             raise DataError(f"queries {tuple(queries.shape)} and targets {tuple(targets.shape)} differ in shape")
-        if targets.size(0) < n_ctx - 1:
-            raise ConfigError(f"an item needs {n_ctx - 1} different stories but the split has {targets.size(0)}: "
-                              "raise data.n_pairs or lower model.context_size")
+        if targets.size(0) < n_ctx:  # the n_ctx - 1 drawn before the true story overwrites one are not its own
+            raise ConfigError(f"an item draws {n_ctx - 1} stories other than its own, so a split needs at least "
+                              f"{n_ctx}, but it has {targets.size(0)}: raise data.n_pairs or lower model.context_size")
         self.queries, self.targets, self.n_ctx = queries, targets, n_ctx
 
     def __len__(self) -> int:
