@@ -58,6 +58,11 @@ def _positive_float(text: str, what: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    """A finite number > 0 (epochs, a factor)."""
+    return _positive_float(text, "a finite number > 0")
+
+
 def minutes(text: str) -> float:
     """A finite number of minutes > 0 (a budget, a time limit)."""
     return _positive_float(text, "a finite number of minutes > 0")
@@ -184,5 +189,5 @@ def revision(needs: Sequence[tuple[str, str]], repo: Path | None = None):
     return parse
 
 
-__all__ = ["DEVICES", "command_minutes", "device", "existing_dir", "existing_file", "existing_path", "minutes", "nonnegative_int", "output_dir", "output_file", "override", "positive_int", "profile", "revision",
+__all__ = ["DEVICES", "command_minutes", "device", "existing_dir", "existing_file", "existing_path", "minutes", "nonnegative_int", "output_dir", "output_file", "override", "positive_int", "positive_number", "profile", "revision",
            "seconds", "seed"]

@@ -1,9 +1,9 @@
 """What every command does about its folders and its machine: paths as the user typed them, temporary files a killed
 process left, and resource errors that name their fix.
 
-- :func:`absolute_env`: a relative ``LMC_RUNS_DIR``, ``LMC_CACHE_DIR``, ``LMC_FLOPS_DIR`` or ``LMC_DATA_DIR`` means the folder where the
-  command was started; it is made absolute there, once, so that a notebook's kernel (which runs in the notebook's
-  folder), a pool's workers and torchrun's processes all read the same folder.
+- :func:`absolute_env`: a relative ``LMC_RUNS_DIR``, ``LMC_CACHE_DIR``, ``LMC_FLOPS_DIR`` or ``LMC_DATA_DIR`` means
+  the folder where the command was started; it is made absolute there, once, so that a notebook's kernel (which runs
+  in the notebook's folder), a pool's workers and torchrun's processes all read the same folder.
 - :func:`sweep`: every temporary file or folder the package writes carries its writer's process id
   (``name.tmp<pid>`` of an atomic write, ``.import-<pid>-*`` of an import, ``.<notebook>.partial<pid>.ipynb`` of a
   notebook run, ``lmc-rev-<pid>-*`` and ``lmc-ddp-<pid>-*`` in the temporary folder); one whose writer is gone (killed

@@ -508,8 +508,8 @@ EXECUTED_NOTEBOOK = Format(
         "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}}}})
 
 # Every reader of files made elsewhere, by the format it reads (tests/test_untrusted.py feeds each one hostile input).
-FORMATS = {f.name: f for f in (RECORDED_RUN, COUNTED_FLOPS, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS, CAMPAIGN_CHECK, CAMPAIGN_MINUTES,
-                               CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
+FORMATS = {f.name: f for f in (RECORDED_RUN, COUNTED_FLOPS, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS,
+                               CAMPAIGN_CHECK, CAMPAIGN_MINUTES, CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
                                EXPORT_NUMBERS, EXECUTED_NOTEBOOK)}
 
 

@@ -16,6 +16,7 @@ that folder's ``cache``."""
 
 import argparse
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -24,23 +25,37 @@ import tempfile
 import time
 from pathlib import Path
 
+from lmcompanion import argtypes
+
+
+def _pairs(text: str):
+    """--pairs: "all", or a count of at least 20 (the data config's least)."""
+    if text == "all":
+        return text
+    try:
+        value = argtypes.positive_int(text)
+    except argparse.ArgumentTypeError:
+        value = 0
+    if value < 20:
+        raise argparse.ArgumentTypeError(f"expected 'all' or a whole number >= 20, got {text!r}")
+    return value
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("arm", help="a retrieval matcher experiment, e.g. retrieval/flat_d1024_c32")
-    ap.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "gpu", "paper"))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--embedder-steps", type=int, help="the embedder's training steps (default: the profile's)")
-    ap.add_argument("--epochs", type=float, help="passes of the matcher over its training pairs (default: the profile's)")
-    ap.add_argument("--pairs", help="summary-story pairs, or 'all' for every usable one (default: the profile's)")
+    ap.add_argument("--profile", default="cpu", type=argtypes.profile)
+    ap.add_argument("--seed", type=argtypes.seed, default=0)
+    ap.add_argument("--embedder-steps", type=argtypes.positive_int,
+                    help="the embedder's training steps (default: the profile's)")
+    ap.add_argument("--epochs", type=argtypes.positive_number,
+                    help="passes of the matcher over its training pairs (default: the profile's)")
+    ap.add_argument("--pairs", type=_pairs,
+                    help="summary-story pairs, at least 20, or 'all' for every usable one (default: the profile's)")
     ap.add_argument("--probe", action="store_true", help="also fit the bilinear probe")
-    ap.add_argument("--store", help="the folder for the runs and embeddings (default: a new temporary folder)")
+    ap.add_argument("--store", type=argtypes.output_dir,
+                    help="the folder for the runs and embeddings (default: a new temporary folder)")
     args = ap.parse_args(argv)
-    for name, value in (("--embedder-steps", args.embedder_steps), ("--epochs", args.epochs)):
-        if value is not None and value <= 0:
-            ap.error(f"{name} must be positive, got {value}")
-    if args.pairs not in (None, "all") and not (args.pairs.isdigit() and int(args.pairs) >= 20):
-        ap.error(f"--pairs takes a count of at least 20 or 'all', got {args.pairs!r}")
     root = Path(args.store or tempfile.mkdtemp(prefix="retrieval-reach-")).resolve()
     os.environ["LMC_CACHE_DIR"] = str(root / "cache")  # before the package reads it
 
@@ -72,11 +87,18 @@ def main(argv=None) -> int:
         if args.pairs == "all" and cfg.data.queries != "extractive":
             ap.error("--pairs all counts the pairs of the extractive rule; give a count for this profile")
         stories = load_stories(planned(cfg).data)["train"] if args.pairs == "all" else []
-        usable = len(rdata.extractive_pairs(stories, len(stories))) if args.pairs == "all" else int(args.pairs)
+        usable = len(rdata.extractive_pairs(stories, len(stories))) if args.pairs == "all" else args.pairs
         cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, n_pairs=usable))
+        need = cfg.model.context_size  # stories a split needs for an item's candidates (rdata.MatchingSet)
+        n_test = lambda n: max(1, round(cfg.data.test_fraction * n))  # noqa: E731  (as rdata.pairs splits)
+        if n_test(usable) < need:  # before anything is trained
+            least = next(n for n in itertools.count(usable) if n_test(n) >= need)
+            ap.error(f"--pairs {usable}: its test split is too small for the {need - 1} candidates of {args.arm}; "
+                     f"give at least {least}")
     n_train = cfg.data.sequences_per_epoch(cfg.model)
     s = R.scale(args.profile)  # the profile's matcher protocol, over the pairs and epochs asked for
-    cfg = dataclasses.replace(cfg, train=R.train_config(dataclasses.replace(s, epochs=args.epochs or s.epochs), n_train))
+    s = dataclasses.replace(s, epochs=args.epochs or s.epochs)
+    cfg = dataclasses.replace(cfg, train=R.train_config(s, n_train))
     steps = cfg.train.max_steps
     store = RunStore(root / "runs")
     t0 = time.perf_counter()

@@ -233,6 +233,6 @@ headline("retrieval", "the matcher on mixer against transformer embeddings (d_mo
                        "reach* gives the runs and the commands")
 
 
-__all__ = ["ARMS", "AUTOENCODER", "CPU_SKIP", "EMBED_CODE", "EMBEDDERS", "MORE_PAIRS", "MatchSettings", "PAPER_ONLY", "SCALES", "Scale", "autoencoder_config", "embedder_key",
-           "embedder_run", "embedder_run_config", "embedder_width", "embeddings", "embeddings_path", "match", "matching_source",
-           "retrieval_config", "scale"]
+__all__ = ["ARMS", "AUTOENCODER", "CPU_SKIP", "EMBED_CODE", "EMBEDDERS", "MORE_PAIRS", "MatchSettings", "PAPER_ONLY",
+           "SCALES", "Scale", "autoencoder_config", "embedder_key", "embedder_run", "embedder_run_config",
+           "embedder_width", "embeddings", "embeddings_path", "match", "matching_source", "retrieval_config", "scale"]

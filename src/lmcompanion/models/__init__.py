@@ -76,9 +76,9 @@ def flops_per_token(config, training: bool = True) -> float:
     the meta device), and the plans, estimates and verdict pages of every process count the same models again, so
     each count is also kept in a folder (``LMC_FLOPS_DIR``, default ``flops/`` in ``LMC_CACHE_DIR``), named by what
     decides it: the model's config, training or not, the digest of the code (the family's module and what it
-    imports, as a run key covers it, and this module) and the torch version (whose counter gives the formulas). An entry that is not
-    what a count writes is counted again and replaced; a cache that cannot be written only makes the next process
-    count again."""
+    imports, as a run key covers it, and this module) and the torch version (whose counter gives the formulas). An
+    entry that is not what a count writes is counted again and replaced; a cache that cannot be written only makes
+    the next process count again."""
     model_cls = model_class(config.family)
     key = flops_key(config, training)
     path = paths.flops_dir() / f"{key}.json"
