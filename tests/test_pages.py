@@ -136,18 +136,23 @@ def _headline_row(chapter: str, *arms: tuple[str, list[float]]) -> dict:
                       "kind": "loss"} for label, values in arms]}
 
 
-def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfall():
+def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfall(monkeypatch):
+    from dataclasses import replace
+
     from lmcompanion import experiments
+    from lmcompanion.experiments import registry
 
     learned = [5.2] * 5
     short = [5.2, 5.6, 5.3, 5.2, 5.2]  # one seed 0.4 nats below the line
     ok = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", learned), ("baseline", learned))],
                              "cpu")
     assert "has not learned" not in ok and "have not learned" not in ok
+    (h,) = experiments.headlines("deepsight")
+    monkeypatch.setitem(registry.HEADLINES, "deepsight", [replace(h, cpu_shortfall="the reason, declared")])
     line = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", short), ("baseline", learned))],
                                "cpu")
-    (h,) = experiments.headlines("deepsight")
-    assert h.cpu_shortfall and "**In this build `mse_d11` has not learned**" in line and h.cpu_shortfall in line
+    assert "**In this build `mse_d11` has not learned**" in line and "cpu`: the reason, declared." in line
+    monkeypatch.undo()
     # a headline that declares no shortfall says that the cost was not measured
     line = pages.headline_line("ar_ed", [_headline_row("ar_ed", ("mse_pos_sub", short), ("baseline", short))], "cpu")
     assert "`mse_pos_sub`, `baseline` have not learned" in line and "has not been measured" in line
@@ -159,3 +164,24 @@ def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfal
     assert pages._of_headline(row, one, 2)
     other = experiments.Headline("x", "two", ("x/a", "x/c"), "why")
     assert not pages._of_headline(row, other, 2) and pages._of_headline(row, other, 1)
+
+
+def test_a_headline_says_where_its_cpu_steps_depart_from_the_rule_and_where_its_arms_only_illustrate():
+    from lmcompanion import experiments
+
+    (deep,) = experiments.headlines("deepsight")
+    assert deep.cpu_departure and not deep.cpu_illustrates
+    line = pages.headline_line("deepsight", [], "cpu")
+    assert f"This chapter departs from it: {deep.cpu_departure}. Here the baseline trains 1,000 steps" in line
+    assert "departs" not in pages.headline_line("deepsight", [], "gpu")
+    assert "departs" not in pages.headline_line("ar_ed", [], "cpu")  # the AR encoder-decoder keeps the rule's 500
+    (match,) = experiments.headlines("retrieval")
+    row = _headline_row("retrieval", ("flat_d1024_c32", [1 / 31]), ("llama_d1024_c32", [1 / 31]))
+    for arm in row["arms"]:  # top-1 at chance, one seed
+        arm.update(reference="chance", level=1 / 31, kind="accuracy")
+    line = pages.headline_line("retrieval", [row], "cpu")
+    assert (f"At `cpu` its arms run 1 seed, like the chapter's other arms: they illustrate and decide nothing, since "
+            f"they cannot learn at `cpu` at a cost the build can afford: {match.cpu_shortfall}") in line
+    assert line.count(match.cpu_shortfall) == 1 and line.endswith("are not decided at `cpu`.")
+    gpu = pages.headline_line("retrieval", [], "gpu")
+    assert "illustrate" not in gpu and "3 seeds" in gpu

@@ -128,8 +128,14 @@ def test_an_experiment_can_declare_its_seeds_per_profile():
 
 
 def test_at_cpu_the_headline_arms_run_five_seeds_and_every_other_arm_one():
-    heads = set(experiments.headline_arms())
+    heads = set(experiments.headline_arms(deciding_at="cpu"))
     assert {"ar_ed/baseline", "ar_ed/mse_pos_sub", "mixer/flat_d512", "hourglass/vanilla"} <= heads
+    # a headline measured unable to learn at cpu (the retrieval matchers) illustrates there, and only there
+    matchers = {"retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32"}
+    assert matchers <= set(experiments.headline_arms()) and not matchers & heads
+    assert all(experiments.seeds_of(m, "gpu") == (0, 1, 2) for m in matchers)
+    with pytest.raises(ValueError, match="cpu_shortfall"):
+        registry.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why", cpu_illustrates=True)
     for name in experiments.names():
         if experiments.runs_at(name, "cpu"):
             assert experiments.seeds_of(name, "cpu") == ((0, 1, 2, 3, 4) if name in heads else (0,)), name

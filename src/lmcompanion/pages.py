@@ -337,20 +337,29 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
         arms = [a for r in rows if r.get("headline") for a in (r.get("arms") or [])
                 if a["label"] == h.baseline.split("/")[-1] and a.get("at", "final") == "final"]
         learned = (f"; in this build the baseline ends {_learned_cell({'arms': arms[:1]})}" if arms else "")
+        n_seeds = "/".join(map(str, sorted(seeds)))
+        illustrates = profile == "cpu" and h.cpu_illustrates
         text = (f"**The headline comparison: {h.label}.** Why it is the headline: {h.why}. At `{profile}` its arms run "
-                f"{'/'.join(map(str, sorted(seeds)))} seeds"
-                + (f" and the chapter's other arms {'/'.join(map(str, other_seeds))}" if other_seeds else ""))
+                f"{n_seeds} seed{'' if n_seeds == '1' else 's'}"
+                + (f" and the chapter's other arms {'/'.join(map(str, other_seeds))}" if other_seeds and not illustrates
+                   else ""))
+        if illustrates:
+            text += (", like the chapter's other arms: they illustrate and decide nothing, since they cannot learn at "
+                     f"`cpu` at a cost the build can afford: {h.cpu_shortfall}")
         if profile == "cpu":
             text += (f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
-                     f"before any comparison was looked at: {experiments.CPU_RULE}. Here the baseline trains "
-                     f"{count(cfg.train.max_steps)} steps, {count(cfg.tokens())} {getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
+                     f"before any comparison was looked at: {experiments.CPU_RULE}"
+                     + (f". This chapter departs from it: {h.cpu_departure}" if h.cpu_departure else "")
+                     + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
+                       f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
         text += "."
         short = _unlearned([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
         if short and profile != "smoke":  # smoke's generated corpus teaches nothing: its numbers mean nothing
             names = ", ".join(f"`{a}`" for a in short)
             text += (f" **In this build {names} {'has' if len(short) == 1 else 'have'} not learned**, so the rows that "
                      f"compare {'it' if len(short) == 1 else 'them'} are not decided at `{profile}`"
-                     + (f": {h.cpu_shortfall}." if profile == "cpu" and h.cpu_shortfall else
+                     + ("." if illustrates else
+                        f": {h.cpu_shortfall}." if profile == "cpu" and h.cpu_shortfall else
                         ". What it would cost to make every arm learn at this profile has not been measured."))
         out.append(text)
     return " ".join(out)

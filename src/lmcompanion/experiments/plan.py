@@ -28,9 +28,10 @@ from .registry import REGISTRY, Procedure, get, headline_arms, procedure
 # the cost, but can decide no comparison. At ``cpu`` the headline comparisons' arms (declared in the registry) run
 # five, so that a decision does not rest on the order of one seed (the smallest p is 1/252, not 1/20), and every
 # other arm runs one: it illustrates (its figures and tables), and its rows say that no test is possible
-# (:data:`ILLUSTRATION_SEEDS`).
+# (:data:`ILLUSTRATION_SEEDS`). So do the arms of a headline measured unable to learn at ``cpu`` at an affordable cost
+# (``cpu_illustrates`` in the registry: the retrieval matchers).
 DEFAULT_SEEDS = {"smoke": 2, "cpu": 5, "gpu": 3, "paper": 3}
-ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that is no headline comparison's
+ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that decides no headline comparison there
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,15 @@ def runs_at(name: str, profile: str) -> bool:
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
     profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
-    experiment runs the first seed only or, at ``cpu``, is no headline comparison's arm (:data:`ILLUSTRATION_SEEDS`).
+    experiment runs the first seed only or, at ``cpu``, decides no headline comparison there
+    (:data:`ILLUSTRATION_SEEDS`).
     None where it does not run at the profile."""
     exp = get(name)
     if not exp.runs_at(check_profile(profile)):
         return ()
     if seeds is not None:
         return tuple(seeds)
-    if profile in ILLUSTRATION_SEEDS and name not in headline_arms():
+    if profile in ILLUSTRATION_SEEDS and name not in headline_arms(deciding_at=profile):
         return tuple(range(ILLUSTRATION_SEEDS[profile]))
     n = 1 if profile in exp.first_seed_only else exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
     return tuple(range(n))

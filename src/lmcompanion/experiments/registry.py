@@ -105,7 +105,10 @@ class Headline:
     when it compares at least ``min_arms`` of these arms and no other. ``cpu_shortfall``: where the rule leaves an arm
     short of the learning gate at ``cpu``, why, and what was measured about the cost of closing the gap (one line,
     no measured number: the README's section on what ``cpu`` cannot reach gives them with their commands); the
-    landing page says it when an arm has not learned in the build."""
+    landing page says it when an arm has not learned in the build. ``cpu_departure``: where the chapter's ``cpu``
+    steps depart from :data:`CPU_RULE`, how, why and when the choice was made (one line, said on the landing page).
+    ``cpu_illustrates``: measured, the arms cannot learn at ``cpu`` at an affordable cost (``cpu_shortfall`` says
+    why), so there they run the illustrations' seeds, like the chapter's other arms, and decide nothing."""
 
     chapter: str
     label: str
@@ -114,6 +117,8 @@ class Headline:
     min_arms: int = 2
     baseline: str = ""
     cpu_shortfall: str = ""
+    cpu_departure: str = ""
+    cpu_illustrates: bool = False
 
 
 HEADLINES: dict[str, list[Headline]] = {}
@@ -131,15 +136,20 @@ def get(name: str) -> Experiment:
 
 
 def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
-             baseline: str | None = None, cpu_shortfall: str = "") -> Headline:
+             baseline: str | None = None, cpu_shortfall: str = "", cpu_departure: str = "",
+             cpu_illustrates: bool = False) -> Headline:
     """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
-    of them, default the last; ``cpu_shortfall``: see :class:`Headline`)."""
+    of them, default the last; ``cpu_shortfall``, ``cpu_departure``, ``cpu_illustrates``: see :class:`Headline`;
+    arms that only illustrate at ``cpu`` need the shortfall that says why)."""
     unknown = [a for a in arms if a not in REGISTRY]
     baseline = baseline or (arms[-1] if arms else "")
     if unknown or not arms or not 1 <= min_arms <= len(arms) or baseline not in arms:
         raise ValueError(f"headline {label!r} of {chapter!r}: arms must be registered experiments "
                          f"(unknown: {unknown}), min_arms between 1 and their number, the baseline one of them")
-    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall)
+    if cpu_illustrates and not cpu_shortfall:
+        raise ValueError(f"headline {label!r} of {chapter!r}: arms that only illustrate at cpu need a cpu_shortfall "
+                         "that says why they cannot learn there")
+    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall, cpu_departure, cpu_illustrates)
     HEADLINES.setdefault(chapter, []).append(h)
     return h
 
@@ -149,9 +159,11 @@ def headlines(chapter: str | None = None) -> list[Headline]:
     return [h for c, hs in HEADLINES.items() if chapter is None or c == chapter for h in hs]
 
 
-def headline_arms(chapter: str | None = None) -> tuple[str, ...]:
-    """Every arm of the headline comparisons of ``chapter`` (None: of every chapter), each once."""
-    return tuple(dict.fromkeys(a for h in headlines(chapter) for a in h.arms))
+def headline_arms(chapter: str | None = None, *, deciding_at: str | None = None) -> tuple[str, ...]:
+    """Every arm of the headline comparisons of ``chapter`` (None: of every chapter), each once; with
+    ``deciding_at="cpu"``, of those whose arms do not only illustrate there (``cpu_illustrates``)."""
+    return tuple(dict.fromkeys(a for h in headlines(chapter) for a in h.arms
+                               if not (deciding_at == "cpu" and h.cpu_illustrates)))
 
 
 def is_headline(chapter: str, arms) -> bool:

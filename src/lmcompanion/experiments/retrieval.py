@@ -230,7 +230,8 @@ headline("retrieval", "the matcher on mixer against transformer embeddings (d_mo
                        "fits the training pairs is at chance on the test pairs: from the few pairs the offline copies "
                        "of TinyStories allow, nothing fitted to them generalises (the write-up's matchers trained on "
                        "180k pairs). The README's section *What `cpu` cannot "
-                       "reach* gives the runs and the commands")
+                       "reach* gives the runs and the commands",
+         cpu_illustrates=True)
 
 
 __all__ = ["ARMS", "AUTOENCODER", "CPU_SKIP", "EMBED_CODE", "EMBEDDERS", "MORE_PAIRS", "MatchSettings", "PAPER_ONLY",
