@@ -6,7 +6,7 @@ gradient clipping, estimates every 500 steps over 200 random batches in eval mod
 tokenizer split 90/10 by characters.
 
 The smaller profiles keep the proportions: warmup and decay horizon as the same fractions of the run, an
-evaluation every 1/10 of the run (1/5 at ``cpu``), the same learning rate and optimizer, and models whose widths keep
+evaluation every 1/10 of the run, the same learning rate and optimizer, and models whose widths keep
 the head sizes, the equal encoder/decoder split and the parameter ordering of the write-ups' comparisons.
 What they change (tokenizer, context, widths, steps, data) is listed in :data:`SCALES` and said in the chapters.
 """
