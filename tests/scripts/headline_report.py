@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     for r in rows:
         unit = "x chance" if r["metric"].endswith("_acc") else "nats below"
         toks = sorted(set(r["tokens"]))
-        print(f"  {r['chapter']:<10} {r['arm']:<28} {r['seeds']} seeds, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
+        seeds = f"{r['seeds']} seed{'' if r['seeds'] == 1 else 's'}"
+        print(f"  {r['chapter']:<10} {r['arm']:<28} {seeds}, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
               f"{unit} {r['reference']} ({r['level']:.3f}): {', '.join(f'{d:.2f}' for d in r['distance'])} "
               f"{'learned' if r['learned'] else 'NOT learned'}; {sum(r['wall_s']) / 60:.1f} min in all")
     per = defaultdict(lambda: [0, 0.0])
