@@ -102,7 +102,7 @@ def test_a_ctrl_c_from_outside_resumes_byte_identical(tmp_path):
            "--set", "train.max_steps=200", "--set", "train.ckpt_interval=10"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not list((tmp_path / "runs").glob("*/ckpt.pt")):
+    while time.time() < deadline and proc.poll() is None and not list((tmp_path / "runs").glob("*/ckpt.pt")):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.001)
@@ -440,7 +440,7 @@ def test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_ide
     env, cmd = _sigterm_run(tmp_path)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not list((tmp_path / "runs").glob("*/ckpt.pt")):
+    while time.time() < deadline and proc.poll() is None and not list((tmp_path / "runs").glob("*/ckpt.pt")):
         time.sleep(0.02)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)

@@ -417,8 +417,11 @@ def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
                     "--device", "cpu"], env=env, check=True, capture_output=True, timeout=300)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300
-    while time.time() < deadline and not list((tmp_path / "runs").glob("retrieval_*/ckpt.pt")):
+    while time.time() < deadline and proc.poll() is None and not list((tmp_path / "runs").glob("retrieval_*/ckpt.pt")):
         time.sleep(0.02)
+    if proc.poll() is not None:  # it failed (offline data missing, say): say why instead of waiting out the deadline
+        raise AssertionError(f"the matcher's run ended ({proc.returncode}) before its first checkpoint: "
+                             f"{proc.stderr.read().decode()[-2000:]}")
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
