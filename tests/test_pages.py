@@ -140,7 +140,7 @@ def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfal
     from dataclasses import replace
 
     from lmcompanion import experiments
-    from lmcompanion.experiments import registry
+    from lmcompanion.experiments import headline_comparisons
 
     learned = [5.2] * 5
     short = [5.2, 5.6, 5.3, 5.2, 5.2]  # one seed 0.4 nats below the line
@@ -148,7 +148,8 @@ def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfal
                              "cpu")
     assert "has not learned" not in ok and "have not learned" not in ok
     (h,) = experiments.headlines("deepsight")
-    monkeypatch.setitem(registry.HEADLINES, "deepsight", [replace(h, cpu_shortfall="the reason, declared")])
+    monkeypatch.setitem(headline_comparisons.HEADLINES, "deepsight",
+                        [replace(h, cpu_shortfall="the reason, declared")])
     line = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", short), ("baseline", learned))],
                                "cpu")
     assert "**In this build `mse_d11` has not learned**" in line and "cpu`: the reason, declared." in line
@@ -172,7 +173,9 @@ def test_a_headline_says_where_its_cpu_steps_depart_from_the_rule_and_where_its_
     (deep,) = experiments.headlines("deepsight")
     assert deep.cpu_departure and not deep.cpu_illustrates
     line = pages.headline_line("deepsight", [], "cpu")
-    assert f"This chapter departs from it: {deep.cpu_departure}. Here the baseline trains 1,000 steps" in line
+    steps = experiments.config("deepsight/baseline", "cpu", device="cpu").train.max_steps
+    assert steps == 2 * experiments.config("ar_ed/baseline", "cpu", device="cpu").train.max_steps  # twice the rule's
+    assert f"This chapter departs from it: {deep.cpu_departure}. Here the baseline trains {steps:,} steps" in line
     assert "departs" not in pages.headline_line("deepsight", [], "gpu")
     assert "departs" not in pages.headline_line("ar_ed", [], "cpu")  # the AR encoder-decoder keeps the rule's 500
     (match,) = experiments.headlines("retrieval")

@@ -11,7 +11,7 @@ import pytest
 from lmcompanion import experiments
 from lmcompanion.cli import main
 from lmcompanion.errors import ConfigError
-from lmcompanion.experiments import registry
+from lmcompanion.experiments import headline_comparisons, registry
 
 from conftest import REPO
 
@@ -135,7 +135,8 @@ def test_at_cpu_the_headline_arms_run_five_seeds_and_every_other_arm_one():
     assert matchers <= set(experiments.headline_arms()) and not matchers & heads
     assert all(experiments.seeds_of(m, "gpu") == (0, 1, 2) for m in matchers)
     with pytest.raises(ValueError, match="cpu_shortfall"):
-        registry.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why", cpu_illustrates=True)
+        headline_comparisons.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why",
+                                      cpu_illustrates=True)
     for name in experiments.names():
         if experiments.runs_at(name, "cpu"):
             assert experiments.seeds_of(name, "cpu") == ((0, 1, 2, 3, 4) if name in heads else (0,)), name

@@ -514,14 +514,15 @@ def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path,
         assert test > chance - 0.3 and acc < 0.3, (test, acc)
 
 
-def test_a_matcher_s_key_covers_the_procedure_s_code_and_not_the_registrations_prose():
+def test_a_matcher_s_key_covers_the_procedure_s_code_and_not_the_registrations_or_headlines_prose():
     """A run's key digests the modules its procedure executes: the matcher's are its own module's closure, which
-    leaves out the retrieval and mixer registrations (titles, published numbers, the headline's reasons), so editing
-    their prose does not retrain every matcher of a store."""
+    leaves out the retrieval and mixer registrations (titles, published numbers) and the headlines (their reasons, the
+    cpu rule), so editing their prose does not retrain every matcher of a store."""
     from lmcompanion import fingerprint
 
     procedure = experiments.PROCEDURES["match"].fn
     modules = fingerprint.closure(procedure.__module__)
     assert procedure.__module__ == "lmcompanion.experiments.matching" and procedure.__module__ in modules
-    assert not {"lmcompanion.experiments.retrieval", "lmcompanion.experiments.mixer"} & set(modules)
+    assert not {"lmcompanion.experiments.retrieval", "lmcompanion.experiments.mixer",
+                "lmcompanion.experiments.headline_comparisons"} & set(modules)
     assert rexp.match is procedure  # the registrations re-export the procedure's names

@@ -338,7 +338,7 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                 if a["label"] == h.baseline.split("/")[-1] and a.get("at", "final") == "final"]
         learned = (f"; in this build the baseline ends {_learned_cell({'arms': arms[:1]})}" if arms else "")
         n_seeds = "/".join(map(str, sorted(seeds)))
-        illustrates = profile == "cpu" and h.cpu_illustrates
+        illustrates = h.illustrates_at(profile)
         text = (f"**The headline comparison: {h.label}.** Why it is the headline: {h.why}. At `{profile}` its arms run "
                 f"{n_seeds} seed{'' if n_seeds == '1' else 's'}"
                 + (f" and the chapter's other arms {'/'.join(map(str, other_seeds))}" if other_seeds and not illustrates

@@ -17,8 +17,8 @@ from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieva
 from .labels import arm_label, passes, published
 from .plan import (DEFAULT_SEEDS, PlannedRun, chapter_names, config, minutes_total, plan, planned, resolve_device,
                    runs_at, seeds_of)
-from .registry import (CPU_RULE, HEADLINES, PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Headline, Procedure, get, headline,
-                       headline_arms, headlines, is_headline, register, where_they_run)
+from .headline_comparisons import CPU_RULE, HEADLINES, Headline, headline, headline_arms, headlines, is_headline
+from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedure, get, register, where_they_run
 
 CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
 

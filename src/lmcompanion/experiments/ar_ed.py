@@ -8,7 +8,8 @@ from __future__ import annotations
 from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import AREDConfig, CrossAttnConfig
-from .registry import headline, register
+from .headline_comparisons import headline
+from .registry import register
 from .baselines import baseline_config
 from .protocol import scale
 

@@ -13,7 +13,8 @@ from ..run import RunConfig
 from ..data import vocab_size
 from ..models.ar_ed import CrossAttnConfig
 from ..models.deepsight import PLANNING_KEYS, DeepSightConfig
-from .registry import headline, register
+from .headline_comparisons import headline
+from .registry import register
 from .baselines import baseline_config
 from .protocol import scale
 

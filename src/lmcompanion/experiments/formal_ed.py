@@ -27,7 +27,8 @@ from ..run import RunConfig
 from ..data.seq2seq import Seq2SeqDataConfig
 from ..models.formal_ed import FormalEDConfig, LiteralConfig
 from .ed_training import literal_training
-from .registry import Procedure, headline, register, register_procedure, trained_nothing
+from .headline_comparisons import headline
+from .registry import Procedure, register, register_procedure, trained_nothing
 
 NAME = "formal_ed/adamw"
 LITERAL = "formal_ed/ed_training"

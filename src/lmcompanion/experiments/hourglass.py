@@ -46,7 +46,8 @@ from ..config import TrainConfig, check_profile
 from ..data import LMDataConfig, vocab_size
 from ..models.hourglass import HourglassConfig, base_config, latent_size_for, run_config, vanilla_config
 from ..run import RunConfig
-from .registry import headline, register
+from .headline_comparisons import headline
+from .registry import register
 
 PAPER_CONTEXT = 768  # the write-up's block_size; "Seq Length A-B" lengths are counted at this context
 PAPER_WINDOWS = 891_547  # stride-1 windows of 768 (+1) tokens in the 892,315-character train split

@@ -49,7 +49,8 @@ from ..data.stories import PAPER_TRAIN_STORIES, StoriesDataConfig
 from ..models.mixer import MixerConfig
 from ..models.transformer import gpt_config, llama_config
 from ..run import RunConfig
-from .registry import headline, register
+from .headline_comparisons import headline
+from .registry import register
 
 Setting = Literal["rtx3060", "4xv100"]
 

@@ -20,7 +20,8 @@ from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
 from ..train.trainer import CKPT, check_device
-from .registry import REGISTRY, Procedure, get, headline_arms, procedure
+from .headline_comparisons import headline_arms
+from .registry import REGISTRY, Procedure, get, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
 # comparison can be decisive at the 5% level (the prologue's verdict rule); the smoke profile only checks that

@@ -13,11 +13,9 @@ An experiment declares, where it is registered, everything a planner needs (:mod
   unless it says otherwise;
 - ``also_in``: other chapters whose notebooks read its runs.
 
-Each chapter also declares here, once, its **headline comparisons** (:func:`headline`): the write-up's central
-claim(s), the arms that decide them and why they are the headline. The notebooks, ``train-chapter``, the GPU
-campaign and the verdict pages read them from here: a verdict row is a headline row when it compares the headline's
-arms (:func:`is_headline`). A chapter whose write-up trained nothing (the formal one) says so
-(:func:`trained_nothing`): its verdicts then name no share of the write-up's tokens.
+Each chapter also declares, once, its **headline comparisons**
+(:mod:`lmcompanion.experiments.headline_comparisons`). A chapter whose write-up trained nothing (the formal one) says
+so (:func:`trained_nothing`): its verdicts then name no share of the write-up's tokens.
 """
 
 from __future__ import annotations
@@ -90,38 +88,6 @@ class Experiment:
 REGISTRY: dict[str, Experiment] = {}
 
 
-# How the ``cpu`` profile's steps (or compute budget) were fixed, in every chapter the same way and on the baseline arm
-# alone, before any comparison was looked at (issue 34). Each chapter's profile says, where it sets its steps, what
-# the rule gave there.
-CPU_RULE = ("the fewest steps, doubling from the previous default, at which the baseline arm alone (seed 0) ended at "
-            "least 0.7 nats below its validation unigram loss: the learning gate's half nat, plus 0.2 of headroom for "
-            "arms that learn more slowly than the baseline")
-
-
-@dataclass(frozen=True)
-class Headline:
-    """A chapter's headline comparison: what it compares (``label``), its arms, why it is the headline, and its
-    baseline arm (on which alone the ``cpu`` protocol was fixed: :data:`CPU_RULE`). A verdict row is one of its rows
-    when it compares at least ``min_arms`` of these arms and no other. ``cpu_shortfall``: where the rule leaves an arm
-    short of the learning gate at ``cpu``, why, and what was measured about the cost of closing the gap (one line,
-    no measured number: the README's section on what ``cpu`` cannot reach gives them with their commands); the
-    landing page says it when an arm has not learned in the build. ``cpu_departure``: where the chapter's ``cpu``
-    steps depart from :data:`CPU_RULE`, how, why and when the choice was made (one line, said on the landing page).
-    ``cpu_illustrates``: measured, the arms cannot learn at ``cpu`` at an affordable cost (``cpu_shortfall`` says
-    why), so there they run the illustrations' seeds, like the chapter's other arms, and decide nothing."""
-
-    chapter: str
-    label: str
-    arms: tuple[str, ...]
-    why: str
-    min_arms: int = 2
-    baseline: str = ""
-    cpu_shortfall: str = ""
-    cpu_departure: str = ""
-    cpu_illustrates: bool = False
-
-
-HEADLINES: dict[str, list[Headline]] = {}
 TRAINED_NOTHING: set[str] = set()  # chapters whose write-up reports no training run of its own
 
 
@@ -133,43 +99,6 @@ def get(name: str) -> Experiment:
             f"(known: {', '.join(REGISTRY)})"
         )
     return REGISTRY[name]
-
-
-def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
-             baseline: str | None = None, cpu_shortfall: str = "", cpu_departure: str = "",
-             cpu_illustrates: bool = False) -> Headline:
-    """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
-    of them, default the last; ``cpu_shortfall``, ``cpu_departure``, ``cpu_illustrates``: see :class:`Headline`;
-    arms that only illustrate at ``cpu`` need the shortfall that says why)."""
-    unknown = [a for a in arms if a not in REGISTRY]
-    baseline = baseline or (arms[-1] if arms else "")
-    if unknown or not arms or not 1 <= min_arms <= len(arms) or baseline not in arms:
-        raise ValueError(f"headline {label!r} of {chapter!r}: arms must be registered experiments "
-                         f"(unknown: {unknown}), min_arms between 1 and their number, the baseline one of them")
-    if cpu_illustrates and not cpu_shortfall:
-        raise ValueError(f"headline {label!r} of {chapter!r}: arms that only illustrate at cpu need a cpu_shortfall "
-                         "that says why they cannot learn there")
-    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall, cpu_departure, cpu_illustrates)
-    HEADLINES.setdefault(chapter, []).append(h)
-    return h
-
-
-def headlines(chapter: str | None = None) -> list[Headline]:
-    """The headline comparisons of ``chapter`` (None: every chapter's), in declaration order."""
-    return [h for c, hs in HEADLINES.items() if chapter is None or c == chapter for h in hs]
-
-
-def headline_arms(chapter: str | None = None, *, deciding_at: str | None = None) -> tuple[str, ...]:
-    """Every arm of the headline comparisons of ``chapter`` (None: of every chapter), each once; with
-    ``deciding_at="cpu"``, of those whose arms do not only illustrate there (``cpu_illustrates``)."""
-    return tuple(dict.fromkeys(a for h in headlines(chapter) for a in h.arms
-                               if not (deciding_at == "cpu" and h.cpu_illustrates)))
-
-
-def is_headline(chapter: str, arms) -> bool:
-    """Whether a row comparing ``arms`` is one of ``chapter``'s headline rows."""
-    arms = set(arms)
-    return bool(arms) and any(arms <= set(h.arms) and len(arms) >= h.min_arms for h in headlines(chapter))
 
 
 def trained_nothing(chapter: str) -> None:
@@ -227,6 +156,5 @@ def _ticks(profiles) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-__all__ = ["CPU_RULE", "Experiment", "HEADLINES", "Headline", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "get", "TRAINER",
-           "headline", "headline_arms", "headlines", "is_headline", "procedure", "register", "register_procedure",
-           "trained_nothing", "where_they_run"]
+__all__ = ["Experiment", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "get", "TRAINER", "procedure",
+           "register", "register_procedure", "trained_nothing", "where_they_run"]

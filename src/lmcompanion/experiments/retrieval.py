@@ -42,7 +42,8 @@ from ..train.store import RunStore
 from . import mixer as clm  # noqa: F401  (the embedders are its experiments: registered first)
 from .matching import (EMBED_CODE, MatchSettings, embedder_key, embedder_run, embedder_run_config, embedder_width,
                        embeddings, embeddings_path, match, matching_source)
-from .registry import REGISTRY, Procedure, headline, register, register_procedure
+from .headline_comparisons import headline
+from .registry import REGISTRY, Procedure, register, register_procedure
 
 CHAPTER = "retrieval"
 
