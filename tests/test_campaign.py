@@ -466,12 +466,14 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
         assert needle in capsys.readouterr().err
         assert not (out / "smoke").exists() and _git(repo, "status", "--porcelain") == ""
     archive = _slot_archive(tmp_path / "slot.tgz", good)
-    plain = tmp_path / "plain"  # without --commit: restored, and the git command that commits it printed
-    assert main(["campaign", "--restore", str(archive), "-o", str(plain)]) == 0
+    # without --commit: restored, and the git command that commits it printed; then --commit still commits every
+    # member, although none is written again (they are on disk, untracked)
+    assert main(["campaign", "--restore", str(archive), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert (plain / "smoke" / name).read_bytes() == blob and "git add " in printed and "git commit -m " in printed
+    assert (out / "smoke" / name).read_bytes() == blob and "git add " in printed and "git commit -m " in printed
     assert "slot 2 on NVIDIA H100 80GB HBM3" in printed
     assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
+    assert "(3 unchanged)" in capsys.readouterr().out
     assert (out / "smoke" / name).read_bytes() == blob
     head = _git(repo, "log", "-1", "--format=%B")
     assert head.startswith("Recorded GPU campaign, slot 2 on NVIDIA H100 80GB HBM3 (smoke profile): 1 recorded run(s)")

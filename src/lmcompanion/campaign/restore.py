@@ -85,8 +85,9 @@ def message(members: dict[str, bytes], slots: list[tuple[str, dict]]) -> str:
 
 
 def restore(archive: Path, out: Path | None = None, *, commit: bool = False, log: Callable = print) -> list[Path]:
-    """Restore ``archive`` into ``out`` (default ``book/recorded``) after checking every member, then commit the
-    files it wrote (``commit``) or print the command that does. Returns the files written."""
+    """Restore ``archive`` into ``out`` (default ``book/recorded``) after checking every member, then commit every
+    member that differs from what is committed (``commit``) or print the command that does. Returns the files
+    written."""
     out = Path(out) if out is not None else recorded.default_dir()
     members, parsed = _members(Path(archive))
     slots = _slots(parsed, out)
@@ -103,22 +104,27 @@ def restore(archive: Path, out: Path | None = None, *, commit: bool = False, log
         written.append(target)
     text = message(members, slots)
     log(f"restored {len(written)} file(s) of {archive} into {out} ({len(members) - len(written)} unchanged)")
-    if not written:
-        log("nothing to commit: every file of the archive is here already")
-        return written
-    names = [str(p) for p in written]
+    # every member is committed, not only those written now: a member already on disk (an earlier restore without
+    # --commit) is still untracked or changed
+    names = [str(targets[rel]) for rel in sorted(members)]
     if not commit:
         log("commit them with:\n  git add " + " ".join(shlex.quote(n) for n in names) + " && git commit -m "
             + shlex.quote(text))
         return written
-    for cmd in (["git", "-C", str(out), "add", "--", *names],
-                ["git", "-C", str(out), "commit", "-q", "-m", text, "--", *names]):
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise LMCError(f"git {cmd[3]} in {out} failed ({(proc.stderr or proc.stdout).strip()[:300]}): the files "
-                           "are restored; commit them by hand")
+    _git(out, "add", "--", *names)
+    if subprocess.run(["git", "-C", str(out), "diff", "--cached", "--quiet", "--", *names]).returncode == 0:
+        log("nothing to commit: every file of the archive is committed already")
+        return written
+    _git(out, "commit", "-q", "-m", text, "--", *names)
     log(f"committed: {text.splitlines()[0]}")
     return written
+
+
+def _git(out: Path, *args: str) -> None:
+    proc = subprocess.run(["git", "-C", str(out), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LMCError(f"git {args[0]} in {out} failed ({(proc.stderr or proc.stdout).strip()[:300]}): the files "
+                       "are restored; commit them by hand")
 
 
 __all__ = ["message", "restore"]
