@@ -500,3 +500,28 @@ def test_a_recorded_gpu_run_carries_its_mfu_from_its_own_tokens_per_second(recor
     assert got == pytest.approx(per_token * summary["tokens_per_s"] / estimate.PEAK_BF16["H100"], rel=1e-3)
     assert recorded.mfu(cfg, summary, {"gpu": "an unknown card"}) is None
     assert recorded.mfu(cfg, {**summary, "tokens_per_s": None}, {"gpu": "NVIDIA H100 80GB HBM3"}) is None
+
+
+def test_a_slot_whose_models_attend_to_nothing_passes_the_sdpa_check_and_the_merge_keeps_the_calls_verdict():
+    from lmcompanion.campaign import check as check_mod
+
+    runs = experiments.plan(["retrieval/flat_d1024_c32"], "smoke", seeds=[0])
+    matchers = [r.config for r in runs if r.config.model.family == "matcher"]
+    assert matchers and not check_mod.sdpa_signatures(matchers)
+    none = check_mod.check_sdpa(matchers, "cpu")
+    assert none["ok"] and none["calls"] == [] and "no attention call" in none["note"]
+    transformer = [r.config for r in experiments.plan(["mixer/llama_d512"], "smoke", seeds=[0])]
+    some = check_mod.check_sdpa(transformer, "cpu")
+    assert some["ok"] and some["calls"] and all(c["ok"] for c in some["calls"])
+
+    def report(sdpa):
+        return {"device": "cuda", "complete": True, "environment": {}, "families": ["x"], "compiled": [],
+                "items": {"sdpa": sdpa}}
+
+    # slot 2 of the first H200 campaign recorded a slot without attention as failed, with no call and no error: the
+    # next merge derives the item from its calls
+    merged = check_mod.merge(report({**some, "ok": False}), report(none))
+    assert merged["ok"] and merged["items"]["sdpa"]["calls"] == some["calls"] and "note" not in merged["items"]["sdpa"]
+    failed = {**some["calls"][0], "q": [1, 2, 3], "ok": False}
+    assert not check_mod.merge(report(some), report({"calls": [failed], "ok": False}))["ok"]
+    assert not check_mod.merge(report(some), report({"error": "boom", "ok": False}))["ok"]
