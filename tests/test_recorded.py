@@ -84,3 +84,26 @@ def test_a_run_with_overrides_cannot_be_recorded(tmp_path):
     run = RunStore(tmp_path).run(experiments.config("ar_ed/baseline", "smoke", overrides={"train.max_steps": 3}))
     with pytest.raises(LMCError, match="not the config of experiment"):
         recorded.export(run)
+
+
+def test_a_row_whose_measure_evaluates_the_model_is_not_decided_on_recorded_runs(tmp_path):
+    """The hourglass rows scored on each window's last token evaluate the trained model; recorded runs carry no
+    weights (the first H200 slot's runs stopped the hourglass verdict page on that). They are not decided, with the
+    reason, and the rows decided from the recorded metrics still are."""
+    from lmcompanion import claims
+    from lmcompanion.errors import NoWeights
+
+    names = ["hourglass/vanilla", "hourglass/attn_384_32_e6"]
+    made = RunStore(tmp_path / "elsewhere")
+    runs = [made.run(experiments.config(n, "smoke", seed=s)) for n in names for s in (0, 1)]
+    store = RunStore(tmp_path / "runs")
+    recorded.import_dir(recorded.write(runs, tmp_path / "recorded")[0].parent, store)
+    found = recorded.arms(names, store=store)["smoke"].runs
+    with pytest.raises(NoWeights):
+        found["hourglass/vanilla"][0].load_model()
+    rows = {v.claim: v for v in claims.verdicts("hourglass", claims.Context(found))}
+    last_token = [c for c in rows if "last token" in c and "384-32" in c]
+    assert last_token and all("needs the weights" in rows[c].ours and "carries metrics, not weights" in rows[c].verdict
+                              for c in last_token)
+    tail = [c for c in rows if "last 32 tokens" in c and "384-32" in c]
+    assert tail and all("weights" not in rows[c].verdict for c in tail)

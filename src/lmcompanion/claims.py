@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import experiments
-from .errors import LMCError
+from .errors import LMCError, NoWeights
 from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
@@ -119,7 +119,11 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         return _stamp(v, row, chapter)
     if row.arms and not have(runs, *row.arms):
         return None
-    v = row.decide(ctx)
+    try:
+        v = row.decide(ctx)
+    except NoWeights:  # a recorded run, and a measure that evaluates the model itself (not its recorded metrics)
+        v = not_decided(row.text, row.published or "see the chapter", "needs the weights",
+                        "its measure evaluates the trained model, and a recorded run carries metrics, not weights")
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")

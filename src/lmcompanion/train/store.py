@@ -33,7 +33,7 @@ from pathlib import Path
 import filelock
 
 from .. import env, models, paths
-from ..errors import CheckpointError, LMCError
+from ..errors import CheckpointError, LMCError, NoWeights
 from ..run import TRAINER, RunConfig, spec
 from . import checkpoint
 from .trainer import CKPT, METRICS, WEIGHTS, train
@@ -213,7 +213,7 @@ class Run:
     def load_model(self, device: str = "cpu"):
         """The trained model, in eval mode (after checking that its weights are the ones this run made)."""
         if (self.path / RECORDED).is_file():
-            raise CheckpointError(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
+            raise NoWeights(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
                                   "): it has metrics and provenance but no weights; train it here to get them")
         self.check()
         model = models.build(self.config.model)
