@@ -91,7 +91,7 @@ def test_a_row_whose_measure_evaluates_the_model_is_not_decided_on_recorded_runs
     weights (the first H200 slot's runs stopped the hourglass verdict page on that). They are not decided, with the
     reason, and the rows decided from the recorded metrics still are."""
     from lmcompanion import claims
-    from lmcompanion.errors import NoWeights
+    from lmcompanion.train.store import NoWeights
 
     names = ["hourglass/vanilla", "hourglass/attn_384_32_e6"]
     made = RunStore(tmp_path / "elsewhere")

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from . import experiments
-from .errors import LMCError, NoWeights
+from .errors import LMCError
+from .train.store import NoWeights
 from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")

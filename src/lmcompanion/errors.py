@@ -21,10 +21,6 @@ class CheckpointError(LMCError):
     """A checkpoint that cannot be read, or that belongs to another run."""
 
 
-class NoWeights(CheckpointError):
-    """A recorded run (made elsewhere, committed with its metrics and provenance) asked for its weights."""
-
-
 class TrainingDiverged(LMCError):
     """The loss became NaN or infinite; the last good checkpoint and the metrics are kept."""
 

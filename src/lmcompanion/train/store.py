@@ -33,12 +33,18 @@ from pathlib import Path
 import filelock
 
 from .. import env, models, paths
-from ..errors import CheckpointError, LMCError, NoWeights
+from ..errors import CheckpointError, LMCError
 from ..run import TRAINER, RunConfig, spec
 from . import checkpoint
 from .trainer import CKPT, METRICS, WEIGHTS, train
 
 SUMMARY = "summary.json"
+class NoWeights(CheckpointError):
+    """A recorded run (made elsewhere, committed with its metrics and provenance) asked for its weights. Declared
+    here, not in :mod:`lmcompanion.errors`: that module is part of every run's code digest, and a class added there
+    would retrain every cached run."""
+
+
 RECORDED = "recorded.json"  # marks a run imported from a recorded file (lmcompanion.recorded): no weights
 DIGESTS = "files_sha256"  # summary key: file name -> SHA-256
 SUMMARY_DIGEST = "summary_sha256"  # summary key: the SHA-256 of the summary's other fields
