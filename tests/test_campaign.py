@@ -525,3 +525,19 @@ def test_a_slot_whose_models_attend_to_nothing_passes_the_sdpa_check_and_the_mer
     failed = {**some["calls"][0], "q": [1, 2, 3], "ok": False}
     assert not check_mod.merge(report(some), report({"calls": [failed], "ok": False}))["ok"]
     assert not check_mod.merge(report(some), report({"error": "boom", "ok": False}))["ok"]
+
+
+def test_a_bench_made_on_the_gpu_is_done_in_a_plan_made_on_a_cpu():
+    """The plan made here, for the GPU machine, builds its configs for this machine; a bench is done when its config
+    on the slot's device is the one benched (slot 1's GPT-2 bench was planned again before)."""
+    from types import SimpleNamespace
+
+    step = SimpleNamespace(name="bench/gpt2_small", run=campaign.bench.gpt2_small("gpu"))
+    assert step.run.config.device == "cpu"
+    on_gpu = step.run.config.replace(device="cuda").hash()
+    report = {"device": "cuda", "results": {"bench/gpt2_small": {"config_hash": on_gpu}}}
+    assert campaign.plan.bench_done(step, report, "cuda")
+    assert not campaign.plan.bench_done(step, {**report, "device": "cpu"}, "cpu")  # another device's bench
+    other = step.run.config.replace(device="cuda", seed=1).hash()
+    assert not campaign.plan.bench_done(step, {**report, "results": {"bench/gpt2_small": {"config_hash": other}}},
+                                        "cuda")

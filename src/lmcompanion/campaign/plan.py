@@ -258,7 +258,10 @@ class Plan:
 
 def bench_done(step: Step, report: dict | None, device: str) -> bool:
     entry = ((report or {}).get("results") or {}).get(step.name) or {}
-    return (report or {}).get("device") == device and entry.get("config_hash") == step.run.config.hash()
+    # the hash of the config on the slot's device: a plan made here, on a CPU, for the GPU machine builds its
+    # configs for this machine (the device is in the config)
+    return (report or {}).get("device") == device and entry.get("config_hash") == step.run.config.replace(
+        device=device).hash()
 
 
 def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None, out: Path | None = None,
