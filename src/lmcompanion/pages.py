@@ -133,8 +133,8 @@ BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary
          NOT_DECIDED: "bdg-warning"}  # sphinx-design's badge roles
 WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}
 WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}  # of several
-GROUP_WORDS = {COST: "cost measured here", COMPUTED: "the write-up's statements checked by computation",
-               CHECK: "checks of our code"}
+GROUP_WORDS = {COST: "cost measured on the machine that made the runs",
+               COMPUTED: "the write-up's statements checked by computation", CHECK: "checks of our code"}
 
 
 def own_verdicts(root: Path) -> list[dict]:
