@@ -227,7 +227,7 @@ def _why_not(r: dict) -> str:
     return text[text.index("(") + 1:].split(";")[0].rstrip(")") if "(" in text else ""
 
 
-def _unlearned(rows: list[dict]) -> list[str]:
+def unlearned_arms(rows: list[dict]) -> list[str]:
     """The arms that have not learned, over ``rows``, each once."""
     return list(dict.fromkeys(a["label"] for r in rows for a in (r.get("arms") or []) if not _arm_of(a).learned))
 
@@ -296,7 +296,7 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     inconclusive = [r for r in training if r["outcome"] == INCONCLUSIVE]
     why = []
     if unlearned:
-        arms = _unlearned(unlearned)
+        arms = unlearned_arms(unlearned)
         why.append(f"{len(unlearned)} because an arm has not learned ({', '.join(arms[:8])}"
                    f"{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})")
     if not_run:
@@ -353,7 +353,7 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                      + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
                        f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
         text += "."
-        short = _unlearned([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
+        short = unlearned_arms([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
         if short and profile != "smoke":  # smoke's generated corpus teaches nothing: its numbers mean nothing
             names = ", ".join(f"`{a}`" for a in short)
             text += (f" **In this build {names} {'has' if len(short) == 1 else 'have'} not learned**, so the rows that "
@@ -442,7 +442,7 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
         for notebook in dict.fromkeys(r.get("notebook") or "" for r in rest):
             group = [r for r in rest if (r.get("notebook") or "") == notebook]
             found = _counts(group)
-            unlearned = _unlearned([r for r in group if r["outcome"] == NOT_DECIDED])
+            unlearned = unlearned_arms([r for r in group if r["outcome"] == NOT_DECIDED])
             note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
             title = notebook.split("/")[-1] or "other rows"
             lines += [f":::{{dropdown}} {title}: {len(group)} row{'s' if len(group) != 1 else ''}, {found}{note}", "",
@@ -611,4 +611,4 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
 
 __all__ = ["build_record", "chance_line", "claims_about_training", "conclusion", "executed_notebooks", "glued_verdicts",
            "gate_violations", "group_of", "is_check", "ledger_page", "mark_stale", "own_verdicts", "registered_claims", "scale_of",
-           "scorecard", "summary", "write_pages"]
+           "scorecard", "summary", "unlearned_arms", "write_pages"]

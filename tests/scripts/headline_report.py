@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                          "wall_s": [r.summary.get("wall_time_s") for r in found]})
     print(f"headline arms at {args.profile} ({len(rows)} arms):")
     for r in rows:
-        unit = "x chance" if r["metric"].endswith("_acc") else "nats below"
+        unit = "x" if r["metric"].endswith("_acc") else "nats below"  # "x chance", "nats below the unigram loss"
         toks = sorted(set(r["tokens"]))
         seeds = f"{r['seeds']} seed{'' if r['seeds'] == 1 else 's'}"
         print(f"  {r['chapter']:<10} {r['arm']:<28} {seeds}, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
@@ -92,7 +92,7 @@ def decided(root: Path, profile: str) -> None:
         counts = defaultdict(int)
         for r in mine:
             counts[r["outcome"]] += 1
-        short = pages._unlearned(mine)
+        short = pages.unlearned_arms(mine)
         print(f"  {chapter:<10} " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
               + (f"; not learned: {', '.join(short)}" if short else ""))
         for h in experiments.headlines(chapter):
