@@ -211,7 +211,24 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
     assert set(bench["results"]) == {s.name for s in all_steps if s.kind == "bench"}
     assert all(r["tokens/s"] > 0 for r in bench["results"].values())
     # the recorded files import (the campaign's reports beside them are not recorded runs)
-    assert len(recorded.import_dir(out, RunStore(tmp_path / "store"))) == len(runs)
+    imported = RunStore(tmp_path / "store")
+    assert len(recorded.import_dir(out, imported)) == len(runs)
+    # every chapter's rows are decided, or labelled with why not, from the recorded runs alone (metrics, no
+    # weights), as a book built at another profile shows them: the first GPU slot's hourglass runs stopped make book
+    # on a row whose measure evaluates the model (the smoke book never shows recorded runs of its own profile)
+    from lmcompanion import claims, nb, verdicts
+
+    for chapter in CHAPTERS:
+        found = recorded.arms(experiments.chapter_names(chapter), store=imported)["smoke"]
+        assert found.runs and not found.stale, chapter
+        rows = claims.verdicts(chapter, claims.Context(found.runs))
+        assert rows, chapter
+        assert len(verdicts.table(nb.scaled(chapter, rows, "smoke"))) == len(rows)  # the appendix's table of them
+        assert nb.recorded_table({"smoke": found}).loc["smoke", "runs"] == sum(map(len, found.runs.values()))
+        needs = [v for v in rows if "needs the run's files" in v.ours]
+        assert all("carries metrics, not files" in v.verdict for v in needs)
+        if chapter in ("hourglass", "retrieval"):
+            assert needs  # the rows scored on the last token; the metric baselines on the recorded embeddings
     # the same command once more: nothing to do
     assert main(args) == 0
     assert "campaign complete" in capsys.readouterr().out

@@ -50,7 +50,7 @@ def test_import_then_find_by_profile_and_judge(files, tmp_path, monkeypatch):
     rows = ar_ed.verdict_rows(found["smoke"].runs)  # only the claims whose arms were recorded
     assert rows and all({"ar_ed/baseline", "ar_ed/mse_pos_sub"} >= {c[2], c[3]} for c in ar_ed.CLAIMS
                         if c[0] in {r.claim for r in rows})
-    with pytest.raises(CheckpointError, match="recorded run .* no weights"):
+    with pytest.raises(CheckpointError, match="recorded run .* but not its weights"):
         found["smoke"].runs["ar_ed/baseline"][0].load_model()
     S = nb.setup(profile="cpu")
     table = nb.recorded_table(nb.recorded_arms(S, NAMES))
@@ -91,7 +91,7 @@ def test_a_row_whose_measure_evaluates_the_model_is_not_decided_on_recorded_runs
     weights (the first H200 slot's runs stopped the hourglass verdict page on that). They are not decided, with the
     reason, and the rows decided from the recorded metrics still are."""
     from lmcompanion import claims
-    from lmcompanion.train.store import NoWeights
+    from lmcompanion.train.store import NoRunFiles
 
     names = ["hourglass/vanilla", "hourglass/attn_384_32_e6"]
     made = RunStore(tmp_path / "elsewhere")
@@ -99,11 +99,25 @@ def test_a_row_whose_measure_evaluates_the_model_is_not_decided_on_recorded_runs
     store = RunStore(tmp_path / "runs")
     recorded.import_dir(recorded.write(runs, tmp_path / "recorded")[0].parent, store)
     found = recorded.arms(names, store=store)["smoke"].runs
-    with pytest.raises(NoWeights):
+    with pytest.raises(NoRunFiles):
         found["hourglass/vanilla"][0].load_model()
     rows = {v.claim: v for v in claims.verdicts("hourglass", claims.Context(found))}
     last_token = [c for c in rows if "last token" in c and "384-32" in c]
-    assert last_token and all("needs the weights" in rows[c].ours and "carries metrics, not weights" in rows[c].verdict
+    assert last_token and all("needs the run's files" in rows[c].ours and "carries metrics, not files" in rows[c].verdict
                               for c in last_token)
     tail = [c for c in rows if "last 32 tokens" in c and "384-32" in c]
-    assert tail and all("weights" not in rows[c].verdict for c in tail)
+    assert tail and all("files" not in rows[c].verdict for c in tail)
+
+
+def test_a_value_the_page_computes_is_not_decided_on_recorded_runs_and_stops_the_build_s_own_page():
+    """The formal chapter's checks read values its verdict page computes (``Context.extra``). Judged from recorded
+    runs, which carry none, they are not decided, with the reason. In a build's own context a missing value is a
+    defect of the page, and it still stops it."""
+    from lmcompanion import claims
+
+    rows = {v.claim: v for v in claims.verdicts("formal_ed", claims.Context({}))}
+    agreement = rows[claims.rows("formal_ed")[0].text]
+    assert agreement.outcome == "not decided at this scale" and "computed on its page" in agreement.verdict
+    with pytest.raises(claims.NotComputed):
+        claims.verdicts("formal_ed", claims.Context({}, "cpu"))
+    assert claims.Context({}, "cpu", extra={"a": 1}).extra.get("b") is None  # get still defaults

@@ -24,10 +24,21 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import experiments
 from .errors import LMCError
-from .train.store import NoWeights
+from .train.store import NoRunFiles
 from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
+
+
+class NotComputed(KeyError):
+    """A row asked for a value that its verdict notebook computes (``Context.extra``), and the context has none."""
+
+
+class Extra(dict):
+    """``Context.extra``: a missing value raises :class:`NotComputed` (a ``KeyError``; ``get`` still defaults)."""
+
+    def __missing__(self, key):
+        raise NotComputed(key)
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,15 @@ class Context:
     runs: Mapping[str, Sequence]
     profile: str | None = None
     timings: Sequence = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=Extra)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", Extra(self.extra))
+
+    @property
+    def recorded(self) -> bool:
+        """Recorded runs, judged outside the page that made them (no profile plans them here)."""
+        return self.profile is None
 
     def timing(self, a: str, b: str):
         """The side-by-side timing of arms ``a`` and ``b`` (None where they were not timed)."""
@@ -122,9 +141,17 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         return None
     try:
         v = row.decide(ctx)
-    except NoWeights:  # a recorded run, and a measure that evaluates the model itself (not its recorded metrics)
-        v = not_decided(row.text, row.published or "see the chapter", "needs the weights",
-                        "its measure evaluates the trained model, and a recorded run carries metrics, not weights")
+    except (NoRunFiles, NotComputed) as exc:
+        # recorded runs carry their metrics and provenance only: a row whose measure reads a run's own files, or a
+        # value its page computes from the build's own runs, cannot be decided from them. In the build's own
+        # context that is a defect, and it stops the page.
+        if not ctx.recorded:
+            raise
+        v = not_decided(row.text, row.published or "see the chapter", "needs the run's files", (
+            "its measure reads the trained run's own files (weights, embeddings), and a recorded run carries "
+            "metrics, not files") if isinstance(exc, NoRunFiles) else (
+            "its measure is computed on its page from the trained runs, and a recorded run carries metrics, not "
+            "files"))
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")
@@ -171,5 +198,5 @@ def timed_claims(chapter: str) -> list[str]:
     return [r.text for r in rows(chapter) if r.timed]
 
 
-__all__ = ["Context", "LEADS", "ROWS", "Row", "arm_claims", "between_row", "decide", "lead", "register", "register_lead", "rows",
+__all__ = ["Context", "Extra", "LEADS", "NotComputed", "ROWS", "Row", "arm_claims", "between_row", "decide", "lead", "register", "register_lead", "rows",
            "timed_claims", "timed_pairs", "verdicts"]

@@ -145,6 +145,7 @@ def autoencoder_table(runs: Sequence):
 def _source(run):
     """The run's evaluation items, rebuilt from the embeddings it recorded (checked against their SHA-256)."""
     cfg = run.config
+    run.require_files("embeddings")
     rec = run.summary["embeddings"]
     emb = _load_embeddings(rec["file"], rec["sha256"])
     return rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed), emb

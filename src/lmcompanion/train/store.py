@@ -39,10 +39,11 @@ from . import checkpoint
 from .trainer import CKPT, METRICS, WEIGHTS, train
 
 SUMMARY = "summary.json"
-class NoWeights(CheckpointError):
-    """A recorded run (made elsewhere, committed with its metrics and provenance) asked for its weights. Declared
-    here, not in :mod:`lmcompanion.errors`: that module is part of every run's code digest, and a class added there
-    would retrain every cached run."""
+class NoRunFiles(CheckpointError):
+    """A recorded run (made elsewhere, committed with its metrics and provenance) asked for a file that only the run's
+    own folder holds: its weights, or what it wrote beside them (a retrieval run's embeddings). Declared here, not in
+    :mod:`lmcompanion.errors`: that module is part of every run's code digest, and a class added there would retrain
+    every cached run."""
 
 
 RECORDED = "recorded.json"  # marks a run imported from a recorded file (lmcompanion.recorded): no weights
@@ -216,11 +217,16 @@ class Run:
         out = m.dropna(subset=cols, how="all")[["step", *cols]]
         return out.rename(columns={c: c[5:] for c in cols}).reset_index(drop=True)
 
+    def require_files(self, what: str) -> None:
+        """Raise :class:`NoRunFiles` if this is a recorded run: ``what`` (its weights, its embeddings) stayed on the
+        machine that made it."""
+        if (self.path / RECORDED).is_file():
+            raise NoRunFiles(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
+                             f"): it has metrics and provenance but not its {what}; train it here to get them")
+
     def load_model(self, device: str = "cpu"):
         """The trained model, in eval mode (after checking that its weights are the ones this run made)."""
-        if (self.path / RECORDED).is_file():
-            raise NoWeights(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
-                                  "): it has metrics and provenance but no weights; train it here to get them")
+        self.require_files("weights")
         self.check()
         model = models.build(self.config.model)
         model.load_state_dict(checkpoint.load(self.path / WEIGHTS, map_location=device))
