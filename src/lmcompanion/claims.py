@@ -147,11 +147,13 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         # context that is a defect, and it stops the page.
         if not ctx.recorded:
             raise
-        v = not_decided(row.text, row.published or "see the chapter", "needs the run's files", (
-            "its measure reads the trained run's own files (weights, embeddings), and a recorded run carries "
-            "metrics, not files") if isinstance(exc, NoRunFiles) else (
-            "its measure is computed on its page from the trained runs, and a recorded run carries metrics, not "
-            "files"))
+        files = isinstance(exc, NoRunFiles)
+        v = not_decided(row.text, row.published or "see the chapter",
+                        "needs the run's files" if files else "computed on its page", (
+                            "its measure reads the trained run's own files (weights, embeddings), and a recorded run "
+                            "carries metrics, not files") if files else (
+                            "its measure is computed on its page from the trained runs, and a recorded run carries "
+                            "metrics, not files"))
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")

@@ -39,6 +39,8 @@ from . import checkpoint
 from .trainer import CKPT, METRICS, WEIGHTS, train
 
 SUMMARY = "summary.json"
+
+
 class NoRunFiles(CheckpointError):
     """A recorded run (made elsewhere, committed with its metrics and provenance) asked for a file that only the run's
     own folder holds: its weights, or what it wrote beside them (a retrieval run's embeddings). Declared here, not in
