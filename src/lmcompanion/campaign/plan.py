@@ -343,7 +343,7 @@ def print_plan(the_slots: Sequence[Slot], budget_min: float, profile: str, *, do
             out(f"{s.priority if s.priority else '-':>3}  {s.kind:<5}  {name:<58}  {s.minutes:6.2f} min  "
                 f"{'measured' if s.measured else 'counted':<8}  {cum:6.1f}{extra}")
             for c in s.claims:
-                out(f"{'':>16}decides: [{s.group.chapter}] {c}")
+                out(f"{'':>16}completes the runs of: [{s.group.chapter}] {c}")
         kinds = {k: sum(1 for s in slot.steps if s.kind == k) for k in ("check", "bench", "run")}
         decided = sum(len(s.claims) for s in slot.steps)
         over = f" (OVER the slot's {budget_min:g} min: one step alone)" if slot.minutes > budget_min + 1e-9 else ""
