@@ -229,6 +229,9 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
         assert all("carries metrics, not files" in v.verdict for v in needs)
         if chapter in ("hourglass", "retrieval"):
             assert needs  # the rows scored on the last token; the metric baselines on the recorded embeddings
+        computed = [v for v in rows if v.ours == "computed on its page"]
+        assert all("carries metrics, not files" in v.verdict for v in computed)
+        assert bool(computed) == (chapter == "formal_ed"), chapter  # its checks read what its page computes
     # the same command once more: nothing to do
     assert main(args) == 0
     assert "campaign complete" in capsys.readouterr().out

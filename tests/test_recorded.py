@@ -114,10 +114,11 @@ def test_a_value_the_page_computes_is_not_decided_on_recorded_runs_and_stops_the
     runs, which carry none, they are not decided, with the reason. In a build's own context a missing value is a
     defect of the page, and it still stops it."""
     from lmcompanion import claims
+    from lmcompanion.verdicts import NOT_DECIDED
 
     rows = {v.claim: v for v in claims.verdicts("formal_ed", claims.Context({}))}
     agreement = rows[claims.rows("formal_ed")[0].text]
-    assert agreement.outcome == "not decided at this scale" and "computed on its page" in agreement.verdict
+    assert agreement.outcome == NOT_DECIDED and "computed on its page" in agreement.verdict
     with pytest.raises(claims.NotComputed):
         claims.verdicts("formal_ed", claims.Context({}, "cpu"))
     assert claims.Context({}, "cpu", extra={"a": 1}).extra.get("b") is None  # get still defaults
