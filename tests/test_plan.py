@@ -4,6 +4,7 @@ every cost and lookup counts; experiments declare where and how they run, and no
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 
 import pytest
@@ -169,3 +170,82 @@ def test_a_run_id_is_its_folder_name_up_to_the_key_and_its_config_digest(tmp_pat
 
     run = RunStore(tmp_path).run(tiny_run(steps=2))
     assert run.id == regression.run_id(run.path)
+
+
+SHORTENED = ("ar_ed", "deepsight", "hourglass")  # the chapters whose illustrations train fewer steps at cpu
+
+
+def _steps(name: str, profile: str = "cpu", **kw) -> int:
+    return experiments.config(name, profile, device="cpu", **kw).train.max_steps
+
+
+@pytest.mark.parametrize("chapter", SHORTENED)
+def test_at_cpu_illustrating_arms_train_half_the_steps_and_the_headline_arms_also_once_at_that_protocol(chapter):
+    heads = set(experiments.headline_arms(chapter, deciding_at="cpu"))
+    assert experiments.illustration_steps(chapter, "cpu") == 0.5
+    runs = experiments.plan(chapter, "cpu", device="cpu")
+    assert len({r.id for r in runs}) == len(runs)
+    for name in experiments.names(chapter):
+        if not experiments.runs_at(name, "cpu"):
+            continue
+        own = experiments.get(name).build("cpu").train
+        mine = [(r.seed, r.config.train.max_steps) for r in runs if r.name == name]
+        short = -(-own.max_steps // 2)
+        if name in heads:  # five seeds at its own protocol, then seed 0 at the illustrations' (for their pages)
+            assert mine == [(s, own.max_steps) for s in range(5)] + [(0, short)], name
+            assert _steps(name, illustrating=True) == short and _steps(name) == own.max_steps
+        else:
+            assert mine == [(0, short)], name
+            assert experiments.seeds_of(name, "cpu") == (0,)
+    # the schedule keeps its shape, and the evaluations their spacing: half as many
+    illus = next(r.config.train for r in runs if r.name not in heads)
+    own = experiments.get(next(r.name for r in runs if r.name not in heads)).build("cpu").train
+    assert illus.eval_interval == own.eval_interval and illus.max_steps // illus.eval_interval == 5
+    assert abs(illus.warmup_steps / illus.max_steps - own.warmup_steps / own.max_steps) < 0.01
+
+
+@pytest.mark.parametrize("profile", ["smoke", "gpu", "paper"])
+def test_only_cpu_shortens_the_illustrations(profile):
+    for chapter in SHORTENED:
+        assert experiments.illustration_steps(chapter, profile) == 1
+        for name in experiments.names(chapter):
+            if experiments.runs_at(name, profile):
+                assert experiments.config(name, profile, device="cpu") == dataclasses.replace(
+                    experiments.get(name).build(profile), device="cpu"), name
+                assert not experiments.shortened(name, profile)
+        assert not experiments.reads_illustrations(experiments.names(chapter), profile)
+
+
+def test_chapters_that_keep_their_steps_plan_no_second_protocol():
+    for chapter in ("mixer", "retrieval", "formal_ed"):
+        assert experiments.illustration_steps(chapter, "cpu") == 1
+        runs = experiments.plan(chapter, "cpu", device="cpu")
+        assert len({(r.name, r.seed) for r in runs}) == len(runs), chapter
+    # a page of the mixer chapter shows its headline arms with their five seeds beside one-seed illustrations
+    assert not experiments.reads_illustrations(["mixer/llama_d512", "mixer/llama_d256"], "cpu")
+
+
+def test_a_page_reads_every_arm_at_the_illustrations_protocol_when_one_of_them_illustrates():
+    head = ["ar_ed/mse_pos_sub", "ar_ed/baseline"]
+    assert not experiments.reads_illustrations(head, "cpu")
+    assert experiments.reads_illustrations(head + ["ar_ed/smaller_baseline"], "cpu")
+    together = experiments.plan(head + ["ar_ed/smaller_baseline"], "cpu", device="cpu", illustrating=True)
+    assert [(r.name, r.seed, r.config.train.max_steps) for r in together] == [
+        ("ar_ed/mse_pos_sub", 0, 250), ("ar_ed/baseline", 0, 250), ("ar_ed/smaller_baseline", 0, 250)]
+    # an override of the steps (a notebook's max_steps) still wins
+    assert _steps("ar_ed/smaller_baseline", overrides={"train.max_steps": 40}) == 40
+
+
+def test_scaling_a_schedule_keeps_its_shape():
+    t = experiments.get("deepsight/mse_d3").build("cpu").train
+    assert experiments.steps_scaled(t, 1) is t
+    half = experiments.steps_scaled(t, 0.5)
+    assert (half.max_steps, half.warmup_steps, half.decay_steps, half.eval_interval, half.log_interval) == (
+        500, round(t.warmup_steps / 2 + 0.5), t.decay_steps // 2, t.eval_interval, t.log_interval)
+    assert experiments.steps_scaled(t.replace(max_steps=3, warmup_steps=0), 0.1).max_steps == 2
+    with pytest.raises(ValueError, match="cpu_illustration_steps"):
+        headline_comparisons.headline("ar_ed", "x", ("ar_ed/mse_pos_sub", "ar_ed/baseline"), "why",
+                                      cpu_illustration_steps=0.25)
+    with pytest.raises(ValueError, match="cpu_illustration_steps"):
+        headline_comparisons.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why",
+                                      cpu_illustration_steps=0)

@@ -124,3 +124,33 @@ def test_a_verdict_page_that_imports_only_nb_decides_every_chapter_s_rows():
 
     assert out[0] == str(sorted(set(pages.CHAPTER_TITLES) - {"prologue"}))  # the prologue has no claims of its own
     assert out[1] == "LMCError"  # an unregistered chapter is an error, never an empty list of rows
+
+
+def test_a_row_that_compares_a_headline_arm_with_illustrating_ones_reads_its_run_at_their_protocol():
+    """At cpu the AR chapter's illustrating arms train half the steps; a row comparing one of them with a headline arm
+    is decided on the headline arm's run at that protocol (Context.illustrating), never on its longer runs, and a
+    context without that run stops the page. The headline's own rows, other profiles and recorded runs are as given."""
+    from lmcompanion import claims
+    from lmcompanion.errors import LMCError
+
+    seen = []
+
+    def row(text, arms):
+        def decide(ctx):
+            seen.append({a: list(ctx.runs[a]) for a in arms})
+            return verdicts.not_decided(text, "", "x", "y")
+        return claims.Row(text, "04_baselines", decide, arms=arms)
+
+    mixed = row("mixed", ("ar_ed/mse_pos_sub", "ar_ed/smaller_baseline"))
+    head = row("head", ("ar_ed/mse_pos_sub", "ar_ed/baseline"))
+    runs = {"ar_ed/mse_pos_sub": ["long"] * 5, "ar_ed/baseline": ["long"] * 5, "ar_ed/smaller_baseline": ["short"]}
+    ctx = claims.Context(runs, "cpu", illustrating={"ar_ed/mse_pos_sub": ["short"], "ar_ed/baseline": ["short"]})
+    claims.decide("ar_ed", mixed, ctx)
+    assert seen[-1] == {"ar_ed/mse_pos_sub": ["short"], "ar_ed/smaller_baseline": ["short"]}
+    claims.decide("ar_ed", head, ctx)
+    assert seen[-1] == {"ar_ed/mse_pos_sub": ["long"] * 5, "ar_ed/baseline": ["long"] * 5}
+    with pytest.raises(LMCError, match="Context.illustrating"):
+        claims.decide("ar_ed", mixed, claims.Context(runs, "cpu"))
+    for other in (claims.Context(runs, "gpu"), claims.Context(runs)):  # another profile; recorded runs
+        claims.decide("ar_ed", mixed, other)
+        assert seen[-1]["ar_ed/mse_pos_sub"] == ["long"] * 5

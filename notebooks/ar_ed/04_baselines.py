@@ -28,7 +28,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import nb, plots, tables
+from lmcompanion import experiments, nb, plots, tables
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 print(S.describe())
@@ -45,7 +45,24 @@ ARMS = ["ar_ed/mse_pos_sub", "ar_ed/baseline", "ar_ed/smaller_baseline", "ar_ed/
 nb.params_table(ARMS, S.profile)
 
 # %% [markdown]
-# ## Losses
+# ## The headline comparison
+#
+# The chapter's headline, the combined model against the baseline, at this profile's own protocol: the runs that
+# decide the headline rows of the verdict page.
+
+# %%
+HEADLINE = list(experiments.headlines("ar_ed")[0].arms)
+head = S.arms(HEADLINE)
+tables.results(head, published=nb.published(HEADLINE))
+
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the decoder-only baseline, the headline's runs (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-headline-curves"}}
+fig = plots.loss_curves(head, reference=nb.unigram(head))
+
+# %% [markdown]
+# ## All four
+#
+# The combined model against all three baselines. Where the smaller and the dropout baselines only illustrate (at
+# `cpu`), every run of this section is read at their protocol, as the note under the next cell says.
 
 # %%
 runs = S.arms(ARMS)

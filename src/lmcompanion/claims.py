@@ -45,12 +45,15 @@ class Extra(dict):
 class Context:
     """What rows are decided from: the runs of the chapter's experiments (name -> runs, in seed order), the profile
     whose plan says which arms run (None: recorded runs, whatever they cover), the side-by-side timings of the
-    verdict notebook, and anything else the chapter's notebook computed for its rows (``extra``)."""
+    verdict notebook, anything else the chapter's notebook computed for its rows (``extra``), and the runs of the
+    headline arms at the illustrations' protocol (``illustrating``), which a row that compares a headline arm with
+    illustrating ones reads (:func:`lmcompanion.experiments.reads_illustrations`)."""
 
     runs: Mapping[str, Sequence]
     profile: str | None = None
     timings: Sequence = ()
     extra: Mapping[str, Any] = field(default_factory=Extra)
+    illustrating: Mapping[str, Sequence] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra", Extra(self.extra))
@@ -130,13 +133,29 @@ def _stamp(v: Verdict, row: Row, chapter: str) -> Verdict:
                                headline=experiments.is_headline(chapter, row.arms))
 
 
+def _at_one_protocol(row: Row, ctx: Context) -> Context:
+    """The context a row is decided in: where it compares a headline arm with illustrating arms whose chapter trains
+    them for fewer steps, the headline arm's runs at the illustrations' protocol, so that it never compares runs of
+    different lengths. A context without them is a defect of its page, not a row to decide."""
+    if ctx.recorded or not row.arms or not experiments.reads_illustrations(row.arms, ctx.profile):
+        return ctx
+    long = [a for a in row.arms if not experiments.illustrates(a, ctx.profile) and a in ctx.runs]
+    missing = [a for a in long if a not in ctx.illustrating]
+    if missing:
+        raise LMCError(f"the row {row.text!r} compares {', '.join(missing)} with illustrating arms, which train fewer "
+                       f"steps at {ctx.profile}: give the context their runs at the illustrations' protocol "
+                       "(Context.illustrating; lmcompanion.nb.verdict_page does)")
+    return dataclasses.replace(ctx, runs={**ctx.runs, **{a: ctx.illustrating[a] for a in long}})
+
+
 def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
     """The verdict of one row (None: its runs are missing, as in recorded runs that cover other arms)."""
-    runs = ctx.runs
     if row.arms and ctx.profile is not None and not all(experiments.runs_at(a, ctx.profile) for a in row.arms):
         v = not_decided(row.text, row.published or "see the chapter", "not run at this profile",
                         f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}")
         return _stamp(v, row, chapter)
+    ctx = _at_one_protocol(row, ctx)
+    runs = ctx.runs
     if row.arms and not have(runs, *row.arms):
         return None
     try:

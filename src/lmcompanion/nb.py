@@ -50,12 +50,14 @@ class Settings:
         seed = self.seeds[0] if seed is None else seed
         return experiments.config(name, self.profile, seed=seed, device=self.device, overrides=self.overrides)
 
-    def plan(self, names: Sequence[str]) -> list[experiments.PlannedRun]:
+    def plan(self, names: Sequence[str], illustrating: bool | None = None) -> list[experiments.PlannedRun]:
         """The runs of ``names`` at this notebook's settings (:func:`lmcompanion.experiments.plan`): the seeds each
         experiment is registered with (or the notebook's n_seeds), the runs they read first; experiments that do
-        not run at this profile are left out."""
-        return experiments.plan(names, self.profile, seeds=self.seeds if self.explicit else None, device=self.device,
-                                overrides=self.overrides, first_seed=self.seeds[0])
+        not run at this profile are left out. ``illustrating``: None, each as registered; True, every one at the
+        illustrations' protocol (:func:`lmcompanion.experiments.seeds_of`)."""
+        return experiments.plan(list(names), self.profile, seeds=self.seeds if self.explicit else None,
+                                device=self.device, overrides=self.overrides, first_seed=self.seeds[0],
+                                illustrating=illustrating)
 
     def _train(self, planned: experiments.PlannedRun) -> train.Run:
         """Train or reuse a planned run; it and the runs it read count in this page's provenance."""
@@ -94,17 +96,30 @@ class Settings:
         ``settings`` replaces its procedure's settings (e.g. the notebook's own ED-Training settings)."""
         return [self.run(name, s, settings) for s in self.seeds_of(name)]
 
-    def arms(self, names: Sequence[str], by: str = "title") -> dict[str, list[train.Run]]:
+    def arms(self, names: Sequence[str], by: str = "title", protocol: str = "page") -> dict[str, list[train.Run]]:
         """Each experiment's planned runs, in the order given, keyed by the write-up's label (``by="title"``, for
         tables and figures) or by the experiment's name (``by="name"``, for the chapters' analyses); experiments that
-        do not run at this profile are left out."""
+        do not run at this profile are left out.
+
+        ``protocol``: ``"page"`` (a page's arms, shown together) reads every arm at the illustrations' protocol when
+        one of them illustrates and its chapter's illustrations take fewer steps
+        (:func:`lmcompanion.experiments.reads_illustrations`: a headline arm is then read at their steps and seed,
+        so the page never puts runs of different lengths side by side), else each as registered; ``"own"`` each as
+        registered; ``"illustrations"`` every one at the illustrations' protocol."""
         if by not in ("title", "name"):
             raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
+        if protocol not in ("page", "own", "illustrations"):
+            raise ConfigError(f"arms(protocol=...) takes 'page', 'own' or 'illustrations', got {protocol!r}")
+        together = protocol == "illustrations" or (
+            protocol == "page" and experiments.reads_illustrations(names, self.profile))
         out: dict[str, list[train.Run]] = {}
-        for planned in self.plan(names):  # seed by seed, as train-chapter trains them
+        # seed by seed, as train-chapter trains them
+        for planned in self.plan(names, illustrating=True if together else None):
             if planned.name in names:
                 out.setdefault(planned.name, []).append(self._train(planned))
         ordered = {n: sorted(out[n], key=lambda r: r.seed) for n in names if n in out}
+        if protocol == "page" and together:
+            _say(illustrations_note(self.profile, list(ordered), ordered))
         return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
 
     def seed_table(self, names: Sequence[str]):
@@ -119,6 +134,35 @@ class Settings:
         seeds = ", ".join(map(str, self.seeds))
         extra = f"; overrides {dict(self.overrides)}" if self.overrides else ""
         return f"profile {self.profile!r} on {self.device}, seeds {seeds}{extra}"
+
+
+def illustrations_note(profile: str, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]]) -> str:
+    """What a page that shows a headline arm beside illustrating ones says about its runs: they are all read at the
+    illustrations' protocol, with their steps and seeds (from the runs), and where the headline runs are shown."""
+    steps = sorted({r.summary["steps"] for rs in runs.values() for r in rs})
+    seeds = sorted({len(rs) for rs in runs.values()})
+    heads = [n for n in names if not experiments.illustrates(n, profile)]
+    text = (f"**The illustrations' protocol.** At `{profile}` these arms illustrate: every run on this page has "
+            f"{' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} "
+            "steps, the protocol of the chapter's arms that decide no headline comparison")
+    if heads:
+        text += (f". {', '.join(experiments.get(n).title for n in heads)} "
+                 f"{'is a headline arm' if len(heads) == 1 else 'are headline arms'}, read here at that protocol too "
+                 "(a run trained for it) so that runs of different lengths are not compared; "
+                 f"{'its' if len(heads) == 1 else 'their'} own runs, with more seeds and steps, decide the headline on "
+                 "the chapter's verdict page")
+    return text + "."
+
+
+def _say(markdown: str) -> None:
+    """Show a sentence in a notebook's output (nothing outside a kernel)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+    except ImportError:  # pragma: no cover - IPython comes with the notebook stack
+        return
+    if get_ipython() is not None:
+        display(Markdown(markdown))
 
 
 def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: int | None = None,
@@ -412,7 +456,11 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     from IPython.display import Markdown, display
 
     names = [n for n in (names or experiments.names(chapter)) if experiments.runs_at(n, settings.profile)]
-    runs = settings.arms(names, by="name")  # reused from the run store
+    runs = settings.arms(names, by="name", protocol="own")  # reused from the run store
+    # a row that compares a headline arm with illustrating ones reads the headline arm's run at their protocol
+    short = [n for n in names if not experiments.illustrates(n, settings.profile)
+             and experiments.shortened(n, settings.profile)]
+    illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
     timings = []
     for a, b in claims.timed_pairs(chapter, settings.profile):
         t = bench.side_by_side(settings.planned(a), settings.planned(b), steps=5, rounds=rounds)
@@ -420,7 +468,7 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
                          "round"))
         display(t.table())
         timings.append(t)
-    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra))
+    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra, illustrating))
     timed = claims.timed_claims(chapter)
     if timed:
         display(Markdown("**The rows decided by these timings** (their outcome moves with the load of the machine "

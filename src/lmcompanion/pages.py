@@ -352,6 +352,14 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                      + (f". This chapter departs from it: {h.cpu_departure}" if h.cpu_departure else "")
                      + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
                        f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
+            if not illustrates and experiments.shortened(h.baseline, profile):
+                short = experiments.config(h.baseline, profile, device="cpu", illustrating=True)
+                text += (f". The headline arms' five seeds and longer runs are paid for by the chapter's other arms: "
+                         f"they illustrate, with one seed and {fraction(experiments.illustration_steps(chapter, profile))} "
+                         f"the steps ({count(short.train.max_steps)} for the baseline). A page or row that shows a "
+                         "headline arm beside them reads its run at their steps and seed (trained for that), so runs "
+                         "of different lengths are never compared; that fraction was chosen from the build's measured "
+                         "cost, before any run at those steps had been made")
         text += "."
         short = unlearned_arms([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
         if short and profile != "smoke":  # smoke's generated corpus teaches nothing: its numbers mean nothing
@@ -363,6 +371,11 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                         ". What it would cost to make every arm learn at this profile has not been measured."))
         out.append(text)
     return " ".join(out)
+
+
+def fraction(f: float) -> str:
+    """A fraction of a run's steps in words: "half", "a quarter", else a percentage."""
+    return {0.5: "half", 0.25: "a quarter", 0.75: "three quarters", 1.0: "all"}.get(f, percent(f))
 
 
 def _of_headline(r: dict, h, n_heads: int) -> bool:

@@ -79,4 +79,5 @@ def _baseline_pos_sub(profile: str) -> RunConfig:
 headline("ar_ed", "the combined model (MSE embedding loss and positional subtraction) against the decoder-only "
                   "baseline", ("ar_ed/mse_pos_sub", "ar_ed/baseline"),
          "the write-up's introduction and conclusions: the new model 'outperforms, with fewer parameters, the "
-         "canonical decoder-only transformer'; the other runs are the steps toward it")
+         "canonical decoder-only transformer'; the other runs are the steps toward it",
+         cpu_illustration_steps=0.5)

@@ -22,6 +22,18 @@ CPU_RULE = ("the fewest steps, doubling from the previous default, at which the 
             "least 0.7 nats below its validation unigram loss: the learning gate's half nat, plus 0.2 of headroom for "
             "arms that learn more slowly than the baseline")
 
+# How the illustrating arms are paid for at ``cpu`` (issue 34): the headline arms' longer runs and five seeds must fit
+# the cold build's budget, so the chapters whose steps the rule sets (AR encoder-decoder, DeepSight, hourglass) train
+# their other arms for a fraction of those steps (``cpu_illustration_steps``), with one seed. Chosen from the build's
+# measured cost, before any illustrating run at those steps had been made. A page or row that compares a headline arm
+# with an illustrating one reads the headline arm's run at the illustrations' steps and seed (trained for that too), so
+# no page puts runs of different lengths side by side.
+ILLUSTRATION_RULE = ("they are paid for by the chapter's other arms, which illustrate: one seed each, and in the chapters "
+                     "whose steps the rule sets, a fraction of the headline arms' steps (chosen from the build's measured "
+                     "cost, before any run at those steps was made); a page or row that shows a headline arm beside "
+                     "them reads the headline arm's run at their steps and seed, so that runs of different lengths are "
+                     "never compared")
+
 
 @dataclass(frozen=True)
 class Headline:
@@ -33,7 +45,9 @@ class Headline:
     landing page says it when an arm has not learned in the build. ``cpu_departure``: where the chapter's ``cpu``
     steps depart from :data:`CPU_RULE`, how, why and when the choice was made (one line, said on the landing page).
     ``cpu_illustrates``: measured, the arms cannot learn at ``cpu`` at an affordable cost (``cpu_shortfall`` says
-    why), so there they run the illustrations' seeds, like the chapter's other arms, and decide nothing."""
+    why), so there they run the illustrations' seeds, like the chapter's other arms, and decide nothing.
+    ``cpu_illustration_steps``: the fraction of its protocol's steps that each of the chapter's illustrating runs
+    takes at ``cpu`` (:data:`ILLUSTRATION_RULE`; 1: all of them)."""
 
     chapter: str
     label: str
@@ -44,6 +58,7 @@ class Headline:
     cpu_shortfall: str = ""
     cpu_departure: str = ""
     cpu_illustrates: bool = False
+    cpu_illustration_steps: float = 1.0
 
     def illustrates_at(self, profile: str | None) -> bool:
         """Whether its arms only illustrate at ``profile`` (``cpu_illustrates``, at ``cpu``)."""
@@ -55,10 +70,11 @@ HEADLINES: dict[str, list[Headline]] = {}
 
 def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
              baseline: str | None = None, cpu_shortfall: str = "", cpu_departure: str = "",
-             cpu_illustrates: bool = False) -> Headline:
+             cpu_illustrates: bool = False, cpu_illustration_steps: float = 1.0) -> Headline:
     """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
-    of them, default the last; ``cpu_shortfall``, ``cpu_departure``, ``cpu_illustrates``: see :class:`Headline`;
-    arms that only illustrate at ``cpu`` need the shortfall that says why)."""
+    of them, default the last; ``cpu_shortfall``, ``cpu_departure``, ``cpu_illustrates``, ``cpu_illustration_steps``:
+    see :class:`Headline`; arms that only illustrate at ``cpu`` need the shortfall that says why; every headline of a
+    chapter declares the same ``cpu_illustration_steps``)."""
     unknown = [a for a in arms if a not in REGISTRY]
     baseline = baseline or (arms[-1] if arms else "")
     if unknown or not arms or not 1 <= min_arms <= len(arms) or baseline not in arms:
@@ -67,7 +83,12 @@ def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms
     if cpu_illustrates and not cpu_shortfall:
         raise ValueError(f"headline {label!r} of {chapter!r}: arms that only illustrate at cpu need a cpu_shortfall "
                          "that says why they cannot learn there")
-    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall, cpu_departure, cpu_illustrates)
+    if not 0 < cpu_illustration_steps <= 1 or any(o.cpu_illustration_steps != cpu_illustration_steps
+                                                  for o in HEADLINES.get(chapter, [])):
+        raise ValueError(f"headline {label!r} of {chapter!r}: cpu_illustration_steps must be in (0, 1] and the same for "
+                         f"every headline of the chapter, got {cpu_illustration_steps}")
+    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall, cpu_departure, cpu_illustrates,
+                 cpu_illustration_steps)
     HEADLINES.setdefault(chapter, []).append(h)
     return h
 
@@ -83,10 +104,19 @@ def headline_arms(chapter: str | None = None, *, deciding_at: str | None = None)
     return tuple(dict.fromkeys(a for h in headlines(chapter) if not h.illustrates_at(deciding_at) for a in h.arms))
 
 
+def illustration_steps(chapter: str, profile: str | None) -> float:
+    """The fraction of its protocol's steps an illustrating run of ``chapter`` takes at ``profile`` (1: all of them;
+    below 1 at ``cpu`` only, where a chapter declares it: :data:`ILLUSTRATION_RULE`)."""
+    if profile != "cpu":
+        return 1.0
+    return next((h.cpu_illustration_steps for h in headlines(chapter)), 1.0)
+
+
 def is_headline(chapter: str, arms) -> bool:
     """Whether a row comparing ``arms`` is one of ``chapter``'s headline rows."""
     arms = set(arms)
     return bool(arms) and any(arms <= set(h.arms) and len(arms) >= h.min_arms for h in headlines(chapter))
 
 
-__all__ = ["CPU_RULE", "HEADLINES", "Headline", "headline", "headline_arms", "headlines", "is_headline"]
+__all__ = ["CPU_RULE", "HEADLINES", "Headline", "ILLUSTRATION_RULE", "headline", "headline_arms", "headlines",
+           "illustration_steps", "is_headline"]

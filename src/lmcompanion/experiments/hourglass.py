@@ -394,7 +394,7 @@ headline("hourglass", "the best attention and repeat hourglass models against th
          HEADLINE_ARMS,
          "the write-up's result: both models are 'a lot faster than the vanilla transformer architecture while "
          "achieving the same validation loss'; the sweeps before it choose their settings",
-         baseline="hourglass/vanilla")
+         baseline="hourglass/vanilla", cpu_illustration_steps=0.5)
 
 __all__ = ["ARMS", "EQUALITY_SEEDS", "GPU_ONLY", "GPU_ONLY_REASON", "HEAD_COMMIT", "LR", "MIN_LR", "NOT_PLANNED",
            "ORIGINAL", "PAPER_CONTEXT", "PAPER_STEPS", "PAPER_WINDOWS", "PLOTS", "PLOTS_COMMIT", "PLOTTED", "SCALES",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -20,7 +21,7 @@ from ..errors import ConfigError
 from ..run import RunConfig, spec
 from ..train.store import Run, RunStore, run_id
 from ..train.trainer import CKPT, check_device
-from .headline_comparisons import headline_arms
+from .headline_comparisons import headline_arms, illustration_steps
 from .registry import REGISTRY, Procedure, get, procedure
 
 # Seeds per arm unless a notebook's n_seeds (or the CLI's --seeds) says otherwise. Three is the fewest with which a
@@ -33,6 +34,51 @@ from .registry import REGISTRY, Procedure, get, procedure
 # (``cpu_illustrates`` in the registry: the retrieval matchers).
 DEFAULT_SEEDS = {"smoke": 2, "cpu": 5, "gpu": 3, "paper": 3}
 ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that decides no headline comparison there
+# In the chapters that declare it (``cpu_illustration_steps`` in the registry's headlines), an illustrating run also
+# trains for a fraction of its protocol's steps at ``cpu``; a page or verdict row that puts a headline arm beside
+# illustrating ones reads the headline arm's run at the illustrations' protocol (its steps and seed), which the
+# chapter's plan trains for that (:func:`plan`), so that no page compares runs of different lengths.
+
+
+def illustrates(name: str, profile: str) -> bool:
+    """Whether experiment ``name`` only illustrates at ``profile``: it decides no headline comparison there, at a
+    profile whose other arms illustrate (:data:`ILLUSTRATION_SEEDS`)."""
+    return profile in ILLUSTRATION_SEEDS and name not in headline_arms(deciding_at=profile)
+
+
+def _illustrating(name: str, profile: str, illustrating: bool | None) -> bool:
+    if profile not in ILLUSTRATION_SEEDS:
+        return False
+    return illustrates(name, profile) if illustrating is None else bool(illustrating)
+
+
+def shortened(name: str, profile: str) -> bool:
+    """Whether the illustrations' protocol of ``name``'s chapter at ``profile`` takes fewer steps than its own (a
+    headline arm then has a second, shorter run to be shown beside them)."""
+    return profile in ILLUSTRATION_SEEDS and illustration_steps(get(name).chapter, profile) < 1
+
+
+def reads_illustrations(names: Sequence[str], profile: str) -> bool:
+    """Whether a page or row that shows ``names`` together reads them all at the illustrations' protocol: one of them
+    illustrates at ``profile`` and, in its chapter, the illustrations take fewer steps than the headline arms."""
+    return any(illustrates(n, profile) and shortened(n, profile) for n in names)
+
+
+def steps_scaled(train: Any, fraction: float) -> Any:
+    """A training config over ``fraction`` of its steps (rounded up), its schedule's points (warmup, decay horizon)
+    at the same fractions of the run, so the schedule keeps its shape; evaluations, logs and checkpoints keep their
+    spacing in steps, so a shorter run is estimated as often per step as a longer one (and fewer times in all)."""
+    if fraction == 1:
+        return train
+    steps = max(2, math.ceil(train.max_steps * fraction))
+
+    def part(n: int | None) -> int | None:  # a point of the schedule, at the same fraction of the run
+        return n if not n else max(1, math.floor(n * steps / train.max_steps + 0.5))  # halves round up
+
+    return dataclasses.replace(train, max_steps=steps, warmup_steps=part(train.warmup_steps),
+                               decay_steps=part(train.decay_steps), eval_interval=min(train.eval_interval, steps),
+                               log_interval=min(train.log_interval, steps),
+                               ckpt_interval=min(train.ckpt_interval, steps))
 
 
 @dataclass(frozen=True)
@@ -116,18 +162,19 @@ def runs_at(name: str, profile: str) -> bool:
     return get(name).runs_at(check_profile(profile))
 
 
-def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None) -> tuple[int, ...]:
+def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None, *,
+             illustrating: bool | None = None) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
     profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
-    experiment runs the first seed only or, at ``cpu``, decides no headline comparison there
-    (:data:`ILLUSTRATION_SEEDS`).
+    experiment runs the first seed only or, at ``cpu``, illustrates (:data:`ILLUSTRATION_SEEDS`; ``illustrating``:
+    None as the arm is registered, True for the illustrations' protocol, which a headline arm also has at ``cpu``).
     None where it does not run at the profile."""
     exp = get(name)
     if not exp.runs_at(check_profile(profile)):
         return ()
     if seeds is not None:
         return tuple(seeds)
-    if profile in ILLUSTRATION_SEEDS and name not in headline_arms(deciding_at=profile):
+    if _illustrating(name, profile, illustrating):
         return tuple(range(ILLUSTRATION_SEEDS[profile]))
     n = 1 if profile in exp.first_seed_only else exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
     return tuple(range(n))
@@ -146,24 +193,29 @@ def resolve_device(device: str, profile: str) -> str:
 
 
 def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "auto",
-           overrides: Mapping[str, object] | None = None) -> RunConfig:
+           overrides: Mapping[str, object] | None = None, illustrating: bool | None = None) -> RunConfig:
     """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides
-    (applied together, then validated; a ``device`` override is checked like the ``device`` argument)."""
+    (applied together, then validated; a ``device`` override is checked like the ``device`` argument). An
+    illustrating run (``illustrating``: see :func:`seeds_of`) takes its chapter's fraction of the steps at ``cpu``
+    (:func:`steps_scaled`); an override of the steps still wins."""
     check_profile(profile)
     overrides = dict(overrides or {})
     if "device" in overrides:
         device = str(overrides.pop("device"))
     cfg = get(name).build(profile)
+    if _illustrating(name, profile, illustrating) and getattr(cfg, "train", None) is not None:
+        cfg = dataclasses.replace(cfg, train=steps_scaled(cfg.train, illustration_steps(get(name).chapter, profile)))
     cfg = dataclasses.replace(cfg, seed=seed, device=resolve_device(device, profile))
     return apply_overrides(cfg, overrides)
 
 
 def planned(name: str, profile: str, seed: int, *, device: str = "auto", overrides: Mapping[str, object] | None = None,
-            settings: Any = None) -> PlannedRun:
-    """One run of experiment ``name``: its config at ``profile`` with ``seed``, its procedure and settings (the
-    procedure's own for the profile unless ``settings`` is given), and the runs it reads."""
+            settings: Any = None, illustrating: bool | None = None) -> PlannedRun:
+    """One run of experiment ``name``: its config at ``profile`` with ``seed`` (the illustrations' protocol or its
+    own: ``illustrating``, see :func:`seeds_of`), its procedure and settings (the procedure's own for the profile
+    unless ``settings`` is given), and the runs it reads."""
     exp = get(name)
-    cfg = config(name, profile, seed=seed, device=device, overrides=overrides)
+    cfg = config(name, profile, seed=seed, device=device, overrides=overrides, illustrating=illustrating)
     proc = procedure(exp.procedure)
     needs = tuple(_needed(c, proc, profile) for c in (proc.needs(cfg) if proc.needs else []))
     return PlannedRun(cfg, proc, profile, settings, needs)
@@ -182,7 +234,7 @@ def _needed(cfg: RunConfig, proc: Procedure, profile: str) -> PlannedRun:
 
 def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequence[int] | None = None,
          device: str = "auto", overrides: Mapping[str, object] | None = None, first_seed: int = 0,
-         needs: bool = True) -> list[PlannedRun]:
+         needs: bool = True, illustrating: bool | None = None) -> list[PlannedRun]:
     """The runs of a chapter (``what`` a chapter name) or of experiments (a list of names) at ``profile``.
 
     ``seeds``: None for each experiment's seeds as registered (the profile's default count, or the first seed only);
@@ -190,6 +242,11 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
     that do not run at the profile are left out. Runs come seed by seed (every experiment's first seed, then every
     second seed, ...), so a cut-off session covers every arm first; with ``needs`` the runs a run reads come before
     it, once.
+
+    ``illustrating`` (see :func:`seeds_of`): None plans every experiment as registered; for a chapter (``what`` a
+    chapter name) that also plans, after them, the shorter runs its headline arms have for the pages that show them
+    beside illustrating arms (:func:`shortened`). True plans every experiment at the illustrations' protocol, False
+    at its own. Notebooks ask for a page's arms with :func:`reads_illustrations`.
     """
     check_profile(profile)
     names = chapter_names(what) if isinstance(what, str) else list(dict.fromkeys(what))
@@ -199,7 +256,7 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
         if seeds < 1:
             raise ConfigError(f"seeds must be a positive number of seeds, got {seeds}")
         seeds = range(first_seed, first_seed + seeds)
-    per_name = {n: seeds_of(n, profile, seeds) for n in names}
+    per_name = {n: seeds_of(n, profile, seeds, illustrating=illustrating) for n in names}
     if seeds is None:  # as registered, counted from first_seed
         per_name = {n: tuple(s + first_seed for s in ss) for n, ss in per_name.items()}
     runs: dict[str, PlannedRun] = {}
@@ -207,9 +264,15 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
         for name in names:
             if i >= len(per_name[name]):
                 continue
-            run = planned(name, profile, per_name[name][i], device=device, overrides=overrides)
+            run = planned(name, profile, per_name[name][i], device=device, overrides=overrides,
+                          illustrating=illustrating)
             for need in run.needs if needs else ():
                 runs.setdefault(need.id, need)
+            runs.setdefault(run.id, run)
+    if isinstance(what, str) and illustrating is None:
+        short = [n for n in names if not illustrates(n, profile) and shortened(n, profile) and per_name[n]]
+        for run in plan(short, profile, seeds=seeds, device=device, overrides=overrides, first_seed=first_seed,
+                        needs=needs, illustrating=True) if short else ():
             runs.setdefault(run.id, run)
     return list(runs.values())
 
@@ -218,5 +281,6 @@ def minutes_total(runs: Sequence[PlannedRun]) -> float:
     return sum(r.minutes() for r in runs)
 
 
-__all__ = ["DEFAULT_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "minutes_total", "plan", "planned",
-           "resolve_device", "runs_at", "seeds_of"]
+__all__ = ["DEFAULT_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "illustrates",
+           "minutes_total", "plan", "planned", "reads_illustrations", "resolve_device", "runs_at", "seeds_of", "shortened",
+           "steps_scaled"]
