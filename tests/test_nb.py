@@ -40,3 +40,27 @@ def test_a_legend_never_gives_a_scaled_model_the_published_size():
     assert nb.arm_label("hourglass/vanilla", "paper") == "Baseline transfo (20.48M)"
     assert nb.arm_label("mixer/llama_d512", "cpu") == experiments.get("mixer/llama_d512").title  # no size: unchanged
     assert nb.published(["hourglass/vanilla"])[label] == experiments.get("hourglass/vanilla").published  # found by label
+
+
+def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at_one_protocol_and_says_so():
+    import types
+
+    import pytest
+
+    from lmcompanion.errors import ConfigError
+
+    S = nb.setup(profile="cpu", device="cpu")
+    mixed = ["ar_ed/mse_pos_sub", "ar_ed/smaller_baseline"]
+    assert {(r.seed, r.config.train.max_steps) for r in S.plan(mixed, illustrating=True)} == {(0, 250)}
+    assert [(r.name, r.seed) for r in S.plan(mixed)][:3] == [
+        ("ar_ed/mse_pos_sub", 0), ("ar_ed/smaller_baseline", 0), ("ar_ed/mse_pos_sub", 1)]
+    with pytest.raises(ConfigError, match="protocol"):
+        S.arms(mixed, protocol="short")
+
+    def run(steps):
+        return types.SimpleNamespace(summary={"steps": steps})
+
+    note = nb.illustrations_note("cpu", mixed, {n: [run(250)] for n in mixed})
+    assert "1 seed and 250 steps" in note and "is a headline arm" in note and "verdict page" in note
+    assert experiments.get("ar_ed/mse_pos_sub").title in note
+    assert experiments.get("ar_ed/smaller_baseline").title not in note.split("steps, the protocol")[1]

@@ -65,3 +65,18 @@ def test_no_compared_cell_of_a_reference_shows_what_the_machine_s_clock_decided(
                     wrong.append(f"{path.relative_to(REPO)} cell {i}")
     assert seen, "no reference shows a row decided by the clock: the test cannot fail"
     assert not wrong, f"compared cells showing rows decided by this machine's clock: {wrong}"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_a_figure_cell_never_reads_a_page_s_first_arms(src):
+    """A page's first ``S.arms`` call may show a note (the illustrations' protocol, at cpu only, so the smoke
+    references cannot show it); in a figure's cell that second output would give the figure's name twice, which
+    stops the book's build (`-W`). So a figure's cell calls ``S.arms`` only after an earlier cell did."""
+    read = False
+    for cell in read_source(src).cells:
+        if cell.cell_type != "code":
+            continue
+        figure = "figure" in cell.metadata.get("mystnb", {})
+        calls = "S.arms(" in cell.source
+        assert not (figure and calls and not read), f"{src.name}: a figure's cell reads the page's first arms"
+        read = read or calls

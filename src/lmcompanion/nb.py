@@ -45,6 +45,7 @@ class Settings:
     explicit: bool = False  # seeds given by the notebook's n_seeds: every arm runs all of them
     started: float = field(default_factory=time.time)  # when the notebook called setup (for its execution time)
     used: dict = field(default_factory=dict, compare=False)  # run folder -> run, every run this notebook read
+    said: list = field(default_factory=list, compare=False)  # the notes this page has shown (Settings.arms)
 
     def config(self, name: str, seed: int | None = None) -> RunConfig:
         seed = self.seeds[0] if seed is None else seed
@@ -105,7 +106,9 @@ class Settings:
         one of them illustrates and its chapter's illustrations take fewer steps
         (:func:`lmcompanion.experiments.reads_illustrations`: a headline arm is then read at their steps and seed,
         so the page never puts runs of different lengths side by side), else each as registered; ``"own"`` each as
-        registered; ``"illustrations"`` every one at the illustrations' protocol."""
+        registered; ``"illustrations"`` every one at the illustrations' protocol. The first call of a page that reads
+        at the illustrations' protocol shows a note that says so (:func:`illustrations_note`), so a page's first such
+        call must not be in a figure's cell (a second output there would give the figure's name twice)."""
         if by not in ("title", "name"):
             raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
         if protocol not in ("page", "own", "illustrations"):
@@ -118,8 +121,9 @@ class Settings:
             if planned.name in names:
                 out.setdefault(planned.name, []).append(self._train(planned))
         ordered = {n: sorted(out[n], key=lambda r: r.seed) for n in names if n in out}
-        if protocol == "page" and together:
-            _say(illustrations_note(self.profile, list(ordered), ordered))
+        if protocol == "page" and together and not self.said:  # once a page, under the first table that reads so
+            self.said.append(illustrations_note(self.profile, list(ordered), ordered))
+            _say(self.said[-1])
         return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
 
     def seed_table(self, names: Sequence[str]):
@@ -441,8 +445,11 @@ def scaled(chapter: str, rows: Sequence[verdicts.Verdict], profile: str) -> list
 def page_rows(settings: Settings, chapter: str, notebook: str, runs: Mapping[str, Sequence[train.Run]],
               **extra) -> list[verdicts.Verdict]:
     """The verdict rows a chapter's page decides (its registered rows, :mod:`lmcompanion.claims`), from the runs it
-    read, each naming its scale: the "Verdicts of this page" table of a results notebook."""
-    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, extra=extra), notebook=notebook)
+    read, each naming its scale: the "Verdicts of this page" table of a results notebook. A page that read its arms
+    at the illustrations' protocol (:meth:`Settings.arms`) decides every row on those runs."""
+    together = experiments.reads_illustrations(list(runs), settings.profile)
+    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, extra=extra,
+                                                   illustrating=runs if together else {}), notebook=notebook)
     return scaled(chapter, rows, settings.profile)
 
 
