@@ -109,12 +109,22 @@ $(RECORDED_STAMP): $(RECORDED) | $(INSTALLED)
 notebooks/%.ipynb: notebooks/%.py $(PKG) $(PROFILE_STAMP) $(RECORDED_STAMP) | $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m lmcompanion run-notebook $< -o $@ --profile $(PROFILE) $(NBPARAMS)
 
-# A chapter's verdict notebook reads the runs its other notebooks train: it starts after them, so that in a parallel
-# build it never holds a job slot waiting on their run locks while another chapter's notebook could use the core.
+# A chapter's verdict notebook reads the runs of every other notebook of its chapter. When NBPARAMS is set, each
+# notebook trains the runs it reads (below), so a verdict notebook starts after the others of its chapter: in a
+# parallel build it then never holds a job slot waiting on their run locks. Otherwise `make book` has trained every
+# run first, the notebooks only read them, and the verdict notebooks, the longest (side-by-side timings, counted
+# FLOPs), start first, the hourglass chapter's (the longest) at the head: make starts jobs in the order listed, and
+# a verdict notebook left to the end kept one core busy alone for most of a minute.
 VERDICT_NB := $(filter %_verdicts.ipynb,$(NB_OUT))
+ifeq ($(strip $(NBPARAMS)),)
+NB_ORDER := $(filter notebooks/hourglass/%,$(VERDICT_NB)) $(filter-out notebooks/hourglass/%,$(VERDICT_NB)) \
+  $(filter-out $(VERDICT_NB),$(NB_OUT))
+else
 $(foreach v,$(VERDICT_NB),$(eval $(v): $(filter-out $(v),$(filter $(dir $(v))%,$(NB_OUT)))))
+NB_ORDER := $(NB_OUT)
+endif
 
-notebooks: $(NB_OUT)
+notebooks: $(NB_ORDER)
 
 # Every run the notebooks read is trained first, TRAIN_JOBS processes at a time (THREADS threads each), in the plan's
 # order: a core never waits on another notebook's run lock, and none idles while runs are left. Then the notebooks

@@ -41,11 +41,13 @@ def test_paper_profile_is_the_write_ups_protocol():
 
 @pytest.mark.parametrize("profile", ["paper", "cpu"])
 def test_vanilla_takes_half_the_updates_under_the_same_schedule(profile):
-    eff = experiments.config(chapter.ANCHOR, profile).train
-    van = experiments.config("hourglass/vanilla", profile).train
-    assert van.max_steps == -(-eff.max_steps // 2)
-    assert (van.lr, van.min_lr, van.schedule) == (eff.lr, eff.min_lr, eff.schedule)
-    assert van.warmup_steps / van.max_steps == pytest.approx(0.5, abs=0.01)
+    # at their own protocol, and as a page that shows them together reads them (at cpu, the illustrations')
+    for together in (False, True):
+        eff = experiments.config(chapter.ANCHOR, profile, illustrating=together).train
+        van = experiments.config("hourglass/vanilla", profile, illustrating=together).train
+        assert van.max_steps == -(-eff.max_steps // 2)
+        assert (van.lr, van.min_lr, van.schedule) == (eff.lr, eff.min_lr, eff.schedule)
+        assert van.warmup_steps / van.max_steps == pytest.approx(0.5, abs=0.01)
 
 
 def test_readme_schedule_against_the_codes_constant_rate():
@@ -239,8 +241,8 @@ def test_the_even_more_rows_compare_the_share_of_inference_flops_saved():
 
 
 def test_the_anchor_and_the_vanilla_transformer_run_under_both_schedules():
-    for schedule, (anchor, vanilla) in chapter.SCHEDULES.items():
-        a, v = experiments.config(anchor, "cpu").train, experiments.config(vanilla, "cpu").train
+    for schedule, (anchor, vanilla) in chapter.SCHEDULES.items():  # at one protocol, as the protocol page reads them
+        a, v = (experiments.config(n, "cpu", illustrating=True).train for n in (anchor, vanilla))
         assert a.schedule == v.schedule and v.max_steps == -(-a.max_steps // 2)
         assert experiments.runs_at(anchor, "cpu") and experiments.runs_at(vanilla, "cpu")
     assert experiments.config(chapter.CONSTANT[1], "paper").train.schedule == "constant"

@@ -188,3 +188,17 @@ def test_a_headline_says_where_its_cpu_steps_depart_from_the_rule_and_where_its_
     assert line.count(match.cpu_shortfall) == 1 and line.endswith("are not decided at `cpu`.")
     gpu = pages.headline_line("retrieval", [], "gpu")
     assert "illustrate" not in gpu and "3 seeds" in gpu
+
+
+def test_a_landing_page_says_what_the_illustrations_run_and_why():
+    from lmcompanion import experiments
+
+    for chapter, words, steps in (("ar_ed", "half", 250), ("deepsight", "a quarter", 250), ("hourglass", "half", 103)):
+        line = pages.headline_line(chapter, [], "cpu")
+        assert (f"they illustrate, with one seed and {words} of the headline arms' steps ({steps} for the baseline)"
+                in line), chapter
+        assert "runs of different lengths are never compared" in line
+        assert "illustrate, with one seed" not in pages.headline_line(chapter, [], "gpu")
+    for chapter in ("mixer", "formal_ed", "retrieval"):  # they keep their steps
+        assert "of the headline arms' steps" not in pages.headline_line(chapter, [], "cpu")
+    assert experiments.config("hourglass/vanilla", "cpu", device="cpu", illustrating=True).train.max_steps == 103

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -172,7 +173,9 @@ def test_a_run_id_is_its_folder_name_up_to_the_key_and_its_config_digest(tmp_pat
     assert run.id == regression.run_id(run.path)
 
 
-SHORTENED = ("ar_ed", "deepsight", "hourglass")  # the chapters whose illustrations train fewer steps at cpu
+# the chapters whose illustrations train fewer steps at cpu: half the steps the rule gave (DeepSight's headline arms
+# depart from it with twice its steps)
+SHORTENED = {"ar_ed": 0.5, "deepsight": 0.25, "hourglass": 0.5}
 
 
 def _steps(name: str, profile: str = "cpu", **kw) -> int:
@@ -180,9 +183,10 @@ def _steps(name: str, profile: str = "cpu", **kw) -> int:
 
 
 @pytest.mark.parametrize("chapter", SHORTENED)
-def test_at_cpu_illustrating_arms_train_half_the_steps_and_the_headline_arms_also_once_at_that_protocol(chapter):
+def test_at_cpu_illustrating_arms_train_fewer_steps_and_the_headline_arms_also_once_at_that_protocol(chapter):
     heads = set(experiments.headline_arms(chapter, deciding_at="cpu"))
-    assert experiments.illustration_steps(chapter, "cpu") == 0.5
+    fraction = SHORTENED[chapter]
+    assert experiments.illustration_steps(chapter, "cpu") == fraction
     runs = experiments.plan(chapter, "cpu", device="cpu")
     assert len({r.id for r in runs}) == len(runs)
     for name in experiments.names(chapter):
@@ -190,7 +194,7 @@ def test_at_cpu_illustrating_arms_train_half_the_steps_and_the_headline_arms_als
             continue
         own = experiments.get(name).build("cpu").train
         mine = [(r.seed, r.config.train.max_steps) for r in runs if r.name == name]
-        short = -(-own.max_steps // 2)
+        short = math.ceil(own.max_steps * fraction)
         if name in heads:  # five seeds at its own protocol, then seed 0 at the illustrations' (for their pages)
             assert mine == [(s, own.max_steps) for s in range(5)] + [(0, short)], name
             assert _steps(name, illustrating=True) == short and _steps(name) == own.max_steps
@@ -200,7 +204,7 @@ def test_at_cpu_illustrating_arms_train_half_the_steps_and_the_headline_arms_als
     # the schedule keeps its shape, and the evaluations their spacing: half as many
     illus = next(r.config.train for r in runs if r.name not in heads)
     own = experiments.get(next(r.name for r in runs if r.name not in heads)).build("cpu").train
-    assert illus.eval_interval == own.eval_interval and illus.max_steps // illus.eval_interval == 5
+    assert illus.max_steps // illus.eval_interval == 5 and illus.eval_interval <= own.eval_interval
     assert abs(illus.warmup_steps / illus.max_steps - own.warmup_steps / own.max_steps) < 0.01
 
 
@@ -242,6 +246,7 @@ def test_scaling_a_schedule_keeps_its_shape():
     half = experiments.steps_scaled(t, 0.5)
     assert (half.max_steps, half.warmup_steps, half.decay_steps, half.eval_interval, half.log_interval) == (
         500, round(t.warmup_steps / 2 + 0.5), t.decay_steps // 2, t.eval_interval, t.log_interval)
+    assert experiments.steps_scaled(t, 0.25).eval_interval == 50  # at least five evaluations
     assert experiments.steps_scaled(t.replace(max_steps=3, warmup_steps=0), 0.1).max_steps == 2
     with pytest.raises(ValueError, match="cpu_illustration_steps"):
         headline_comparisons.headline("ar_ed", "x", ("ar_ed/mse_pos_sub", "ar_ed/baseline"), "why",

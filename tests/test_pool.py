@@ -89,3 +89,18 @@ def test_train_chapter_all_plans_every_chapter_once(capsys):
     ids = [line.split()[0] for line in capsys.readouterr().out.splitlines()[:-1]]
     every = {r.id for chapter in experiments.chapters() for r in experiments.plan(chapter, "smoke")}
     assert len(ids) == len(set(ids)) and set(ids) == every
+
+
+def test_a_run_that_reads_what_a_run_in_flight_reads_starts_after_another_ready_run():
+    """Two matchers of one embedder make the same embeddings, once, under a lock: started together, one process
+    would wait on the other. The pool starts another ready run first, and the matcher when nothing else is ready."""
+    from lmcompanion.experiments.pool import _next_ready
+
+    c32, c128, other = (experiments.planned(n, "smoke", 0, device="cpu") for n in (
+        "retrieval/flat_d1024_c32", "retrieval/flat_d1024_c128", "retrieval/llama_d512_c32"))
+    assert c32.needs and c32.needs[0].id == c128.needs[0].id != other.needs[0].id
+    done = {n.id: type("O", (), {"path": "x"})() for r in (c32, c128, other) for n in r.needs}
+    assert _next_ready([c128, other], done, [c32]) is other
+    assert _next_ready([c128], done, [c32]) is c128  # nothing else is ready: it starts anyway
+    assert _next_ready([c128, other], done, []) is c128  # the plan's order otherwise
+    assert _next_ready([c128], {}, []) is None  # its embedder is not finished

@@ -146,7 +146,7 @@ def illustrations_note(profile: str, names: Sequence[str], runs: Mapping[str, Se
     steps = sorted({r.summary["steps"] for rs in runs.values() for r in rs})
     seeds = sorted({len(rs) for rs in runs.values()})
     heads = [n for n in names if not experiments.illustrates(n, profile)]
-    text = (f"**The illustrations' protocol.** At `{profile}` these arms illustrate: every run on this page has "
+    text = (f"**The illustrations' protocol.** At `{profile}` these arms illustrate: each run read here has "
             f"{' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} "
             "steps, the protocol of the chapter's arms that decide no headline comparison")
     if heads:

@@ -356,7 +356,8 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                 short = experiments.config(h.baseline, profile, device="cpu", illustrating=True)
                 text += (f". The headline arms' five seeds and longer runs are paid for by the chapter's other arms: "
                          f"they illustrate, with one seed and {fraction(experiments.illustration_steps(chapter, profile))} "
-                         f"the steps ({count(short.train.max_steps)} for the baseline). A page or row that shows a "
+                         f"of the headline arms' steps ({count(short.train.max_steps)} for the baseline). A page or "
+                         "row that shows a "
                          "headline arm beside them reads its run at their steps and seed (trained for that), so runs "
                          "of different lengths are never compared; that fraction was chosen from the build's measured "
                          "cost, before any run at those steps had been made")

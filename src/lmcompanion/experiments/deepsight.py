@@ -78,8 +78,8 @@ headline("deepsight", "DeepSight (MSE planning loss, delta = 11) against the dec
          "both in train and validation loss'; the loss types and the delta sweep lead to this setting",
          cpu_departure="at the steps the rule gave (the AR encoder-decoder's), DeepSight's model, learning more slowly "
                        "than the baseline, ended short of the learning gate at some seeds; so both headline arms "
-                       "alike train twice as long (and the illustrating arms, at half of that, the rule's steps). "
-                       "That choice was made after the comparison at the rule's steps had "
+                       "alike train twice as long (the illustrating arms a quarter of that: half the rule's steps, as "
+                       "in the other chapters). That choice was made after the comparison at the rule's steps had "
                        "been seen, on whether every arm learned and not on which arm was ahead (the README's section "
                        "*What `cpu` cannot reach* gives the runs)",
-         cpu_illustration_steps=0.5)
+         cpu_illustration_steps=0.25)

@@ -64,10 +64,14 @@ def reads_illustrations(names: Sequence[str], profile: str) -> bool:
     return any(illustrates(n, profile) and shortened(n, profile) for n in names)
 
 
+MIN_EVALS = 5  # the fewest evaluations a shortened run makes (steps_scaled)
+
+
 def steps_scaled(train: Any, fraction: float) -> Any:
     """A training config over ``fraction`` of its steps (rounded up), its schedule's points (warmup, decay horizon)
     at the same fractions of the run, so the schedule keeps its shape; evaluations, logs and checkpoints keep their
-    spacing in steps, so a shorter run is estimated as often per step as a longer one (and fewer times in all)."""
+    spacing in steps, so a shorter run is estimated as often per step as a longer one (and fewer times in all), but
+    at least :data:`MIN_EVALS` times, so that its curves keep a shape."""
     if fraction == 1:
         return train
     steps = max(2, math.ceil(train.max_steps * fraction))
@@ -76,7 +80,8 @@ def steps_scaled(train: Any, fraction: float) -> Any:
         return n if not n else max(1, math.floor(n * steps / train.max_steps + 0.5))  # halves round up
 
     return dataclasses.replace(train, max_steps=steps, warmup_steps=part(train.warmup_steps),
-                               decay_steps=part(train.decay_steps), eval_interval=min(train.eval_interval, steps),
+                               decay_steps=part(train.decay_steps),
+                               eval_interval=max(1, min(train.eval_interval, steps // MIN_EVALS)),
                                log_interval=min(train.log_interval, steps),
                                ckpt_interval=min(train.ckpt_interval, steps))
 

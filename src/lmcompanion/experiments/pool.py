@@ -201,8 +201,7 @@ def _schedule(pool, pending, flying, outcomes, jobs, budget_s, started, store, p
             _notify(on_done, outcomes[r.id])
         over = budget_s is not None and time.monotonic() - started > budget_s
         while not over and pending and len(flying) < jobs:
-            ready = next((r for r in pending
-                          if all(n.id in outcomes and outcomes[n.id].path for n in r.needs)), None)
+            ready = _next_ready(pending, outcomes, flying.values())
             if ready is None:
                 break
             pending.remove(ready)
@@ -231,6 +230,15 @@ def _schedule(pool, pending, flying, outcomes, jobs, budget_s, started, store, p
                 got = Outcome(r, error=f"stopped by {signals.name(got[0])}: " + "; ".join(got[1]))
             outcomes[r.id] = got
             _notify(on_done, outcomes[r.id])
+
+
+def _next_ready(pending: Sequence[PlannedRun], outcomes: dict, flying) -> PlannedRun | None:
+    """The first pending run whose needs are finished, preferring one that reads no run a run in flight reads too:
+    runs that read the same run make the same data from it (a retrieval matcher's embeddings, made once under a
+    lock), and two started together leave one process waiting on the other's lock while a third run could use it."""
+    ready = [r for r in pending if all(n.id in outcomes and outcomes[n.id].path for n in r.needs)]
+    busy = {n.id for f in flying for n in f.needs}
+    return next((r for r in ready if not busy & {n.id for n in r.needs}), ready[0] if ready else None)
 
 
 def _notify(on_done, outcome: Outcome) -> None:

@@ -93,8 +93,9 @@ SCALES: dict[str, Scale] = {
     # every other arm one (lmcompanion.experiments.plan.ILLUSTRATION_SEEDS), which pays for the longer runs.
     # DeepSight's runs take 1,000 steps (the headline's cpu_departure): at 500, two seeds of its headline arm
     # (mse_d11) ended 0.43 and 0.49 nats below the line, short of the gate; at 1,000, 0.91 and 0.87.
-    # The arms that decide no headline comparison take half these steps, with one seed (cpu_illustration_steps in
-    # the chapters' headlines; lmcompanion.experiments.plan): they pay for the headline arms within the budget.
+    # The arms that decide no headline comparison take half the steps the rule gave (250; a quarter of DeepSight's
+    # 1,000), with one seed (cpu_illustration_steps in the chapters' headlines; lmcompanion.experiments.plan): they
+    # pay for the headline arms within the budget.
     "cpu": Scale(
         data=LMDataConfig(corpus="wikipedia", tokenizer="bpe", vocab_size=4096, split="chars_90_10"),
         train=scaled_train(500, 16, 1, evals=10, eval_batches=10),
