@@ -61,6 +61,6 @@ def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at
         return types.SimpleNamespace(summary={"steps": steps})
 
     note = nb.illustrations_note("cpu", mixed, {n: [run(250)] for n in mixed})
-    assert "1 seed and 250 steps" in note and "is a headline arm" in note and "verdict page" in note
-    assert experiments.get("ar_ed/mse_pos_sub").title in note
-    assert experiments.get("ar_ed/smaller_baseline").title not in note.split("steps, the protocol")[1]
+    assert "their protocol: 1 seed and 250 steps" in note and "verdict page" in note
+    assert f"“{experiments.get('ar_ed/mse_pos_sub').title}” is a headline arm" in note
+    assert experiments.get("ar_ed/smaller_baseline").title not in note

@@ -145,14 +145,14 @@ def illustrations_note(profile: str, names: Sequence[str], runs: Mapping[str, Se
     illustrations' protocol, with their steps and seeds (from the runs), and where the headline runs are shown."""
     steps = sorted({r.summary["steps"] for rs in runs.values() for r in rs})
     seeds = sorted({len(rs) for rs in runs.values()})
-    heads = [n for n in names if not experiments.illustrates(n, profile)]
-    text = (f"**The illustrations' protocol.** At `{profile}` these arms illustrate: each run read here has "
-            f"{' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} "
-            "steps, the protocol of the chapter's arms that decide no headline comparison")
+    heads = [f"“{experiments.get(n).title}”" for n in names if not experiments.illustrates(n, profile)]
+    text = (f"**The illustrations' protocol.** At `{profile}` the arms of this page that decide no headline "
+            f"comparison illustrate, and every run read here has their protocol: {' or '.join(map(str, seeds))} "
+            f"seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} steps")
     if heads:
-        text += (f". {', '.join(experiments.get(n).title for n in heads)} "
-                 f"{'is a headline arm' if len(heads) == 1 else 'are headline arms'}, read here at that protocol too "
-                 "(a run trained for it) so that runs of different lengths are not compared; "
+        listed = heads[0] if len(heads) == 1 else ", ".join(heads[:-1]) + " and " + heads[-1]
+        text += (f". {listed} {'is a headline arm' if len(heads) == 1 else 'are headline arms'}, read here at that "
+                 "protocol too (from a run trained for it), so that runs of different lengths are not compared; "
                  f"{'its' if len(heads) == 1 else 'their'} own runs, with more seeds and steps, decide the headline on "
                  "the chapter's verdict page")
     return text + "."
