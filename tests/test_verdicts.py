@@ -130,7 +130,7 @@ def test_a_row_that_compares_a_headline_arm_with_illustrating_ones_reads_its_run
     """At cpu the AR chapter's illustrating arms train half the steps; a row comparing one of them with a headline arm
     is decided on the headline arm's run at that protocol (Context.illustrating), never on its longer runs, and a
     context without that run stops the page. The headline's own rows, other profiles and recorded runs are as given."""
-    from lmcompanion import claims
+    from lmcompanion import claims, learning
     from lmcompanion.errors import LMCError
 
     seen = []
@@ -147,6 +147,12 @@ def test_a_row_that_compares_a_headline_arm_with_illustrating_ones_reads_its_run
     ctx = claims.Context(runs, "cpu", illustrating={"ar_ed/mse_pos_sub": ["short"], "ar_ed/baseline": ["short"]})
     claims.decide("ar_ed", mixed, ctx)
     assert seen[-1] == {"ar_ed/mse_pos_sub": ["short"], "ar_ed/smaller_baseline": ["short"]}
+    gated = claims.Row("gated", "04_baselines", lambda c: verdicts.gate(
+        verdicts.not_decided("gated", "", "x", "y"), [learning.Arm(a.split("/")[-1], "unigram", 6.9, (6.8,))
+                                                      for a in c.runs]), arms=mixed.arms)
+    labels = [a.label for a in claims.decide("ar_ed", gated, claims.Context(
+        {a: runs[a] for a in mixed.arms}, "cpu", illustrating=ctx.illustrating)).arms]
+    assert labels == ["mse_pos_sub (at the illustrations' protocol)", "smaller_baseline"]  # where it is not learned
     claims.decide("ar_ed", head, ctx)
     assert seen[-1] == {"ar_ed/mse_pos_sub": ["long"] * 5, "ar_ed/baseline": ["long"] * 5}
     with pytest.raises(LMCError, match="Context.illustrating"):

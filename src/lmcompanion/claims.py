@@ -133,6 +133,9 @@ def _stamp(v: Verdict, row: Row, chapter: str) -> Verdict:
                                headline=experiments.is_headline(chapter, row.arms))
 
 
+SHORT = "at the illustrations' protocol"  # how a row names a headline arm it read at that protocol
+
+
 def _at_one_protocol(row: Row, ctx: Context) -> Context:
     """The context a row is decided in: where it compares a headline arm with illustrating arms whose chapter trains
     them for fewer steps, the headline arm's runs at the illustrations' protocol, so that it never compares runs of
@@ -154,8 +157,10 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         v = not_decided(row.text, row.published or "see the chapter", "not run at this profile",
                         f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}")
         return _stamp(v, row, chapter)
+    own = ctx
     ctx = _at_one_protocol(row, ctx)
     runs = ctx.runs
+    swapped = {a.split("/")[-1] for a in row.arms if runs.get(a) is not own.runs.get(a)}
     if row.arms and not have(runs, *row.arms):
         return None
     try:
@@ -173,6 +178,9 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
                             "carries metrics, not files") if files else (
                             "its measure is computed on its page from the trained runs, and a recorded run carries "
                             "metrics, not files"))
+    if swapped:  # a headline arm read at the illustrations' protocol says so wherever its label is shown
+        v = dataclasses.replace(v, arms=tuple(dataclasses.replace(a, label=f"{a.label} ({SHORT})")
+                                              if a.label in swapped else a for a in v.arms))
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")
