@@ -136,19 +136,20 @@ def _stamp(v: Verdict, row: Row, chapter: str) -> Verdict:
 SHORT = "at the illustrations' protocol"  # how a row names a headline arm it read at that protocol
 
 
-def _at_one_protocol(row: Row, ctx: Context) -> Context:
-    """The context a row is decided in: where it compares a headline arm with illustrating arms whose chapter trains
-    them for fewer steps, the headline arm's runs at the illustrations' protocol, so that it never compares runs of
-    different lengths. A context without them is a defect of its page, not a row to decide."""
+def _at_one_protocol(row: Row, ctx: Context) -> tuple[Context, set[str]]:
+    """The context a row is decided in, and the arms it swapped: where the row compares a headline arm with
+    illustrating arms whose chapter trains them for fewer steps, the headline arm's runs at the illustrations'
+    protocol, so that it never compares runs of different lengths. A context without them is a defect of its page,
+    not a row to decide."""
     if ctx.recorded or not row.arms or not experiments.reads_illustrations(row.arms, ctx.profile):
-        return ctx
-    long = [a for a in row.arms if not experiments.illustrates(a, ctx.profile) and a in ctx.runs]
+        return ctx, set()
+    long = [a for a in row.arms if experiments.has_short_run(a, ctx.profile) and a in ctx.runs]
     missing = [a for a in long if a not in ctx.illustrating]
     if missing:
         raise LMCError(f"the row {row.text!r} compares {', '.join(missing)} with illustrating arms, which train fewer "
                        f"steps at {ctx.profile}: give the context their runs at the illustrations' protocol "
                        "(Context.illustrating; lmcompanion.nb.verdict_page does)")
-    return dataclasses.replace(ctx, runs={**ctx.runs, **{a: ctx.illustrating[a] for a in long}})
+    return dataclasses.replace(ctx, runs={**ctx.runs, **{a: ctx.illustrating[a] for a in long}}), set(long)
 
 
 def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
@@ -157,10 +158,8 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         v = not_decided(row.text, row.published or "see the chapter", "not run at this profile",
                         f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}")
         return _stamp(v, row, chapter)
-    own = ctx
-    ctx = _at_one_protocol(row, ctx)
+    ctx, swapped = _at_one_protocol(row, ctx)
     runs = ctx.runs
-    swapped = {a.split("/")[-1] for a in row.arms if runs.get(a) is not own.runs.get(a)}
     if row.arms and not have(runs, *row.arms):
         return None
     try:
@@ -179,8 +178,9 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
                             "its measure is computed on its page from the trained runs, and a recorded run carries "
                             "metrics, not files"))
     if swapped:  # a headline arm read at the illustrations' protocol says so wherever its label is shown
+        labels = {n.split("/")[-1] for n in swapped}
         v = dataclasses.replace(v, arms=tuple(dataclasses.replace(a, label=f"{a.label} ({SHORT})")
-                                              if a.label in swapped else a for a in v.arms))
+                                              if a.label in labels else a for a in v.arms))
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")

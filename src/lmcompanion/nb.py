@@ -465,8 +465,7 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     names = [n for n in (names or experiments.names(chapter)) if experiments.runs_at(n, settings.profile)]
     runs = settings.arms(names, by="name", protocol="own")  # reused from the run store
     # a row that compares a headline arm with illustrating ones reads the headline arm's run at their protocol
-    short = [n for n in names if not experiments.illustrates(n, settings.profile)
-             and experiments.shortened(n, settings.profile)]
+    short = [n for n in names if experiments.has_short_run(n, settings.profile)]
     illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
     timings = []
     for a, b in claims.timed_pairs(chapter, settings.profile):

@@ -354,13 +354,11 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                        f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
             if not illustrates and experiments.shortened(h.baseline, profile):
                 short = experiments.config(h.baseline, profile, device="cpu", illustrating=True)
-                text += (f". The headline arms' five seeds and longer runs are paid for by the chapter's other arms: "
-                         f"they illustrate, with one seed and {fraction(experiments.illustration_steps(chapter, profile))} "
-                         f"of the headline arms' steps ({count(short.train.max_steps)} for the baseline). A page or "
-                         "row that shows a "
-                         "headline arm beside them reads its run at their steps and seed (trained for that), so runs "
-                         "of different lengths are never compared; that fraction was chosen from the build's measured "
-                         "cost, before any run at those steps had been made")
+                text += (f". The headline arms' {n_seeds} seeds and longer runs are paid for by the chapter's other "
+                         f"arms: they illustrate, with one seed and "
+                         f"{fraction(experiments.illustration_steps(chapter, profile))} of the headline arms' steps "
+                         f"({count(short.train.max_steps)} for the baseline). "
+                         f"{experiments.ILLUSTRATION_RULE[0].upper()}{experiments.ILLUSTRATION_RULE[1:]}")
         text += "."
         short = unlearned_arms([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
         if short and profile != "smoke":  # smoke's generated corpus teaches nothing: its numbers mean nothing

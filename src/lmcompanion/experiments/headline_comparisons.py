@@ -25,15 +25,11 @@ CPU_RULE = ("the fewest steps, doubling from the previous default, at which the 
 # How the illustrating arms are paid for at ``cpu`` (issue 34): the headline arms' longer runs and five seeds must fit
 # the cold build's budget, so the chapters whose steps the rule sets (AR encoder-decoder, DeepSight, hourglass) train
 # their other arms for half the steps the rule gave (``cpu_illustration_steps``: a fraction of the headline arms'
-# steps, a quarter in DeepSight, whose headline arms depart from the rule with twice its steps), with one seed.
-# Chosen from the build's measured cost, before any illustrating run at those steps had been made. A page or row that compares a headline arm
-# with an illustrating one reads the headline arm's run at the illustrations' steps and seed (trained for that too), so
-# no page puts runs of different lengths side by side.
-ILLUSTRATION_RULE = ("they are paid for by the chapter's other arms, which illustrate: one seed each, and in the chapters "
-                     "whose steps the rule sets, a fraction of the headline arms' steps (chosen from the build's measured "
-                     "cost, before any run at those steps was made); a page or row that shows a headline arm beside "
-                     "them reads the headline arm's run at their steps and seed, so that runs of different lengths are "
-                     "never compared")
+# steps, a quarter in DeepSight, whose headline arms depart from the rule with twice its steps), with one seed. The
+# landing page states the fraction, then this rule.
+ILLUSTRATION_RULE = ("a page or row that shows a headline arm beside them reads its run at their steps and seed "
+                     "(trained for that), so runs of different lengths are never compared; that fraction was chosen "
+                     "from the build's measured cost, before any run at those steps had been made")
 
 
 @dataclass(frozen=True)

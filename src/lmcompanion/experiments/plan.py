@@ -58,6 +58,12 @@ def shortened(name: str, profile: str) -> bool:
     return profile in ILLUSTRATION_SEEDS and illustration_steps(get(name).chapter, profile) < 1
 
 
+def has_short_run(name: str, profile: str) -> bool:
+    """Whether ``name`` is a headline arm whose chapter's illustrations take fewer steps at ``profile``: it then also
+    has a run at their protocol, read where it is shown beside them."""
+    return not illustrates(name, profile) and shortened(name, profile)
+
+
 def reads_illustrations(names: Sequence[str], profile: str) -> bool:
     """Whether a page or row that shows ``names`` together reads them all at the illustrations' protocol: one of them
     illustrates at ``profile`` and, in its chapter, the illustrations take fewer steps than the headline arms."""
@@ -275,7 +281,7 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
                 runs.setdefault(need.id, need)
             runs.setdefault(run.id, run)
     if isinstance(what, str) and illustrating is None:
-        short = [n for n in names if not illustrates(n, profile) and shortened(n, profile) and per_name[n]]
+        short = [n for n in names if has_short_run(n, profile) and per_name[n]]
         for run in plan(short, profile, seeds=seeds, device=device, overrides=overrides, first_seed=first_seed,
                         needs=needs, illustrating=True) if short else ():
             runs.setdefault(run.id, run)
@@ -286,6 +292,6 @@ def minutes_total(runs: Sequence[PlannedRun]) -> float:
     return sum(r.minutes() for r in runs)
 
 
-__all__ = ["DEFAULT_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "illustrates",
-           "minutes_total", "plan", "planned", "reads_illustrations", "resolve_device", "runs_at", "seeds_of", "shortened",
+__all__ = ["DEFAULT_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "has_short_run",
+           "illustrates", "minutes_total", "plan", "planned", "reads_illustrations", "resolve_device", "runs_at", "seeds_of", "shortened",
            "steps_scaled"]
