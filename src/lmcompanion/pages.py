@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import chapters, claims, experiments, ledger, learning
+from . import chapters, claims, experiments, ledger, learning, paths
 from .config import PROFILES
 from .errors import LMCError
 from .formats import count, number
@@ -575,7 +575,7 @@ def mark_stale(root: Path, sources: Path) -> list[str]:
                 "regenerate them.\n:::", metadata={"tags": [STALE_TAG]})
             nb.cells.insert(0, note)
         if had or (not current and meta):
-            nbformat.write(nb, path)
+            paths.atomic_write(path, nbformat.writes(nb))
     return stale
 
 
@@ -609,15 +609,15 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
                        + ". Re-execute these notebooks with this package (make book)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scorecard.md").write_text(scorecard(root, prefix))
-    (out / "claims.md").write_text(ledger_page(root, prefix))
-    (out / "build.md").write_text(build_record(root, prefix))
+    paths.atomic_write(out / "scorecard.md", scorecard(root, prefix))
+    paths.atomic_write(out / "claims.md", ledger_page(root, prefix))
+    paths.atomic_write(out / "build.md", build_record(root, prefix))
     # the one-screen summaries the intro and the landing pages include
-    (out / "summary.md").write_text(summary(root, None, prefix))
+    paths.atomic_write(out / "summary.md", summary(root, None, prefix))
     for chapter in CHAPTER_TITLES:
-        (out / f"summary-{chapter}.md").write_text(summary(root, chapter, prefix))
+        paths.atomic_write(out / f"summary-{chapter}.md", summary(root, chapter, prefix))
         # where each arm runs, from the registry: the one description the landing pages include
-        (out / f"where-{chapter}.md").write_text(experiments.where_they_run(chapter) + "\n")
+        paths.atomic_write(out / f"where-{chapter}.md", experiments.where_they_run(chapter) + "\n")
     return mark_stale(root, sources) if sources is not None else []
 
 
