@@ -17,7 +17,12 @@ The classes (README, "Reliability: what the project promises"):
    kept, and no process left behind;
 5. resources: a folder that cannot be written, a full disk, no memory left: a message naming the fix, no traceback;
 6. paths: relative LMC_* paths mean where the command started; an output that names an input is refused; spaces,
-   brackets and non-ASCII characters work; a killed writer's temporary files are removed by the next command.
+   brackets and non-ASCII characters work, in every folder a path names (paths are data, never patterns); a killed
+   writer's temporary files are removed by the next command;
+7. outputs: every file a command writes for someone else to read (an executed notebook, a recorded run, an export,
+   pages, a pack, an archive) is written under a temporary name and renamed when whole;
+8. messages: a wrong value names the variable, option, key or file that holds it and what to do, and never advises
+   deleting what can be repaired.
 """
 
 import argparse
@@ -40,6 +45,7 @@ import pytest
 
 from lmcompanion import argtypes, cli, experiments, recorded, resources, signals
 from lmcompanion.train import RunStore
+from lmcompanion.errors import LMCError
 
 from conftest import REPO, tiny_run
 
@@ -57,6 +63,7 @@ class Door:
     argv: list[str]
     signal: tuple | str = "short: reads or prints, writes at most one file atomically"
     resources: list[str] | None = None
+    output: list[str] | str = "prints only"
 
 
 DOORS = {
@@ -65,26 +72,33 @@ DOORS = {
     "train": Door(["train", "ar_ed/baseline", "--profile", "smoke"],
                   (["train", "ar_ed/baseline", "--profile", "smoke", "--no-progress", "--set", "train.max_steps=100000",
                     "--set", "train.ckpt_interval=20"], "runs/*/ckpt.pt"),
-                  ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.max_steps=2"]),
+                  ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.max_steps=2"],
+                  "the run store only (checkpoints and summaries atomically: tests/test_trainer.py)"),
     "run-notebook": Door(["run-notebook", "{file}", "-o", "{out}/x.ipynb"],
-                         (["run-notebook", "{nb}", "-o", "{out}/long.ipynb"], "runs/*/ckpt.pt")),
+                         (["run-notebook", "{nb}", "-o", "{out}/long.ipynb"], "runs/*/ckpt.pt"),
+                         output=["run-notebook", "{file}", "-o", "{out}/x.ipynb"]),
     "runs": Door(["runs"]),
-    "retrain": Door(["retrain", "{dir}"], (["retrain", "{long_run}", "--no-progress"], "runs/test_long-*/ckpt.pt")),
+    "retrain": Door(["retrain", "{dir}"], (["retrain", "{long_run}", "--no-progress"], "runs/test_long-*/ckpt.pt"),
+                    output="the run store only, as train"),
     "train-chapter": Door(["train-chapter", "ar_ed", "--profile", "smoke", "--plan"],
                           (["train-chapter", "all", "--profile", "smoke", "--jobs", "2", "--no-progress"],
-                           "runs/*/ckpt.pt")),
-    "record": Door(["record", "{dir}"]),
-    "import-recorded": Door(["import-recorded", "{dir}"], resources=["import-recorded", "{recorded}"]),
+                           "runs/*/ckpt.pt"), output="the run store only, as train"),
+    "record": Door(["record", "{dir}"], output=["record", "{run}", "-o", "{out}/recorded"]),
+    "import-recorded": Door(["import-recorded", "{dir}"], resources=["import-recorded", "{recorded}"],
+                            output="the run store only, each run into a temporary folder renamed whole"),
     "export-retrieval": Door(["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", "{out}"],
-                             "long, but it trains through PlannedRun.train, as `train` does (tested there)"),
-    "pages": Door(["pages", "{dir}", "{out}"]),
+                             "long, but it trains through PlannedRun.train, as `train` does (tested there)",
+                             output=["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o",
+                                     "{out}"]),
+    "pages": Door(["pages", "{dir}", "{out}"], output=["pages", "{executed}", "{out}/pages"]),
     "bench": Door(["bench", "ar_ed/baseline", "--profile", "smoke"],
                   (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "100000"], 14.0)),
     "bench-cpu": Door(["bench-cpu", "ar_ed/baseline", "--profile", "smoke"],
                       (["bench-cpu", "ar_ed/baseline", "--profile", "smoke", "--rounds", "100000"], 14.0)),
     "campaign": Door(["campaign", "--profile", "smoke", "--plan"],
                      (["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", "{out}/c",
-                       "--no-progress"], ("stdout", "] check check", 4.0))),  # in the check (compile, torchrun)
+                       "--no-progress"], ("stdout", "] check check", 4.0)),  # in the check (compile, torchrun)
+                     output=["campaign", "--profile", "smoke", "--pack", "{out}/pack"]),  # the slot's own: below
 }
 
 # Arguments whose check needs more than the value (an experiment or chapter name, checked against the registry with
@@ -453,6 +467,31 @@ def test_relative_lmc_paths_mean_where_the_command_started(tmp_path):
     assert Path(got.stdout.splitlines()[0]).parent == start / "my runs"
 
 
+def test_every_corpus_and_tokenizer_reads_from_a_data_folder_whose_path_is_not_a_pattern(tmp_path, monkeypatch):
+    """Paths are data, never patterns: ``datasets`` reads a local file's name as a glob, so a data folder whose path
+    had brackets (or spaces, non-ASCII letters) was refused with a 23-frame traceback. Every corpus with local files
+    is read from such a folder (small files of each name: what is tested is the path, not the text), and the GPT-2
+    tokenizer from its files there."""
+    from lmcompanion.data import corpora, tokenizers
+
+    shared = os.environ.get("LMC_DATA_DIR")
+    root = tmp_path / WEIRD / "data [x]"
+    monkeypatch.setenv("LMC_DATA_DIR", str(root))
+    monkeypatch.setenv("LMC_CACHE_DIR", str(tmp_path / WEIRD / "cache [y]"))
+    read = 0
+    for corpus in corpora.CORPORA.values():
+        for split, rel in corpus.files.items():
+            text = f"<doc id=\"1\" url=\"u\" title=\"{corpus.name}\">\n{corpus.name}\n\nOne {split} line, ü é.\n</doc>\n"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+            assert f"One {split} line" in corpora.load_raw(corpus.name, split), (corpus.name, split)
+            read += 1
+    assert read >= 5
+    if shared and (Path(shared) / "tiktoken").is_dir():
+        (root / "tiktoken").symlink_to(Path(shared) / "tiktoken")
+        assert tokenizers.GPT2Tokenizer().encode("hello world") == [31373, 995]
+
+
 def test_absolute_env_resolves_against_the_start_and_expands_the_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LMC_CACHE_DIR", "c")
     monkeypatch.setenv("LMC_RUNS_DIR", "~/r")
@@ -502,6 +541,145 @@ def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_command(sand
     assert all(p.exists() for p in mine)
 
 
+# --- 7. outputs: written whole --------------------------------------------------------------------------------------
+
+
+class _Writes:
+    """Every file opened for writing while installed (builtins.open, io.open, which pathlib uses, and tarfile's own
+    reference to open); numpy, nbformat, torch, gzip and shutil write through these."""
+
+    def __init__(self, monkeypatch):
+        import builtins
+        import io
+        import tarfile
+
+        self.paths: list[Path] = []
+        for module, name in ((builtins, "open"), (io, "open"), (tarfile, "bltn_open")):
+            monkeypatch.setattr(module, name, self._spy(getattr(module, name)))
+
+    def _spy(self, real):
+        def opener(file, mode="r", *args, **kwargs):
+            if isinstance(file, (str, bytes, os.PathLike)) and any(c in mode for c in "wax+"):
+                self.paths.append(Path(os.fsdecode(file)))
+            return real(file, mode, *args, **kwargs)
+        return opener
+
+
+def _temporary(path: Path, root: Path) -> bool:
+    """Whether ``path`` or a folder of it below ``root`` has a temporary name (one that carries its writer)."""
+    return any(resources.writer(p.name) is not None for p in [path, *path.parents] if root in p.parents)
+
+
+@pytest.mark.parametrize("command", sorted(c for c, d in DOORS.items() if not isinstance(d.output, str)))
+def test_every_output_a_command_writes_is_written_whole_under_a_temporary_name(command, sandbox, capsys, made,
+                                                                               monkeypatch):
+    """A reader of an output (an executed notebook, a recorded run, an export, pages, a pack) never finds a part of
+    it at its final name, whatever stops the writer: each is filled under a temporary name and renamed whole."""
+    if command in ("export-retrieval", "campaign") and not os.environ.get("LMC_DATA_DIR"):
+        pytest.skip("needs the offline corpora: set LMC_DATA_DIR (e.g. ../shared/data)")
+    out = sandbox / "out"
+    argv = _fill(DOORS[command].output, sandbox, run=made[0].path, executed=REPO / "tests" / "nbval" / "prologue")
+    writes = _Writes(monkeypatch)
+    code, err = _main(argv, capsys)
+    monkeypatch.undo()
+    assert code == 0, err
+    mine = [p for p in writes.paths if out in p.parents]
+    assert mine, f"{command} wrote nothing under {out}"
+    direct = sorted({str(p.relative_to(out)) for p in mine if not _temporary(p, out)})
+    assert not direct, f"{command} wrote these at their final names: {direct}"
+    left = [p for p in out.rglob("*") if _temporary(p, out)]
+    assert not left and any(p.is_file() for p in out.rglob("*")), left
+
+
+def test_every_command_says_what_it_writes_for_others():
+    for command, door in DOORS.items():
+        assert isinstance(door.output, list) or door.output, f"{command}: give the command line that writes its " \
+                                                             "outputs, or say why it writes none"
+
+
+def test_an_export_stopped_while_it_writes_leaves_nothing_at_its_name(tmp_path, monkeypatch):
+    """The case the issue names: Ctrl-C while export-retrieval writes its .npz left 3 of its 10 arrays there."""
+    import numpy as np
+    from lmcompanion import paths
+
+    def interrupted(f, **arrays):
+        f.write(b"PK\x03\x04 part of an archive")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", interrupted)
+    target = tmp_path / "run.npz"
+    with pytest.raises(KeyboardInterrupt):
+        paths.atomic_write(target, lambda f: np.savez(f, a=np.zeros(3)))
+    assert list(tmp_path.iterdir()) == []
+    src = Path(__import__("lmcompanion.chapters.retrieval", fromlist=["export"]).__file__).read_text()
+    assert "paths.atomic_write(path, lambda f: np.savez(f" in src  # the export writes through it
+
+
+# --- 8. messages: the offending thing named, and a fix that keeps what can be repaired ---------------------------------
+
+
+BAD_ENV = {argtypes.output_dir: "{file}", argtypes.existing_dir: "{out}/missing", argtypes.switch: "maybe",
+           argtypes.seconds: "0"}
+
+
+def test_every_environment_variable_the_package_reads_is_checked_by_its_type():
+    read = set()
+    for path in (REPO / "src" / "lmcompanion").rglob("*.py"):
+        read |= set(re.findall(r"\bLMC_[A-Z_]+\b", path.read_text()))
+    internal = {"LMC_COMMAND"}  # set by the package for the runs it starts, never by a user
+    assert read - internal == set(argtypes.ENVIRONMENT), "enter every LMC_* variable in argtypes.ENVIRONMENT"
+    assert {v.type for v in argtypes.ENVIRONMENT.values()} <= set(BAD_ENV)
+
+
+@pytest.mark.parametrize("name", sorted(argtypes.ENVIRONMENT))
+def test_a_wrong_environment_variable_is_named_by_every_door_and_by_a_notebook(name, sandbox, capsys, monkeypatch):
+    from lmcompanion import nb
+
+    bad = _fill([BAD_ENV[argtypes.ENVIRONMENT[name].type]], sandbox)[0]
+    monkeypatch.setenv(name, bad)
+    for command, door in DOORS.items():
+        code, err = _main(_fill(door.argv, sandbox), capsys)
+        assert code == 2 and f"environment variable {name}" in err and repr(bad) in err and f"unset {name}" in err, \
+            (command, err)
+    with pytest.raises(LMCError, match=f"environment variable {name}"):
+        nb.setup("smoke")
+
+
+def test_a_misspelled_key_in_a_run_s_config_is_named_with_its_file_by_every_door_that_reads_it(sandbox, capsys,
+                                                                                                 made, tmp_path):
+    import shutil
+
+    folder = tmp_path / WEIRD / "run"
+    shutil.copytree(made[0].path, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["train"]["lrr"] = cfg["train"].pop("lr")
+    (folder / "config.json").write_text(json.dumps(cfg))
+    record = json.loads(next(made[1].rglob("*.json")).read_text())
+    record["config"] = cfg
+    (tmp_path / "bad.json").write_text(json.dumps(record))
+    for argv, file in ((["retrain", str(folder)], folder / "config.json"),
+                       (["record", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
+                       (["export-retrieval", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
+                       (["import-recorded", str(tmp_path / "bad.json")], tmp_path / "bad.json")):
+        code, err = _main(argv, capsys)
+        assert code == 2 and str(file) in err and "train.lrr (did you mean 'train.lr'?)" in err, (argv, err)
+        assert "delete" not in err, (argv, err)
+
+
+def test_a_damaged_run_file_names_the_repair_not_a_deletion(sandbox, capsys, made, tmp_path):
+    import shutil
+
+    for name, damage in (("summary.json", "[1, 2"), ("env.json", "{}}"), ("config.json", "not json"),
+                         ("procedure.json", '{"procedure": "os.system"}')):
+        folder = tmp_path / name / "run"
+        shutil.copytree(made[0].path, folder)
+        (folder / name).write_text(damage)
+        for command in ("retrain", "record"):
+            code, err = _main([command, str(folder), "-o", str(sandbox / "out")] if command == "record"
+                              else [command, str(folder)], capsys)
+            assert code == 2 and str(folder / name) in err and "delete" not in err, (command, name, err)
+
+
 # --- the same classes on the Python entry points the commands call ----------------------------------------------------
 
 
@@ -522,7 +700,7 @@ def test_the_python_entry_points_refuse_bad_values_and_missing_paths(tmp_path):
     src.write_text('# %% tags=["parameters"]\nprofile = "cpu"\n')
     with pytest.raises(LMCError, match="own source"):
         runner.run_notebook(src, src)
-    with pytest.raises(LMCError, match="positive number of seconds"):
+    with pytest.raises(LMCError, match=r"run_notebook\(timeout=nan\).*finite number of seconds > 0"):
         runner.run_notebook(src, tmp_path / "x.ipynb", timeout=float("nan"))
     with pytest.raises(LMCError, match="does not exist"):
         recorded.import_dir(tmp_path / "typo", RunStore(tmp_path / "runs"))

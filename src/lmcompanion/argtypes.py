@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 from . import paths
 from .config import PROFILES, check_profile
@@ -189,5 +191,59 @@ def revision(needs: Sequence[tuple[str, str]], repo: Path | None = None):
     return parse
 
 
-__all__ = ["DEVICES", "command_minutes", "device", "existing_dir", "existing_file", "existing_path", "minutes", "nonnegative_int", "output_dir", "output_file", "override", "positive_int", "positive_number", "profile", "revision",
-           "seconds", "seed"]
+# --- environment variables: arguments too, checked by the same types where a command starts --------------------------
+
+SWITCH = ("0", "false", "off", "1", "true", "on")  # as the trainer reads LMC_PROGRESS: the first three mean off
+
+
+def switch(text: str) -> str:
+    """On or off: 0, false or off; 1, true or on."""
+    if text not in SWITCH:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(SWITCH)}, got {text!r}")
+    return text
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An environment variable the package reads: the type that checks its value (as for a command-line argument),
+    what it is for, and a value to give as an example in a message."""
+
+    type: Callable[[str], object]
+    what: str
+    example: str
+
+
+ENVIRONMENT = {
+    "LMC_RUNS_DIR": Variable(output_dir, "the run store", "runs"),
+    "LMC_CACHE_DIR": Variable(output_dir, "tokenizers and token caches", ".cache"),
+    "LMC_FLOPS_DIR": Variable(output_dir, "counted FLOPs", ".cache/flops"),
+    "LMC_DATA_DIR": Variable(existing_dir, "the offline corpora", "../shared/data"),
+    "LMC_PROGRESS": Variable(switch, "progress bars", "0"),
+    "LMC_CELL_TIMEOUT": Variable(seconds, "the seconds one notebook cell may run", "3600"),
+}
+
+
+def environment_value(name: str, environ: Mapping[str, str] | None = None):
+    """The checked value of the environment variable ``name`` (None: not set, or set to the empty string); a wrong
+    value is a :class:`ConfigError` naming the variable, what it takes and the fix."""
+    value = (os.environ if environ is None else environ).get(name)
+    if not value:
+        return None
+    var = ENVIRONMENT[name]
+    try:
+        return var.type(value)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"environment variable {name} ({var.what}): {exc}; set it to a valid value (e.g. "
+                          f"{name}={var.example}) or unset it (unset {name})") from None
+
+
+def environment(environ: Mapping[str, str] | None = None) -> None:
+    """Check every environment variable of :data:`ENVIRONMENT` that is set (each command does, before it runs)."""
+    for name in ENVIRONMENT:
+        environment_value(name, environ)
+
+
+__all__ = ["DEVICES", "ENVIRONMENT", "SWITCH", "Variable", "command_minutes", "device", "environment",
+           "environment_value", "existing_dir", "existing_file", "existing_path", "minutes", "nonnegative_int",
+           "output_dir", "output_file", "override", "positive_int", "positive_number", "profile", "revision",
+           "seconds", "seed", "switch"]

@@ -46,7 +46,7 @@ from .argtypes import (device, existing_dir, existing_file, existing_path, minut
 from .bench import REVISION_NEEDS, bench, cpu_book
 from .chapters import retrieval as retrieval_chapter
 from .config import PROFILES, parse_overrides, parse_value
-from .errors import LMCError
+from .errors import ConfigError, LMCError
 from .experiments.pool import train_all
 from .runner import TIMEOUT_ENV, run_notebook
 from .train.trainer import CKPT
@@ -120,7 +120,8 @@ def _run_folder(folder: str) -> train.Run:
         raise LMCError(f"{path} does not exist: name a run folder (python -m lmcompanion runs lists them)")
     if not path.is_dir():
         raise LMCError(f"{path} is a file, not a run folder: name the folder that holds its config.json")
-    untrusted.read_json(path / "config.json", untrusted.RUN_CONFIG)
+    recorded.config_from(untrusted.read_json(path / "config.json", untrusted.RUN_CONFIG), path / "config.json",
+                         "correct it in that file and run the same command again")
     for name in ("summary.json", "env.json"):
         if (path / name).exists():
             untrusted.read_json(path / name, untrusted.RUN_JSON)
@@ -518,6 +519,11 @@ def main(argv=None) -> int:
     try:
         args = parser().parse_args(argv)
     except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        argtypes.environment()  # the LMC_* variables are arguments too, checked before anything runs
+    except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     os.environ.setdefault("LMC_COMMAND", " ".join(["python -m lmcompanion", *(argv if argv is not None else sys.argv[1:])]))

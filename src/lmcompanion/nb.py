@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
-from . import bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
+from . import argtypes, bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
 from .data.lm import tokenizer
@@ -175,6 +175,7 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     import pandas as pd
 
     check_profile(profile)
+    argtypes.environment()  # the LMC_* variables, also when a notebook is executed without the command line
     n = DEFAULT_SEEDS[profile] if n_seeds is None else n_seeds
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ConfigError(f"n_seeds must be a positive integer, got {n_seeds!r}")

@@ -28,10 +28,12 @@ import os
 import re
 import shutil
 import tempfile
+import typing
 from pathlib import Path
 
 from . import estimate, experiments, models, paths, untrusted
-from .config import PROFILES
+from . import data as data_kinds
+from .config import PROFILES, suggest
 from .errors import LMCError
 from .run import RunConfig
 from .train import Run, RunStore
@@ -136,6 +138,56 @@ def _bad(path, what: str) -> LMCError:
     return _format().error(path, what)
 
 
+def _unknown_keys(cls, d, prefix: str = "") -> list[str]:
+    """The dotted keys of ``d`` that are not fields of the config dataclass ``cls``, each with the closest valid
+    key."""
+    if not isinstance(d, dict) or not dataclasses.is_dataclass(cls):
+        return []
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    out = []
+    for key, value in d.items():
+        if key not in names:
+            valid = [f"{prefix}{n}" for n in sorted(names)]
+            out.append(f"{prefix}{key!s:.80}{suggest(f'{prefix}{key}', valid)}")
+            continue
+        inner = [a for a in (typing.get_args(hints[key]) or (hints[key],)) if dataclasses.is_dataclass(a)]
+        if inner:
+            out += _unknown_keys(inner[0], value, f"{prefix}{key}.")
+    return out
+
+
+_BUILD_ERRORS = (LMCError, KeyError, TypeError, ValueError, AttributeError, OverflowError)
+
+
+def _why(d, exc: Exception) -> str:
+    """Why the config ``d`` does not build: every key that is not a setting (with the closest one), else the error."""
+    unknown = []
+    if isinstance(d, dict):
+        parts = {"model": ("family", models.config_class), "data": ("kind", data_kinds.config_class)}
+        unknown = _unknown_keys(RunConfig, {k: v for k, v in d.items() if k not in parts})
+        for part, (tag, config_class) in parts.items():
+            sub = d.get(part)
+            try:
+                cls = config_class(sub.get(tag)) if isinstance(sub, dict) else None
+            except _BUILD_ERRORS:
+                cls = None
+            if cls is not None:
+                unknown += _unknown_keys(cls, {k: v for k, v in sub.items() if k != tag}, f"{part}.")
+    if unknown:
+        return f"{'it is' if len(unknown) == 1 else 'they are'} not settings: {', '.join(unknown)}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def config_from(d, path: Path, fix: str) -> RunConfig:
+    """The run config ``d`` read from ``path`` (a run's config.json); a config that does not build is an error naming
+    the file, every key that is not a setting (with the closest one) or else what is wrong, and ``fix``."""
+    try:
+        return RunConfig.from_dict(d)
+    except _BUILD_ERRORS as exc:
+        raise LMCError(f"{path}: its config does not build ({_why(d, exc)}); {fix}") from None
+
+
 def validate(record, path: Path) -> RunConfig:
     """Check a recorded-run file completely (it was made by someone else: untrusted input) and return its config.
 
@@ -162,8 +214,8 @@ def validate(record, path: Path) -> RunConfig:
         raise _bad(path, "its config is not an object")
     try:
         cfg = RunConfig.from_dict(record["config"])
-    except (LMCError, KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise _bad(path, f"its config does not build ({type(exc).__name__}: {str(exc)[:300]})") from None
+    except _BUILD_ERRORS as exc:
+        raise _bad(path, f"its config does not build ({_why(record['config'], exc)})") from None
     if cfg.name != name or cfg.seed != seed:
         raise _bad(path, f"its config is of {cfg.name!r} seed {cfg.seed}, not of {name!r} seed {seed}")
     metrics = record["metrics"]

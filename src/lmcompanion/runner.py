@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import datetime
 import hashlib
+import math
 import os
 import re
 import signal
@@ -24,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import resources, signals
+from . import argtypes, paths, resources, signals
 from .config import PROFILES, check_profile, suggest
 from .env import git_state
 from .errors import ConfigError, LMCError
@@ -303,6 +304,17 @@ def _hint(ename: str, evalue: str) -> str:
     return ""
 
 
+def failed_path(out: Path) -> Path:
+    """Where a notebook run that fails or is stopped keeps its partly executed notebook: beside its output."""
+    return out.with_name(out.stem + ".failed.ipynb")
+
+
+def kept_note(kept: Path) -> str:
+    """What a message says of a kept partial notebook."""
+    return (f"the partly executed notebook is kept in {kept} (the next run of this notebook replaces it, and removes "
+            "it when the notebook succeeds)")
+
+
 def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
                  params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None,
                  timeout: float | None = None) -> Path:
@@ -325,13 +337,11 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
         if "profile" in params and params["profile"] != profile:
             raise ConfigError(f"profile given twice: --profile {profile} and -p profile {params['profile']}")
         params["profile"] = profile
-    if timeout is None and os.environ.get(TIMEOUT_ENV):
-        try:
-            timeout = float(os.environ[TIMEOUT_ENV])
-        except ValueError:
-            raise ConfigError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r} is not a number of seconds") from None
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"the per-cell timeout must be a positive number of seconds, not {timeout!r}")
+    if timeout is None:
+        timeout = argtypes.environment_value(TIMEOUT_ENV)
+    elif not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"run_notebook(timeout={timeout!r}): the per-cell timeout (run-notebook --timeout) must be "
+                          "a finite number of seconds > 0, or None for no limit")
     out = output_path(src, out)
     nb = read_source(src)
     check_parameters(nb, params, src)
@@ -349,7 +359,7 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
                                           str(params.get("profile", "(default)")),
                                           *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile")])
     tmp = out.with_name(f".{out.stem}.partial{os.getpid()}.ipynb")
-    kept = out.with_name(out.stem + ".failed.ipynb")
+    kept = failed_path(out)
 
     def last_started() -> str:  # the cell that was running when execution stopped
         cells = nbformat.read(tmp, as_version=4).cells if tmp.exists() else []
@@ -359,9 +369,10 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     def keep_partial() -> str:
         if not tmp.exists():
             return ""
-        nbformat.write(clean(nbformat.read(tmp, as_version=4)), kept)
+        paths.atomic_write(kept, nbformat.writes(clean(nbformat.read(tmp, as_version=4))))
         tmp.unlink()
-        return f"\nThe partly executed notebook is in {kept}."
+        note = kept_note(kept)
+        return f"\n{note[0].upper()}{note[1:]}."
 
     to_kernel = _KernelSignals()
 
@@ -372,7 +383,7 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
                     "was killed (a run it was training resumes from its last checkpoint)")
         else:
             text = f"the notebook's kernel was interrupted {where} (a run it was training keeps its checkpoint)"
-        signals.note(text + (f"; the partly executed notebook is in {kept}" if partial else ""))
+        signals.note(text + (f"; {kept_note(kept)}" if partial else ""))
         return signals.exception(to_kernel.signum)
 
     try:
@@ -419,6 +430,7 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     executed = tag_plumbing(clean(nbformat.read(tmp, as_version=4), provenance))
     nbformat.write(executed, tmp)
     os.replace(tmp, out)
+    kept.unlink(missing_ok=True)  # a failed run's partial notebook: this run replaced it
     if to_kernel.signum is not None:  # the signal came after the last cell: the notebook is whole and written
         signals.note(f"the notebook had finished; its output is in {out}")
         raise signals.exception(to_kernel.signum)

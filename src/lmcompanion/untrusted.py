@@ -447,20 +447,22 @@ COUNTED_FLOPS = Format("counted FLOPs cache entry", limit=4096, fix="delete it (
                                               "flops": {"type": "number", "minimum": 0}}})
 
 # A run folder named on the command line (record, retrain, export-retrieval): maybe copied from someone else.
+_RETRAINS = "it trains the run again, in the folder its key names"
 RUN_CONFIG = Format("run config (config.json)", limit=1 << 20,
-                    fix="delete the run folder and train it again (re-execute the notebook that made it)",
+                    fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
                     schema={"type": "object", "required": ["name", "model", "data", "train", "seed", "device"],
                             "properties": {"name": {"type": "string", "maxLength": 200},
                                            "seed": {"type": "integer", "minimum": 0, "maximum": 2**31},
                                            "device": {"enum": ["cpu", "cuda"]}, "model": {"type": "object"},
                                            "data": {"type": "object"}, "train": {"type": "object"}}})
 RUN_PROCEDURE = Format("run procedure file (procedure.json)", limit=1 << 20,
-                       fix="delete the run folder and train it again (re-execute the notebook that made it)",
+                       fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
                        schema={"type": "object", "required": ["procedure"], "properties": {
                            "procedure": {"type": "string", "pattern": r"^lmcompanion(\.[A-Za-z_][A-Za-z0-9_]*)+$"},
                            "settings": {"type": ["object", "null"]}}})
 RUN_JSON = Format("run file", limit=JSON_LIMIT,
-                  fix="delete the run folder and train it again (re-execute the notebook that made it)",
+                  fix="repair the run: python -m lmcompanion retrain RUN_FOLDER (it trains the run's config again in "
+                      "its folder)",
                   schema={"type": "object"})
 
 EXPORT = ArraysFormat(

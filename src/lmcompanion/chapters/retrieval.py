@@ -18,7 +18,7 @@ import torch
 
 import dataclasses
 
-from .. import experiments, learning, ledger, plots, stats, tables
+from .. import experiments, learning, ledger, paths, plots, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError, LMCError
@@ -227,12 +227,12 @@ def export(run, path: Path | str) -> Path:
     ours = {"run": run.path.name, "matcher_test_ce": final["test"], "matcher_test_top1": final["test_acc"],
             "cosine_top1": cosine_top1(run), "bm25_top1": bm25_top1(run), "chance_ce": chance(run.config.model.context_size),
             "norm_spread": norm_spread(run), "embeddings_sha256": run.summary["embeddings"]["sha256"]}
+    arrays = {**{k: v.numpy() for k, v in emb.items()}, "test_query": index.numpy(),
+              "test_candidates": rows[:, 1:].numpy(), "test_label": labels.numpy(),
+              "test_query_text": np.array([p.query for p in test]), "test_story_text": np.array([p.story for p in test]),
+              "ours": np.array(json.dumps(ours))}
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **{k: v.numpy() for k, v in emb.items()}, test_query=index.numpy(),
-             test_candidates=rows[:, 1:].numpy(), test_label=labels.numpy(),
-             test_query_text=np.array([p.query for p in test]), test_story_text=np.array([p.story for p in test]),
-             ours=np.array(json.dumps(ours)))
+    paths.atomic_write(path, lambda f: np.savez(f, **arrays))  # whole or not at all: a reader never sees part of it
     return path
 
 
