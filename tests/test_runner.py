@@ -85,9 +85,16 @@ def test_plumbing_is_hidden_one_click_away_and_the_rest_is_not():
 def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path):
     path = tmp_path / "bad.py"
     path.write_text(SOURCE + "\n# %%\nraise ValueError('boom')\n")
-    with pytest.raises(Exception, match=r"(?s)failed in cell \d+: ValueError: boom.*partly executed notebook"):
+    kept = tmp_path / "bad.failed.ipynb"
+    with pytest.raises(Exception, match=r"(?s)failed in cell \d+: ValueError: boom.*partly executed notebook") as got:
         run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
-    assert (tmp_path / "bad.failed.ipynb").exists() and not (tmp_path / "bad.ipynb").exists()
+    assert kept.exists() and not (tmp_path / "bad.ipynb").exists()
+    # the message says where it is and what the next run does to it; a run that succeeds removes it
+    assert f"kept in {kept} (the next run of this notebook replaces it, and removes it when the notebook succeeds)" \
+        in str(got.value)
+    path.write_text(SOURCE)
+    run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
+    assert (tmp_path / "bad.ipynb").exists() and not kept.exists()
 
 
 def test_adjacent_stream_outputs_are_merged():
