@@ -350,8 +350,9 @@ def retrain(folder: Path | str, *, progress: bool | None = None) -> Run:
     try:
         cfg = RunConfig.from_dict(json.loads((folder / "config.json").read_text()))
     except (OSError, ValueError) as exc:
-        raise LMCError(f"{folder} has no readable config.json ({type(exc).__name__}); delete the folder and re-execute "
-                       "the notebook that made it") from None
+        raise LMCError(f"{folder / 'config.json'} cannot be read as a run config ({type(exc).__name__}: "
+                       f"{str(exc)[:300]}): correct it where it was edited, or re-execute the notebook that made the "
+                       "run (it trains the run again, in the folder its key names)") from None
     procedure, settings = None, None
     if run.procedure is not None:
         module, _, name = run.procedure["procedure"].rpartition(".")
