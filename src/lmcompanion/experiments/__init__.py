@@ -15,7 +15,7 @@ from ..config import suggest
 from ..errors import ConfigError
 from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieval  # noqa: F401  (they register their experiments)
 from .labels import arm_label, passes, published
-from .plan import (DEFAULT_SEEDS, ILLUSTRATION_SEEDS, PlannedRun, chapter_names, config, has_short_run, illustrates,
+from .plan import (DEFAULT_SEEDS, HEADLINE_SEEDS, ILLUSTRATION_SEEDS, PlannedRun, chapter_names, config, has_short_run, illustrates,
                    minutes_total, plan, planned, reads_illustrations, resolve_device, runs_at, seeds_of, shortened, steps_scaled)
 from .headline_comparisons import (CPU_RULE, HEADLINES, ILLUSTRATION_RULE, Headline, headline, headline_arms, headlines,
                                    illustration_steps, is_headline)
@@ -41,7 +41,7 @@ def names(chapter: str | None = None) -> list[str]:
 
 
 
-__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "Headline", "ILLUSTRATION_RULE",
+__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "HEADLINE_SEEDS", "Headline", "ILLUSTRATION_RULE",
            "ILLUSTRATION_SEEDS", "PROCEDURES", "PlannedRun", "Procedure", "TRAINED_NOTHING", "all_experiments",
            "arm_label", "chapter_names", "chapters", "config", "get", "has_short_run", "headline", "headline_arms", "headlines",
            "illustrates", "illustration_steps", "is_headline", "minutes_total", "names", "passes", "plan", "planned",

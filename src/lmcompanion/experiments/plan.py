@@ -34,6 +34,10 @@ from .registry import REGISTRY, Procedure, get, procedure
 # (``cpu_illustrates`` in the registry: the retrieval matchers).
 DEFAULT_SEEDS = {"smoke": 2, "cpu": 5, "gpu": 3, "paper": 3}
 ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that decides no headline comparison there
+# At ``gpu`` the headline comparisons' arms run five seeds, as at ``cpu``, and every other arm the profile's three
+# (four for the arms of a claim of equality, as registered): there every arm can be tested, and the GPU campaign trains
+# the whole book (issue 49).
+HEADLINE_SEEDS = {"gpu": 5}  # profile -> seeds of a headline arm, where that is more than its count as registered
 # In the chapters that declare it (``cpu_illustration_steps`` in the registry's headlines), an illustrating run also
 # trains for a fraction of its protocol's steps at ``cpu``; a page or verdict row that puts a headline arm beside
 # illustrating ones reads the headline arm's run at the illustrations' protocol (its steps and seed), which the
@@ -176,7 +180,8 @@ def runs_at(name: str, profile: str) -> bool:
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None, *,
              illustrating: bool | None = None) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
-    profile's default count from 0 (or the count the experiment declares for the profile), or only seed 0 where the
+    profile's default count from 0 (or the count the experiment declares for the profile; a headline arm at least
+    :data:`HEADLINE_SEEDS` where the profile has it), or only seed 0 where the
     experiment runs the first seed only or, at ``cpu``, illustrates (:data:`ILLUSTRATION_SEEDS`; ``illustrating``:
     None as the arm is registered, True for the illustrations' protocol, which a headline arm also has at ``cpu``).
     None where it does not run at the profile."""
@@ -187,7 +192,11 @@ def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None, *,
         return tuple(seeds)
     if _illustrating(name, profile, illustrating):
         return tuple(range(ILLUSTRATION_SEEDS[profile]))
-    n = 1 if profile in exp.first_seed_only else exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
+    if profile in exp.first_seed_only:
+        return (0,)
+    n = exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
+    if name in headline_arms(deciding_at=profile):
+        n = max(n, HEADLINE_SEEDS.get(profile, n))
     return tuple(range(n))
 
 
@@ -292,6 +301,6 @@ def minutes_total(runs: Sequence[PlannedRun]) -> float:
     return sum(r.minutes() for r in runs)
 
 
-__all__ = ["DEFAULT_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "has_short_run",
+__all__ = ["DEFAULT_SEEDS", "HEADLINE_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "has_short_run",
            "illustrates", "minutes_total", "plan", "planned", "reads_illustrations", "resolve_device", "runs_at", "seeds_of", "shortened",
            "steps_scaled"]
