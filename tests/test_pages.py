@@ -51,35 +51,97 @@ def test_a_page_whose_source_changed_after_execution_says_so(tmp_path):
     assert "older version" not in nbformat.read(out / "prologue" / "baseline.ipynb", as_version=4).cells[0].source
 
 
-def test_the_summaries_count_the_write_ups_claims_about_training_apart_and_show_every_row_of_a_chapter():
+def test_the_intro_s_title_and_first_sentence_say_what_the_book_decides_and_what_it_does_not():
     rows = pages.own_verdicts(REFS)
     training = pages.claims_about_training(rows)
     assert training and any(pages.is_check(r) for r in rows)
+    n = {o: sum(r["outcome"] == o for r in training) for o in pages.OUTCOMES}
+    decided = n["holds"] + n["does not hold"]
     intro = pages.summary(REFS)
-    assert f"make {len(training)} claims about what training reaches" in intro
-    tested = [r for r in training if r["outcome"] != "not decided at this scale"]
-    # the chance line where rows were tested (at smoke no arm learns, so none is: the line says so instead);
-    # test_the_chance_line_counts_only_the_tested_rows checks the line itself
-    assert ("**Many tests at 5%.**" in intro) == bool(tested)
-    assert ("No claim about training was tested at this scale" in intro) == (not tested)
+    title, blank, first = intro.splitlines()[:3]
+    assert title == (f"# {pages.BOOK}: {decided} of {len(training)} claims about training decided at the smoke scale")
+    assert not blank and "reproduced" not in intro.lower()
+    assert f"decides {decided} of {len(training)} claims about what training reaches" in first
+    assert f"leaves {len(training) - decided} undecided: " in first
+    reasons = first.split("undecided: ")[1].split(". ")[0].split("; ")
+    assert sum(int(r.split()[0]) for r in reasons) == len(training) - decided  # every undecided claim, once
+    assert "says nothing about the write-ups' own scale" in first
+    # the first screen, in the page's own flow: each chapter with a link, its headline verdicts and its count
+    block = intro.split(":::{container} lmc-first\n")[1].split("\n:::\n")[0]
     for chapter in {r["chapter"] for r in rows}:
-        assert f"{{doc}}`{pages.CHAPTER_TITLES[chapter]} </book/{chapter}/index>`" in intro  # a link to the chapter
-        assert f"- **{pages.CHAPTER_TITLES[chapter]}.** **What `smoke` decides.**" in intro  # its conclusion
+        line = next(x for x in block.splitlines() if f"</book/{chapter}/index>`" in x)
+        head = [r for r in rows if r["chapter"] == chapter and r.get("headline") and pages.group_of(r) == "training"]
+        assert line.count('class="lmc-badge') == len(head)
+        assert f"claim{'s' if len(pages.claims_about_training([r for r in rows if r['chapter'] == chapter])) != 1 else ''} about training: " in line
+        assert f":::{{dropdown}} {pages.CHAPTER_TITLES[chapter]}\n" in intro  # its conclusion, folded below
+    assert ("**Many tests at 5%.**" in intro) == any(r["outcome"] != pages.NOT_DECIDED for r in training)
+
+
+def test_a_landing_page_shows_its_headline_verdicts_first_and_every_row_once():
+    rows = pages.own_verdicts(REFS)
     page = pages.summary(REFS, "ar_ed")
     mine = [r for r in rows if r["chapter"] == "ar_ed"]
-    table = [line for line in page.splitlines() if line.startswith("| ") and "{bdg-" in line]
+    assert page.startswith(":::{container} lmc-first\n")
+    first = page.split("\n:::\n")[0]
+    head = [r for r in mine if r.get("headline") and pages.group_of(r) == "training"]
+    assert head and first.count('class="lmc-badge') == len(head)  # the headline's verdicts on the first screen
+    assert "**What `smoke` decides.** Of the write-up's claims, this build decides " in first
+    table = [line for line in page.splitlines() if line.startswith("| ") and 'class="lmc-badge' in line]
     assert len(table) == len(mine)  # every row once: the headline's, then each notebook's in a dropdown
     assert all("{doc}`" in line and "</notebooks/ar_ed/" in line for line in table)
-    assert page.count(":::{dropdown}") == len({r["notebook"] for r in mine if not r.get("headline")})
-    assert all(f"at smoke`" in line for line in table)  # every badge names its scale
+    for notebook in {r["notebook"].split("/")[-1] for r in mine if not r.get("headline")}:
+        assert f"\n:::{{dropdown}} {notebook}: " in page
+    scaled = [r for r in mine if not pages.is_check(r)]
+    assert scaled and sum(">holds at smoke" in x or ">does not hold at smoke" in x or ">inconclusive at smoke" in x
+                          or ">not decided at smoke" in x for x in table) >= len(scaled)  # badges name their scale
     assert "*Effect*: the claimed-better arm's mean minus the other's" in page
+    assert "How the headline comparison is run" in page  # the method, folded after the verdicts
+
+
+def test_no_generated_page_says_1_claims_or_a_share_with_three_decimals():
+    import re
+
+    texts = [pages.summary(REFS), pages.scorecard(REFS), pages.ledger_page(REFS)]
+    texts += [pages.summary(REFS, c) for c in pages.CHAPTER_TITLES]
+    for text in texts:
+        assert not re.search(r"(?<![\d.,])1 (claims|rows|seeds)\b", text)
+        assert not re.search(r"about \d\.\d{3} of them", text)
+    assert pages.plural(1, "claim") == "1 claim" and pages.plural(0, "row") == "0 rows"
+    assert pages.plural(1234, "claim") == "1,234 claims"
+
+
+def _gated_row(values, chance, lean="toward"):
+    return {"chapter": "formal_ed", "profile": "cpu", "claim": "ED-Training reduces the loss", "group": "training",
+            "verdict": f"not decided at `cpu` scale (ed_training has not learned; the data lean {lean} the claim)",
+            "outcome": "not decided at this scale", "chance": chance, "effect": "-0.90 ± 0.05",
+            "arms": [{"label": "ed_training", "reference": "the unigram loss (validation)", "level": 2.0,
+                      "values": values, "at": "final", "kind": "loss"}]}
+
+
+def test_badges_say_the_outcome_its_scale_and_why_and_a_gate_override_says_why_in_one_line():
+    row = _gated_row([1.67, 1.75], "p = 0.004")
+    assert ">not decided at cpu: arm not learned</span>" in pages.badge(row, "cpu")
+    assert 'class="lmc-badge lmc-undecided"' in pages.badge(row, "cpu")
+    held = {"outcome": "holds", "verdict": "holds at `cpu` scale", "group": "training", "profile": "cpu"}
+    assert ">holds at cpu</span>" in pages.badge(held, "cpu")
+    assert ">holds (computed)</span>" in pages.badge(held | {"group": "computed"}, "cpu")
+    line = pages.override(row)
+    assert line.startswith("The test alone says *holds* (p = 0.004), but the learning gate overrides it: ")
+    assert "ed_training ends 0.250 nats below the unigram loss (validation) in its worst seed" in line
+    assert "(the gate asks 0.500 in every seed)" in line
+    assert pages.override(_gated_row([1.67, 1.75], "p = 0.004", "against")).startswith("The test alone says *does not")
+    assert pages.override(_gated_row([1.67, 1.75], "p = 0.30")) == ""  # the test did not decide: nothing overridden
+    assert pages.override(held | {"chance": "p = 0.004"}) == ""
+    assert "The test alone says" in pages._cell(row) and pages._row_line(row, "notebooks", "cpu").count("<br>") == 1
 
 
 def test_the_chance_line_counts_only_the_tested_rows():
     rows = [{"outcome": o} for o in ("holds", "does not hold", "inconclusive at this scale")] * 10
     rows += [{"outcome": "not decided at this scale"}] * 50
     line = pages.chance_line(rows)
-    assert "30 claims were tested (20 decided)" in line and "about 1.50 of them hold" in line
+    assert "30 claims were tested (20 decided)" in line and "on average about 1.5 of them would hold" in line
+    assert "no more than 4 claims each way" in line
+    assert "fewer than one of them" in pages.chance_line(rows[:6]) and "6 claims were tested" in pages.chance_line(rows[:6])
     assert pages.chance_line([{"outcome": "not decided at this scale"}]).startswith("No claim")
 
 
@@ -187,7 +249,8 @@ def test_a_headline_says_where_its_cpu_steps_depart_from_the_rule_and_where_its_
             f"they cannot learn at `cpu` at a cost the build can afford: {match.cpu_shortfall}") in line
     assert line.count(match.cpu_shortfall) == 1 and line.endswith("are not decided at `cpu`.")
     gpu = pages.headline_line("retrieval", [], "gpu")
-    assert "illustrate" not in gpu and "3 seeds" in gpu
+    n = len(experiments.seeds_of(match.arms[0], "gpu"))  # the plan's seeds (experiments.HEADLINE_SEEDS), not typed
+    assert "illustrate" not in gpu and f"At `gpu` its arms run {n} seeds" in gpu
 
 
 def test_a_landing_page_says_what_the_illustrations_run_and_why():

@@ -21,7 +21,9 @@ import ast
 import hashlib
 import importlib
 import json
+import math
 import pkgutil
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -62,10 +64,12 @@ def glued_verdicts(nb) -> list[dict]:
 
 
 def _cell(v: dict) -> str:
-    """A verdict cell: the verdict (with the scale it names), our effect and p, and how far each gated arm learned."""
-    notes = [f"effect {v['effect']}" if v.get("effect") else "", v.get("chance") or "", _learned_text(v)]
-    notes = [n for n in notes if n]
-    return f"{v['verdict']}" + (f" ({'; '.join(notes)})" if notes else "")
+    """A verdict cell, short: the badge (its outcome, its scale, why it is not decided), then the effect and p, and the
+    one-line reason where the learning gate overrides a decisive test. The standard text is said once, above."""
+    evidence = " · ".join(x for x in (v.get("effect") or "", "" if v.get("chance") == EXACT else v.get("chance") or "")
+                          if x)
+    why = override(v)
+    return " ".join(x for x in (badge(v, v.get("profile")), _md(evidence), f"<br>{_md(why)}" if why else "") if x)
 
 
 def _learned_text(v: dict) -> str:
@@ -79,8 +83,37 @@ def _book_order(chapters) -> list[str]:
     return sorted(set(chapters), key=lambda c: (order.index(c) if c in order else len(order), c))
 
 
+def legend() -> str:
+    """The scorecard's standard text, said once: what each badge and each cell says."""
+    return (f"**How to read a verdict.** Each badge says the outcome in words and the scale it was reached at: "
+            f"{badge(HOLDS)} or {badge(FAILS)} where the chance of that verdict, were the claim's arms in truth equal, "
+            f"is at most {ALPHA:.0%} (the prologue's [verdict rule](verdict-rule)); {badge(INCONCLUSIVE)} where it is "
+            f"not; {badge(NOT_DECIDED)} where the scale cannot decide the claim, with the reason (an arm has not "
+            "learned, its arms are not run at that profile, or run one seed); rows marked *computed* or *check of our "
+            "code* are decided without runs. Beside the badge: the effect (the claimed-better arm's mean minus the "
+            "other's, ± its standard error) and p (for a verdict that holds or does not hold, the chance of that "
+            "verdict if the arms were equal; for an inconclusive one, of a difference at least as large as ours in the "
+            "claimed direction). Where the learning gate overrides a test that alone would decide, a line says so and "
+            "why. How far each arm learned is in the table of the page that decides the row.")
+
+
+def _filter(outcomes: list[str]) -> list[str]:
+    """The verdict filter (book/_static/verdict-filter.js shows only the table rows whose badge has the outcome
+    chosen, and opens the chapters that hold one): a raw HTML block, inert without the script."""
+    buttons = "".join(f'<button type="button" data-outcome="{BADGE[o]}">{WORD[o]}</button>' for o in outcomes)
+    return ['<div class="lmc-filter" role="group" aria-label="Show only the rows with this verdict">',
+            f'<span>Show:</span><button type="button" data-outcome="" aria-pressed="true">every row</button>{buttons}'
+            '<output></output></div>', ""]
+
+
+def _fold(title: str, body: list[str]) -> list[str]:
+    """``body`` folded under ``title`` (sphinx-design's dropdown: an HTML <details>)."""
+    return [f":::{{dropdown}} {title}", ":class-container: lmc-fold", "", *body, "", ":::", ""]
+
+
 def scorecard(root: Path, prefix: str = "notebooks") -> str:
-    """The scorecard page (MyST markdown) from the executed notebooks under ``root``."""
+    """The scorecard page (MyST markdown) from the executed notebooks under ``root``: the legend once, the counts,
+    then each chapter's rows folded, one short cell per profile, filterable by verdict."""
     rows = []
     for _, _, nb in executed_notebooks(root):
         rows += glued_verdicts(nb)
@@ -89,19 +122,16 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     lines = ["(scorecard)=", "# Scorecard", "",
              "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
              "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
-             "notebook for their provenance). Verdicts follow the prologue's [verdict rule](verdict-rule); a verdict reached "
-             "from runs names the scale it was reached at (the profile, and the share of the write-up's training "
-             "tokens one run saw there). Beside the write-up's numbers, each cell gives our effect and p: for a claim that holds or does not hold, the chance of that verdict if the claim's arms were "
-             "equal; for an inconclusive one, the chance of a difference at least as large as ours in the claimed "
-             "direction. This page is generated from the verdict "
-             "tables of the executed notebooks: nothing on it is typed by hand. Every claim of the write-ups, "
-             "tested here or not, is listed with the write-up's words in the [claims ledger](claims-ledger).", ""]
+             "notebook for their provenance). It is generated from the verdict tables of the executed notebooks: "
+             "nothing on it is typed by hand. Every claim of the write-ups, tested here or not, is listed with the "
+             "write-up's words in the [claims ledger](claims-ledger).", "", legend(), ""]
     if not rows:
         return "\n".join(lines + ["No verdict notebook has been executed in this build yet.", ""])
+    lines += _filter(list(OUTCOMES))
     lines += ["## Counts", "", "The write-ups' claims about what training reaches, by outcome at the scale each verdict "
-              "names (*not decided*: an arm has not learned, is not run at that profile, or runs one seed), and beside "
-              "them the other rows: cost measured on the machine that made the runs, the write-ups' statements checked "
-              "by computation, checks of our code, and the book's own claims beyond the write-ups.", "",
+              "names, and beside them the other rows: cost measured on the machine that made the runs, the write-ups' "
+              "statements checked by computation, checks of our code, and the book's own claims beyond the "
+              "write-ups.", "",
               "| chapter | profile | holds | does not hold | inconclusive | not decided | other rows |",
               "|---|---|---:|---:|---:|---:|---|"]
     for chapter in chapters + ["all chapters"]:
@@ -115,26 +145,36 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
     for chapter in chapters:
         sel = [r for r in rows if r["chapter"] == chapter]
         claims = list(dict.fromkeys((r["claim"], r["notebook"]) for r in sel))
-        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  "| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
-                  "|---|---|" + "---|" * len(profiles) + "---|"]
+        table = ["| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
+                 "|---|---|" + "---|" * len(profiles) + "---|"]
         for claim, notebook in claims:
             cells, published = [], ""
             for p in profiles:
                 hit = [r for r in sel if r["profile"] == p and r["claim"] == claim and r["notebook"] == notebook]
-                cells.append(_md(_cell(hit[0])) if hit else "no runs")
+                cells.append(_cell(hit[0]) if hit else "no runs")
                 published = published or (hit[0].get("published") or "" if hit else "")
             link = f"{{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`" if notebook else ""
-            lines.append(f"| {claim.replace('|', '/')} | {_md(published)} | " + " | ".join(cells) + f" | {link} |")
+            table.append(f"| {_md(claim)} | {_md(published)} | " + " | ".join(cells) + f" | {link} |")
+        found = "; ".join(f"`{p}`: {_counts([r for r in sel if r['profile'] == p])}" for p in profiles
+                          if any(r["profile"] == p for r in sel))
+        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
+                  *_fold(f"{plural(len(claims), 'row')} ({found})", table)]
     return "\n".join(lines) + "\n"
 
 
-BADGE = {HOLDS: "bdg-success", FAILS: "bdg-danger", INCONCLUSIVE: "bdg-secondary",
-         NOT_DECIDED: "bdg-warning"}  # sphinx-design's badge roles
-WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}
-WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided"}  # of several
+# A verdict's badge: an HTML span whose class gives its colours (book/_static/custom.css; the page check measures their
+# contrast) and whose data-outcome the scorecard's and the ledger's filter reads (book/_static/verdict-filter.js).
+UNTESTED = "not tested"
+BADGE = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "undecided", UNTESTED: "untested"}
+WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided",
+        UNTESTED: "not tested"}
+WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided",
+         UNTESTED: "not tested"}  # of several
 GROUP_WORDS = {COST: "cost measured on the machine that made the runs",
                COMPUTED: "the write-up's statements checked by computation", CHECK: "checks of our code"}
+# Why a row is not decided, in a badge's few words, from the reason its verdict gives (lmcompanion.verdicts)
+WHY = (("not learned", "arm not learned"), ("not run at this profile", "not run at {profile}"),
+       ("one seed", "one seed"), ("no runs", "no runs"))
 
 
 def own_verdicts(root: Path) -> list[dict]:
@@ -162,9 +202,68 @@ def claims_about_training(rows: list[dict]) -> list[dict]:
     return [r for r in rows if group_of(r) == TRAINING and not r.get("extension")]
 
 
-def badge(outcome: str, profile: str | None = None) -> str:
-    """A coloured badge of an outcome, naming the profile's scale where given ("holds at cpu")."""
-    return f"{{{BADGE[outcome]}}}`{WORD[outcome]}{f' at {profile}' if profile else ''}`"
+def plural(n: float, one: str, many: str | None = None) -> str:
+    """ "1 claim", "3 claims", "0.55 claims" (a count with its noun in agreement; ``many``: an irregular plural)."""
+    word = one if n == 1 else (many or f"{one}s")
+    return f"{number(n) if isinstance(n, float) else count(n)} {word}"
+
+
+def why_short(row: dict) -> str:
+    """A not-decided row's reason in a badge's few words ("arm not learned"), "" for the other outcomes."""
+    if row["outcome"] != NOT_DECIDED or "(" not in row["verdict"]:
+        return ""
+    for found, words in WHY:
+        if found in row["verdict"]:
+            return words.format(profile=row.get("profile", ""))
+    return "see its row"
+
+
+def badge(row: dict | str, profile: str | None = None) -> str:
+    """A verdict's badge in words, with the scale where it has one: "holds at cpu", "not decided at cpu: arm not
+    learned", "holds (computed)" for a row decided without runs, "not tested". ``row``: a glued row, or an outcome."""
+    if isinstance(row, str):
+        row = {"outcome": row, "verdict": row}
+    outcome = row["outcome"]
+    text = WORD[outcome]
+    if outcome != UNTESTED and is_check(row):
+        text += " (computed)" if group_of(row) == COMPUTED else " (check of our code)"
+    elif profile:
+        text += f" at {profile}"
+    why = why_short(row)
+    text += f": {why}" if why else ""
+    return f'<span class="lmc-badge lmc-{BADGE[outcome]}" data-outcome="{BADGE[outcome]}">{text}</span>'
+
+
+def p_value(chance: str | None) -> float | None:
+    """The p of a row's "chance if equal" text ("p = 0.004", "p < 0.001"), None where it gives none."""
+    m = re.match(r"p ([=<]) ([0-9.eE+-]+)", chance or "")
+    return float(m.group(2)) if m else None
+
+
+def override(row: dict) -> str:
+    """One line where the learning gate overrides a decisive test: what the test alone would say and why the gate
+    does not let it ("" where it does not override: the test was not decisive, or the row is decided)."""
+    p = p_value(row.get("chance"))
+    if row["outcome"] != NOT_DECIDED or "not learned" not in row["verdict"] or p is None or p > ALPHA:
+        return ""
+    would = FAILS if ("against the claim" in row["verdict"] or "opposite" in (row.get("chance") or "")) else HOLDS
+    short = [a for a in (_arm_of(x) for x in row.get("arms") or []) if not a.learned]
+    arms = "; ".join(_shortfall(a) for a in short)
+    return (f"The test alone says *{WORD[would]}* ({row['chance']}), but the learning gate overrides it: {arms}, so "
+            f"the numbers compared come from {'a model' if len(short) == 1 else 'models'} that learned little beyond "
+            "which tokens are common.")
+
+
+def _shortfall(arm: learning.Arm) -> str:
+    """How far an arm that has not learned fell short of the gate, in words."""
+    d = [x for x in arm.distances if math.isfinite(x)]
+    if not d:
+        return f"{arm.label} was not measured"
+    if arm.kind == learning.ACCURACY:
+        return (f"{arm.label} reaches {number(min(d))}× {arm.reference} in its worst seed (the gate asks "
+                f"{number(learning.FACTOR)}× in every seed)")
+    return (f"{arm.label} ends {number(min(d))} nats below {arm.reference} in its worst seed (the gate asks "
+            f"{number(learning.MARGIN)} in every seed)")
 
 
 def scale_of(row: dict) -> str:
@@ -205,9 +304,12 @@ def chance_line(rows: list[dict]) -> str:
         return "No claim about training was tested at this scale, so none is decided."
     k = int(scipy_stats().binom.ppf(0.95, n, ALPHA))
     decided = sum(r["outcome"] in (HOLDS, FAILS) for r in tested)
-    return (f"**Many tests at 5%.** {n} claim{'s were' if n != 1 else ' was'} tested ({decided} decided). If every "
-            f"one of them had arms that were in truth equal, chance alone would make about {number(n * ALPHA)} of them "
-            f"hold and about as many not hold (at most 5% each way); 19 times in 20 no more than {k} each way.")
+    expected = n * ALPHA
+    about = "fewer than one" if expected < 1 else f"about {expected:.2g}"
+    return (f"**Many tests at {ALPHA:.0%}.** {plural(n, 'claim')} {'were' if n != 1 else 'was'} tested ({decided} "
+            f"decided). Were the arms of every one of them in truth equal, each would hold by chance at most "
+            f"{ALPHA:.0%} of the time, and not hold as often: on average {about} of them would hold and as many not "
+            f"hold, and 19 times in 20 no more than {plural(k, 'claim')} each way.")
 
 
 def _link(r: dict, prefix: str) -> str:
@@ -266,28 +368,9 @@ def lead(chapter: str, rows: list[dict]) -> str:
     return claims.lead(chapter, rows)
 
 
-def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None, with_lead: bool = True) -> str:
-    """A chapter's conclusion, generated from its verdicts at its build's profile: its lead where it has one (its
-    clearest result, :func:`lead`; ``with_lead=False`` leaves it to the caller), what this scale decides (the
-    headline first), what it cannot decide and why, and what the ``gpu`` and ``paper`` profiles would run to decide
-    it (and what their recorded runs decided, where the book has them)."""
-    if not rows:
-        return ""
-    profile = rows[0]["profile"]
-    training = [r for r in rows if group_of(r) == TRAINING]
-    head = [r for r in training if r.get("headline")]
-    decided = [r for r in training if r["outcome"] in (HOLDS, FAILS) and not r.get("headline")]
-    first = lead(chapter, rows) if with_lead else ""
-    out = ([first] if first else []) + [f"**What `{profile}` decides.**"]
-    if head:
-        out.append("The headline: " + "; ".join(f"{r['claim']}: *{WORD[r['outcome']]}*"
-                                               + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
-                                               for r in head) + ".")
-    if decided:
-        out.append(f"{'Beyond it' if head else 'Decided'}, {len(decided)} claim{'s are' if len(decided) != 1 else ' is'} decided: "
-                   + "; ".join(f"{r['claim']} (*{WORD[r['outcome']]}*)" for r in decided) + ".")
-    elif not any(r["outcome"] in (HOLDS, FAILS) for r in head):
-        out.append("No claim about training is decided at this scale.")
+def _undecided(training: list[dict], profile: str, name_arms: bool = True) -> list[str]:
+    """Why the claims about training that are not decided are not ("12 because an arm has not learned (a, b)", "3
+    tested and inconclusive ..."), each reason once with its count."""
     undecided = [r for r in training if r["outcome"] == NOT_DECIDED]
     unlearned = [r for r in undecided if "not learned" in r["verdict"]]
     not_run = [r for r in undecided if "not run at this profile" in r["verdict"]]
@@ -297,18 +380,50 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     why = []
     if unlearned:
         arms = unlearned_arms(unlearned)
-        why.append(f"{len(unlearned)} because an arm has not learned ({', '.join(arms[:8])}"
-                   f"{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})")
+        named = (f" ({', '.join(arms[:8])}{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})" if name_arms
+                 else "")
+        why.append(f"{len(unlearned)} because an arm has not learned{named}")
     if not_run:
-        why.append(f"{len(not_run)} because their arms are not run at `{profile}`")
+        why.append(f"{len(not_run)} because {'its arms are' if len(not_run) == 1 else 'their arms are'} not run at "
+                   f"`{profile}`")
     if one_seed:
-        why.append(f"{len(one_seed)} because their arms run one seed here (illustrations)")
+        why.append(f"{len(one_seed)} because {'its arms run' if len(one_seed) == 1 else 'their arms run'} one seed "
+                   "here (illustrations)")
     if other:
-        why.append(f"{len(other)} for a reason its row gives")
+        why.append(f"{len(other)} for a reason {'its row gives' if len(other) == 1 else 'their rows give'}")
     if inconclusive:
         why.append(f"{len(inconclusive)} tested and inconclusive (the difference is within the seeds' spread)")
+    return why
+
+
+def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None, with_lead: bool = True,
+               with_headline: bool = True) -> str:
+    """A chapter's conclusion, generated from its verdicts at its build's profile: its lead where it has one (its
+    clearest result, :func:`lead`; ``with_lead=False`` leaves it to the caller), what this scale decides (the
+    headline first, unless ``with_headline=False``: the caller shows it), what it cannot decide and why, and what the
+    ``gpu`` and ``paper`` profiles would run to decide it (and what their recorded runs decided, where the book has
+    them)."""
+    if not rows:
+        return ""
+    profile = rows[0]["profile"]
+    training = [r for r in rows if group_of(r) == TRAINING]
+    head = [r for r in training if r.get("headline")]
+    decided = [r for r in training if r["outcome"] in (HOLDS, FAILS) and not r.get("headline")]
+    first = lead(chapter, rows) if with_lead else ""
+    out = ([first] if first else []) + [f"**What `{profile}` decides.**"]
+    if head and with_headline:
+        out.append("The headline: " + "; ".join(f"{r['claim']}: *{WORD[r['outcome']]}*"
+                                               + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
+                                               for r in head) + ".")
+    if decided:
+        out.append(f"{'Beyond the headline' if head else 'Decided'}, {len(decided)} "
+                   f"{'claims are' if len(decided) != 1 else 'claim is'} decided: "
+                   + "; ".join(f"{r['claim']} (*{WORD[r['outcome']]}*)" for r in decided) + ".")
+    elif not any(r["outcome"] in (HOLDS, FAILS) for r in head):
+        out.append("No claim about training is decided at this scale.")
+    why = _undecided(training, profile)
     if why:
-        out.append(f"**What it cannot decide, and why.** Of {len(training)} claims about training, "
+        out.append(f"**What it cannot decide, and why.** Of {plural(len(training), 'claim')} about training, "
                    + "; ".join(why) + ".")
     more = _other_profiles(chapter, profile)
     if more:
@@ -318,6 +433,17 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     for p in sorted({r["profile"] for r in rec}):
         out.append(f"Recorded `{p}` runs: {_counts([r for r in rec if r['profile'] == p])}.")
     return " ".join(out)
+
+
+def headline_verdicts(rows: list[dict], profile: str) -> list[str]:
+    """The chapter's headline claims about training as a list: each one's badge (its outcome in words, its scale,
+    why it is not decided) and claim, and the line where the learning gate overrides its test."""
+    out = []
+    for r in rows:
+        if r.get("headline") and group_of(r) == TRAINING:
+            why = override(r)
+            out.append(f"- {badge(r, profile)} {_md(r['claim'])}" + (f"<br>{_md(why)}" if why else ""))
+    return out
 
 
 def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
@@ -389,7 +515,9 @@ def _of_headline(r: dict, h, n_heads: int) -> bool:
 
 def _row_line(r: dict, prefix: str, profile: str) -> str:
     published = r.get("published") or "no published number"
-    return (f"| {_md(r['claim'])} | {badge(r['outcome'], profile)} | {_md(published)} | {_md(r.get('ours') or '')} | "
+    why = override(r)
+    verdict = badge(r, profile) + (f"<br>{_md(why)}" if why else "")
+    return (f"| {_md(r['claim'])} | {verdict} | {_md(published)} | {_md(r.get('ours') or '')} | "
             f"{_md(r.get('effect') or '')} | {_md(_learned_cell(r))} | {_link(r, prefix)} |")
 
 
@@ -402,53 +530,94 @@ SIGN = ("*Effect*: the claimed-better arm's mean minus the other's, in the unit 
         "step the row compares; ✓ where every seed is at least 0.5 nats below it (twice chance for an accuracy).")
 
 
+BOOK = "Five language-model write-ups"  # the book's name, before what it decides (the intro's title)
+
+
+def _decides(training: list[dict], profile: str) -> str:
+    """What a set of claims about training comes to at ``profile``, in one clause: "decides 3 of its 20 claims
+    about what training reaches (1 holds, 2 do not hold) and leaves 17 undecided: ..." (counted, never typed)."""
+    n = _outcome_counts(training)
+    decided = n[HOLDS] + n[FAILS]
+    how = ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in (HOLDS, FAILS) if n[o])
+    why = _undecided(training, profile, name_arms=False)
+    return (f"decides {decided} of {plural(len(training), 'claim')} about what training reaches"
+            + (f" ({how})" if how else "") + f" and leaves {len(training) - decided} undecided"
+            + (f": {'; '.join(why)}" if why else ""))
+
+
+def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str) -> str:
+    """The intro's first screen: its title and first sentence say what the book decides and what it does not; then
+    each chapter's headline verdicts, its count and its lead; then each chapter's conclusion, folded."""
+    training = claims_about_training(rows)
+    n = _outcome_counts(training)
+    at = ", ".join(f"`{p}`" for p in profiles)
+    lines = [f"# {BOOK}: {n[HOLDS] + n[FAILS]} of {plural(len(training), 'claim')} about training decided at the "
+             f"{' and '.join(profiles)} scale", "",
+             f"At the {at} scale this book re-runs the write-ups' experiments and {_decides(training, profiles[0])}. "
+             "It says nothing about the write-ups' own scale, which only the `gpu` and `paper` profiles reach: a "
+             "verdict here may change there.", "", ":::{container} lmc-first", ""]
+    chapters = _book_order({r["chapter"] for r in rows})
+    for c in chapters:
+        mine = [r for r in rows if r["chapter"] == c]
+        counts = _outcome_counts(claims_about_training(mine))
+        found = ", ".join(f"{counts[o]} {(WORD if counts[o] == 1 else WORDS)[o]}" for o in OUTCOMES if counts[o])
+        first = lead(c, mine)
+        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}" for r in mine
+                if r.get("headline") and group_of(r) == TRAINING]
+        lines += [f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
+                  + (f"{_md(first)} " if first else "") + ("Headline: " + "; ".join(head) + ". " if head else "")
+                  + f"Its {plural(sum(counts.values()), 'claim')} about training: {found or 'none'}."]
+    lines += ["", ":::", "", f"Beside these claims the book checks {plural(len(rows) - len(training), 'row')} of "
+              f"other kinds: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
+              "", chance_line(training), "", "**Each chapter's conclusion.**", ""]
+    for c in chapters:
+        mine = [r for r in rows if r["chapter"] == c]
+        lines += _fold(CHAPTER_TITLES.get(c, c),
+                       [conclusion(mine, c, [r for r in every if r["chapter"] == c], with_lead=False)])
+    return "\n".join(lines) + "\n"
+
+
 def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -> str:
-    """The one-screen summary at the top of the intro (``chapter=None``: a line per chapter, each chapter's headline
-    and conclusion) or of a chapter's landing page (its conclusion, its headline rows first, then the other claims
-    grouped by the notebook that decides them, each group folded with one line saying what it found), generated from
-    the verdict rows the executed notebooks glued at their own profile. Counts keep the write-ups' claims about
-    training apart from cost, statements checked by computation, checks of our code and the book's own claims."""
+    """The first screen of the intro (``chapter=None``: its title, what the book decides and what it does not, each
+    chapter's headline verdicts, then each chapter's conclusion folded) or of a chapter's landing page (its lead, its
+    headline verdicts and what its scale decides, in the page's flow; then the method, folded, and its rows: the
+    headline's, then the other claims grouped by the notebook that decides them, each group folded with one line
+    saying what it found), generated from the verdict rows the executed notebooks glued at their own profile. Counts
+    keep the write-ups' claims about training apart from cost, statements checked by computation, checks of our code
+    and the book's own claims."""
     every = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)
              if chapter is None or r["chapter"] == chapter]
     rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
     if not rows:
-        return "*No verdict notebook of this chapter has been executed in this build yet.*\n"
+        return ((f"# {BOOK}\n\n" if chapter is None else "")
+                + "*No verdict notebook of this chapter has been executed in this build yet.*\n")
     profiles = sorted({r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES))
+    if chapter is None:
+        return _intro(rows, every, profiles, prefix)
+    profile = profiles[0]
     training = claims_about_training(rows)
     scales = sorted({scale_of(r) for r in training} - {""})
-    lines = [f"**At a glance** (generated from this build's runs at the {', '.join(f'`{p}`' for p in profiles)} "
-             f"profile): the write-up{'s make' if chapter is None else ' makes'} {len(training)} claims about what "
-             f"training reaches: {_counts(training)}"
-             + ((f", decided at {'; '.join(scales)}" if chapter is not None else
-                 ", each decided at the scale its chapter's summary names") if scales else "")
-             + f". Beside them: {_other_rows(rows)}. A verdict far below the write-up's scale may change at its "
-             "scale; every row with its numbers is on the {ref}`scorecard <scorecard>`.", "", chance_line(training), ""]
-    if chapter is None:
-        chapters = _book_order({r["chapter"] for r in rows})
-        lines += ["| chapter | headline | holds | does not hold | inconclusive | not decided | other rows |",
-                  "|---|---|---:|---:|---:|---:|---|"]
-        for c in chapters:
-            mine = [r for r in rows if r["chapter"] == c]
-            n = _outcome_counts(claims_about_training(mine))
-            head = " ".join(badge(r["outcome"]) for r in mine if r.get("headline") and group_of(r) == TRAINING)
-            lines.append(f"| {{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>` | {head or '—'} | "
-                         + " | ".join(str(n[o]) for o in OUTCOMES) + f" | {_other_rows(mine)} |")
-        lines += ["", "**The chapters' conclusions.**", ""]
-        for c in chapters:
-            mine = [r for r in rows if r["chapter"] == c]
-            lines += [f"- **{CHAPTER_TITLES.get(c, c)}.** " + conclusion(mine, c, [r for r in every if r["chapter"] == c]),
-                      ""]
-        return "\n".join(lines) + "\n"
-    profile = profiles[0]
     first = lead(chapter, rows)
-    if first:  # the chapter's clearest result, before everything else
-        lines = [first, ""] + lines
-    lines += [headline_line(chapter, rows, profile), "", conclusion(rows, chapter, every, with_lead=False), ""]
-    shown = [r for r in rows if group_of(r) in (TRAINING, COST)]
-    head = [r for r in shown if r.get("headline")]
+    lines = [":::{container} lmc-first", ""] + ([first, ""] if first else [])
+    head = headline_verdicts(rows, profile)
     if head:
-        lines += ["**The headline comparison.**", "", *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in head], ""]
-    rest = [r for r in rows if r not in head]
+        lines += [f"**The headline at `{profile}`.**", "", *head, ""]
+    lines += [f"**What `{profile}` decides.** Of the write-up's claims, this build {_decides(training, profile)}"
+              + (f" ({'; '.join(scales)})" if scales else "") + ". A verdict far below the write-up's scale may "
+              "change at its scale.", "", ":::", "",
+              f"Beside them: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
+              "", chance_line(training), ""]
+    method = headline_line(chapter, rows, profile)
+    if method:
+        lines += _fold("How the headline comparison is run: its arms, seeds and steps", [method])
+    lines += _fold(f"What `{profile}` cannot decide, and what the larger profiles would",
+                   [conclusion(rows, chapter, every, with_lead=False, with_headline=False)])
+    shown = [r for r in rows if group_of(r) in (TRAINING, COST)]
+    head_rows = [r for r in shown if r.get("headline")]
+    if head_rows:
+        lines += ["**The headline comparison.**", "", *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in head_rows],
+                  ""]
+    rest = [r for r in rows if r not in head_rows]
     if rest:
         lines += ["**Every other claim, by the page that decides it** (click a line to open it).", "", SIGN, ""]
         for notebook in dict.fromkeys(r.get("notebook") or "" for r in rest):
@@ -457,8 +626,8 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
             unlearned = unlearned_arms([r for r in group if r["outcome"] == NOT_DECIDED])
             note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
             title = notebook.split("/")[-1] or "other rows"
-            lines += [f":::{{dropdown}} {title}: {len(group)} row{'s' if len(group) != 1 else ''}, {found}{note}", "",
-                      *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group], "", ":::", ""]
+            lines += _fold(f"{title}: {plural(len(group), 'row')}, {found}{note}",
+                           [*TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group]])
     return "\n".join(lines) + "\n"
 
 
@@ -477,40 +646,50 @@ def _md(text: str) -> str:
 
 def ledger_page(root: Path, prefix: str = "notebooks") -> str:
     """The claims ledger page (MyST markdown): every registered claim of every chapter with its row's verdict at each
-    profile that has runs (from the executed notebooks under ``root``) or its reason."""
+    profile that has runs (from the executed notebooks under ``root``) or its reason; each chapter folded, filterable
+    by verdict."""
     claims = registered_claims()
     rows = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)]
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
     chapter_names = _book_order(claims)
     lines = ["(claims-ledger)=", "# Claims ledger", "",
              "Every claim of every write-up, in the write-up's order and words: either the verdict row that tests it, "
-             "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`), or "
-             "one line saying why it is not tested. The chapters register their claims in the package "
-             "(`lmcompanion.ledger`); this page is generated from that registry and the verdict tables of the "
-             "executed notebooks. A claim may be tested by more than one row; then it is listed once per row.", ""]
+             "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`, "
+             "whose legend explains the badges), or one line saying why it is not tested. The chapters register their "
+             "claims in the package (`lmcompanion.ledger`); this page is generated from that registry and the verdict "
+             "tables of the executed notebooks. A claim may be tested by more than one row; then it is listed once "
+             "per row.", ""]
     if not claims:
         return "\n".join(lines + ["No chapter has registered its claims yet.", ""])
+    lines += _filter([*OUTCOMES, UNTESTED])
     lines += ["| chapter | claims | tested by a row | not tested (with a reason) |", "|---|---:|---:|---:|"]
     for chapter in chapter_names:
         cs = claims[chapter]
         tested = sum(c.row is not None for c in cs)
         lines.append(f"| {CHAPTER_TITLES.get(chapter, chapter)} | {len(cs)} | {tested} | {len(cs) - tested} |")
     for chapter in chapter_names:
-        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  "| # | the write-up says | where | tested by | " + " | ".join(f"`{p}`" for p in profiles) + " |",
-                  "|---:|---|---|---|" + "---|" * len(profiles)]
+        table = ["| # | the write-up says | where | tested by | " + " | ".join(f"`{p}`" for p in profiles) + " |",
+                 "|---:|---|---|---|" + "---|" * len(profiles)]
         mine = [r for r in rows if r["chapter"] == chapter]
+        found = []
         for i, c in enumerate(claims[chapter], start=1):
             if c.row is None:
-                cells = ["not tested"] * len(profiles)
-                tested_by = f"*not tested:* {_md(c.reason)}"
+                cells = [badge(UNTESTED)] * len(profiles)
+                tested_by = _md(c.reason)
+                found.append(UNTESTED)
             else:
                 hits = {p: [r for r in mine if r["profile"] == p and r["claim"] == c.row] for p in profiles}
                 cells = [_cell(hits[p][0]) if hits[p] else "no row at this profile" for p in profiles]
+                found += [hits[p][0]["outcome"] for p in profiles[:1] if hits[p]]
                 notebook = next((h[0]["notebook"] for h in hits.values() if h and h[0].get("notebook")), "")
                 link = f" ({{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`)" if notebook else ""
                 tested_by = f"{_md(c.row)}{link}"
-            lines.append(f"| {i} | {_md(c.says)} | {_md(c.where)} | {tested_by} | " + " | ".join(cells) + " |")
+            table.append(f"| {i} | {_md(c.says)} | {_md(c.where)} | {tested_by} | " + " | ".join(cells) + " |")
+        outcomes = [o for o in (*OUTCOMES, UNTESTED) if o in found]
+        summary_ = ", ".join(f"{found.count(o)} {(WORD if found.count(o) == 1 else WORDS)[o]}" for o in outcomes)
+        at = f" at `{profiles[0]}`" if profiles else ""
+        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
+                  *_fold(f"{plural(len(claims[chapter]), 'claim')}{at}: {summary_}", table)]
     return "\n".join(lines) + "\n"
 
 
