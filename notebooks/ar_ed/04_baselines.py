@@ -55,7 +55,7 @@ HEADLINE = list(experiments.headlines("ar_ed")[0].arms)
 head = S.arms(HEADLINE)
 tables.results(head, published=nb.published(HEADLINE))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the decoder-only baseline, the headline's runs (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-headline-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the decoder-only baseline, the headline's runs (each arm's mean over its seeds, the band spanning them; the table above gives how many). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-headline-curves"}}
 fig = plots.loss_curves(head, reference=nb.unigram(head))
 
 # %% [markdown]
@@ -68,7 +68,7 @@ fig = plots.loss_curves(head, reference=nb.unigram(head))
 runs = S.arms(ARMS)
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the three decoder-only baselines (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-baselines-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the three decoder-only baselines (each arm's mean over its seeds, with a band spanning them where it has more than one: the table above gives how many; an arm that illustrates runs one). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-baselines-curves"}}
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% [markdown]

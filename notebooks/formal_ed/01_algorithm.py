@@ -98,7 +98,7 @@ print(f"source {source!r}: ℓ_z = {len(z)}, ℓ_x = {len(x)}")
 for name, value in fe.mask_checks(dep).items():
     print(f"{name}: {value}")
 
-# %% mystnb={"figure": {"caption": "Which outputs change (black) when one input token changes, on random weights. Left: the encoder output Z against the tokens of z (Mask ≡ 1: all of them). Middle: the decoder's P against z, through the cross-attention (all of them). Right: P against the tokens of x: column j changes only for the tokens x_1, …, x_j (the unidirectional mask).", "name": "formal-ed-dependence"}}
+# %% mystnb={"figure": {"caption": "Which outputs change (black) when one input token changes, on random weights, one panel per map: 'encoder: Z on z', the encoder output Z against the tokens of z (Mask ≡ 1: all of them); 'decoder: P on z', the decoder's P against z, through the cross-attention (all of them); 'decoder: P on x', P against the tokens of x: column j changes only for the tokens x_1, …, x_j (the unidirectional mask).", "name": "formal-ed-dependence"}}
 fig = plots.heatmaps(fe.dependence_panels(dep, z, x), cmap="Greys", vmin=0, vmax=1)
 
 # %% [markdown]

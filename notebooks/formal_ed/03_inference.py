@@ -105,7 +105,7 @@ sweep = fe.temperature_sweep(trained, cfg.data, P.temperatures, prompts=P.prompt
 print(f"{min(P.prompts, cfg.data.n_val)} held-out sources × {P.samples} draws per τ and seed")
 fe.sweep_table(sweep)
 
-# %% mystnb={"figure": {"caption": "ED-Inference on held-out sources against the temperature τ (0 and ∞ are the limits: argmax and uniform). Left: exact-match accuracy. Middle: the mean entropy of q, the distribution each token is drawn from (at τ = ∞ it is ln|V|). Right: distinct outputs per source, as a share of the draws. Mean over seeds; the bars span the lowest to the highest seed.", "name": "formal-ed-temperature"}}
+# %% mystnb={"figure": {"caption": "ED-Inference on held-out sources against the temperature τ (0 and ∞ are the limits: argmax and uniform). One panel per measure: 'exact match', the exact-match accuracy; 'entropy of q', the mean entropy of q, the distribution each token is drawn from (at τ = ∞ it is ln|V|); 'distinct outputs / draws', distinct outputs per source, as a share of the draws. Each point is the mean over seeds; its bar spans the lowest to the highest seed.", "name": "formal-ed-temperature"}}
 labels, series = fe.sweep_series(sweep)
 fig = plots.sweep(labels, series, xlabel="temperature τ", ylabel="mean over seeds (bar: min to max)")
 
@@ -127,7 +127,7 @@ fe.examples_table(model, cfg.data, (0.0, 1.0, 2.0, 4.0, float("inf")), seed=seed
 # each row sum to one. To reverse a string, the decoder must find the source token that comes next in reverse
 # order. A model that does this by attending to that token shows an anti-diagonal in at least one head.
 
-# %% mystnb={"figure": {"caption": "Cross-attention weights of the trained model (first seed) while it writes its τ = 0 answer to the longest held-out source: one panel per decoder layer and head (or the mean over heads when there are many). Rows: the token being written; columns: the source tokens z.", "name": "formal-ed-cross-attention"}}
+# %% mystnb={"figure": {"caption": "Cross-attention weights of the trained model (first seed) while it writes its τ = 0 answer to the longest held-out source: one panel per decoder layer and head (or the mean over heads when there are many), in rows of panels. In each panel, rows: the token being written; columns: the source tokens z.", "name": "formal-ed-cross-attention"}}
 _, _, longest = algorithm.longest_example(cfg.data)
 maps, src, predicted = fe.cross_attention(model, cfg.data, longest)
 fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len(maps) * maps.shape[1]),

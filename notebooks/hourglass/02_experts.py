@@ -81,7 +81,7 @@ tables.results(runs, published=nb.published(ARMS))
 display(hourglass.sources_table(ARMS))
 Markdown(hourglass.sources_note())
 
-# %% mystnb={"figure": {"caption": "Validation loss against the number of soft experts (448-96, attention upsampling): left, at the end of each run; right, each model read at the training FLOPs where the model without experts ends (performance per compute). Mean over seeds, bars span the seeds.", "name": "hourglass-experts-sweep"}}
+# %% mystnb={"figure": {"caption": "Validation loss against the number of soft experts (448-96, attention upsampling): the panel 'final', at the end of each run; the panel 'at the no-expert model's final FLOPs', each model read at the training FLOPs where the model without experts ends (performance per compute). Each point is the mean over an arm's seeds, its bar spanning them where it has more than one.", "name": "hourglass-experts-sweep"}}
 by_name = dict(zip(ARMS, runs.values()))
 counts, series = hourglass.experts_per_compute(by_name, hourglass.SWEEP + hourglass.EXPERTS[2:], hourglass.SWEEP[0])
 fig = plots.sweep(counts, series, xlabel="soft experts (every 4th latent block)", ylabel="cross-entropy (nats/token)")

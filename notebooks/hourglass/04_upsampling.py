@@ -79,7 +79,7 @@ fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_refer
 by_name = dict(zip(ARMS, runs.values()))
 hourglass.mode_table(by_name)
 
-# %% mystnb={"figure": {"caption": "Left: validation loss of the 448-96 anchor in both modes against counted training FLOPs. Right: the gap, attention minus repeat, at the repeat runs' evaluations (below zero: attention ahead). Mean over seeds, bands span the seeds. Dashed: the unigram loss.", "name": "hourglass-modes-compute"}}
+# %% mystnb={"figure": {"caption": "The panel 'validation loss': the 448-96 anchor in both modes against counted training FLOPs; the panel 'attention - repeat': the gap, attention minus repeat, at the repeat runs' evaluations (below zero: attention ahead). Each line is the mean over an arm's seeds, its band spanning them where it has more than one. Dashed: the unigram loss.", "name": "hourglass-modes-compute"}}
 curves = hourglass.cost_curves({experiments.get(n).title: by_name[n] for n in (hourglass.ANCHOR, hourglass.REPEAT)})
 curves["gap (attention - repeat)"] = hourglass.mode_gaps(by_name[hourglass.ANCHOR], by_name[hourglass.REPEAT])
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss", "gap": "attention - repeat"}, xlabel="training FLOPs",

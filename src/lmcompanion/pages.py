@@ -639,9 +639,16 @@ def registered_claims() -> dict[str, list[ledger.Claim]]:
     return ledger.LEDGER
 
 
+# Where a table cell's text may break besides its spaces: after an underscore inside a name (attn_384_32_e6), marked
+# with <wbr>; never inside a number or a word. Code, math, links and addresses are left as they are.
+_KEEP = re.compile(r"(`[^`]*`|\$[^$]*\$|\[[^\]]*\]\([^)]*\)|<[^>]*>|\S*://\S*)")
+_NAME_BREAK = re.compile(r"(?<=[A-Za-z0-9])_(?=[A-Za-z0-9])")
+
+
 def _md(text: str) -> str:
-    """A table cell: one line, its pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """A table cell: one line, its pipes escaped, a break allowed after each underscore of a name (<wbr>)."""
+    parts = _KEEP.split(" ".join(text.split()).replace("|", "\\|"))
+    return "".join(p if i % 2 else _NAME_BREAK.sub(r"\\_<wbr>", p) for i, p in enumerate(parts))
 
 
 def ledger_page(root: Path, prefix: str = "notebooks") -> str:

@@ -298,14 +298,22 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
              title: str | None = None, panel_size: tuple[float, float] = (3.0, 2.7)):
     """Several matrices side by side in one figure. Each panel is a mapping with ``matrix``, ``title``, ``xlabel``,
     ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all. Panels grow
-    with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible."""
+    with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible; where that would leave one panel
+    per row, only every k-th x tick is labelled, the smallest k that fits two panels in a row (a grid, not a column
+    taller than a screen)."""
     import matplotlib.pyplot as plt
     n = len(panels)
     most = {k: max((len(p.get(k) or ()) for p in panels), default=0) for k in ("xticks", "yticks")}
     # the narrowest a panel may be drawn (its labelled ticks legible), and the size asked for
-    least = (max(2.2, TICK_INCHES * most["xticks"] + 1.2), max(2.0, TICK_INCHES * most["yticks"] + 1.2))
-    want = (max(panel_size[0], least[0]), max(panel_size[1], least[1]))
     margin = 0.7 + (0.6 if colorbar is not None else 0.0)  # the y label, and the colour bar beside the panels
+    # Several panels that would each need the page's width for every x label (a long source sequence) stack into a
+    # column taller than a screen: label every step-th tick instead, the fewest steps that put two panels in a row.
+    step = 1
+    wide = lambda k: max(2.2, TICK_INCHES * -(-most["xticks"] // k) + 1.2)  # noqa: E731
+    while n > 1 and (ncols or 2) > 1 and panel_grid(n, wide(step), ncols, margin)[1] < 2 and step < most["xticks"]:
+        step += 1
+    least = (wide(step), max(2.0, TICK_INCHES * -(-most["yticks"] // step) + 1.2))  # the rows' labels thinned alike
+    want = (max(panel_size[0], least[0]), max(panel_size[1], least[1]))
     nrows, ncols = panel_grid(n, least[0], ncols, margin)  # as many a row as fit at their narrowest; more rows
     scale = min(1.0, max(least[0] / want[0], (DRAWN_WIDTH - margin) / ncols / want[0]))
     size = (want[0] * scale, max(least[1], want[1] * scale))
@@ -314,8 +322,10 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
     for ax in axes.flat[n:]:
         ax.axis("off")
     for ax, panel in zip(axes.flat, panels):
+        xticks, yticks = ([t if i % step == 0 else "" for i, t in enumerate(ticks)] if ticks is not None else None
+                          for ticks in (panel.get("xticks"), panel.get("yticks")))
         heatmap(panel["matrix"], xlabel=panel.get("xlabel", ""), ylabel=panel.get("ylabel", ""),
-                title=panel.get("title"), xticks=panel.get("xticks"), yticks=panel.get("yticks"), cmap=cmap, ax=ax)
+                title=panel.get("title"), xticks=xticks, yticks=yticks, cmap=cmap, ax=ax)
         ax.images[-1].set_clim(vmin, vmax)
     if colorbar is not None:
         fig.colorbar(axes.flat[0].images[-1], ax=list(axes.flat[:n]), label=colorbar, shrink=0.85)
