@@ -13,7 +13,20 @@ CSS pixels, or ``--widths``), waits for MathJax to typeset, and checks what a re
 - **mathematics**: no raw TeX left in the text a reader sees (``$...$``, ``\\(``, ``\\[``, ``\\command``, ``x_{...}``,
   ``x^{...}``), outside code and outside what MathJax typeset;
 - **links**: every internal link (``href`` without a scheme) resolves to a file of the build, and its ``#anchor``,
-  if any, to an element of that page.
+  if any, to an element of that page;
+- **breaks inside words**: no line of text (outside code) breaks between two letters or digits of one word, number
+  or name ("Definiti|on", "+0.018|4", "attn_384_3|2_e6"); a name may break where the page allows it (``<wbr>``);
+- **boxes that scroll apart**: no element of the text column scrolls up and down on its own (a summary capped at a
+  share of the screen hides what the page's own scrolling skips);
+- **the first screen**: on the intro and every landing page but the prologue's (``--first-screen``), the block of its
+  conclusion and headline verdicts (``.lmc-first``, :mod:`lmcompanion.pages`) and its first verdict badge begin within
+  the first screen (900 px), at every width;
+- **page length**: no page is taller than ``--max-height`` (15,000 px) at the laptop and wide widths with every fold
+  closed, as a reader first meets it (the scorecard's and the ledger's heights are printed at every width);
+- **console errors**: nothing the page logs as an error in the browser's console (a script that fails);
+- **contrast**: every piece of text outside code, and every verdict badge and filter button, against the background
+  it is drawn on: at least 4.5:1 (3:1 for large text), WCAG's formula; text shown only on hover is skipped;
+- **alt text**: no image's alt text is missing or its file's name.
 
 It prints one line per problem (page, width, what) and a count per width, and exits 1 if there is any. Chromium and
 its driver come from Debian (``apt-get install -y chromium chromium-driver``: ``/usr/bin/chromium`` and
@@ -38,6 +51,10 @@ from urllib.parse import unquote, urldefrag, urlsplit
 
 WIDTHS = {"phone": 390, "laptop": 1400, "wide": 1920}
 HEIGHT = 900
+MAX_HEIGHT = 15_000  # px: the longest a page may be at the laptop and wide widths, every fold closed
+# the pages whose first screen must show their conclusion and headline verdicts (.lmc-first, lmcompanion.pages):
+# the intro and every chapter's landing page but the prologue's, which decides nothing
+FIRST_SCREEN = r"^book/(intro|(?!prologue/)[^/]+/index)\.html$"
 ASPECT_TOLERANCE = 0.01
 SKIP = ("_static/", "_sources/", "_images/", "genindex.html", "search.html")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -111,9 +128,108 @@ WAIT_MATH = r"""
 const done = arguments[arguments.length - 1];
 const frames = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50))));
 const ready = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : Promise.resolve();
-// open every folded cell and dropdown, so that what it hides is checked too
-for (const d of document.querySelectorAll('details')) d.open = true;
+// open every folded cell and dropdown, so that what it hides is checked too (FOLD closes them again afterwards)
+window.lmcOpened = [];
+for (const d of document.querySelectorAll('details')) if (!d.open) { d.open = true; window.lmcOpened.push(d); }
 ready().then(frames).then(() => done(true), () => done(false));  // and the layout settled at this width
+"""
+
+SETTLE = r"""
+const done = arguments[arguments.length - 1];
+for (const d of window.lmcOpened || []) d.open = false;   // folded again: the page as a reader first sees it
+window.lmcOpened = [];
+requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => done(true), 50)));
+"""
+
+# Runs in the page as a reader first sees it (every fold closed): its height, and where the first screen ends.
+FOLDED = r"""
+const first = document.querySelector('.lmc-first');
+const badge = first ? first.querySelector('.lmc-badge') : null;
+const top = el => el ? el.getBoundingClientRect().top + window.scrollY : null;
+return {height: document.documentElement.scrollHeight, screen: window.innerHeight,
+        first: top(first), badge: top(badge), badges: document.querySelectorAll('.lmc-badge').length};
+"""
+
+# Runs in the page with every fold open: text broken inside a word, text whose contrast is too low, boxes that
+# scroll apart from the page, images whose alt text is their file.
+READ = r"""
+const col = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+const SKIP = /^(SCRIPT|STYLE|CODE|PRE|KBD|SAMP|TEXTAREA|MJX-CONTAINER|MJX-ASSISTIVE-MML|BUTTON|svg)$/;
+const shown = n => { for (let e = n.parentElement; e && e !== col; e = e.parentElement) {
+  if (SKIP.test(e.tagName) || e.classList.contains('highlight') || e.classList.contains('MathJax')) return false; }
+  return n.parentElement.getClientRects().length > 0; };
+const walker = document.createTreeWalker(col, NodeFilter.SHOW_TEXT,
+  {acceptNode: n => /\S/.test(n.textContent) && shown(n) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT});
+const WORD = /[A-Za-z0-9\u00C0-\u024F\u0370-\u03FF]/;
+const breaks = [], range = document.createRange();
+let nodes = 0;
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const text = n.textContent;
+  range.selectNodeContents(n);
+  const lines = range.getClientRects();
+  if (lines.length < 2) continue;      // on one line: nothing broken
+  nodes++;
+  let lastTop = null;
+  for (let i = 0; i < text.length; i++) {
+    if (/\s/.test(text[i])) { lastTop = null; continue; }
+    range.setStart(n, i); range.setEnd(n, i + 1);
+    const r = range.getClientRects()[0];
+    if (!r) continue;
+    // a new line begins between two letters or digits of one word: a break inside the word
+    if (lastTop !== null && r.top > lastTop + 2 && WORD.test(text[i]) && WORD.test(text[i - 1])) {
+      const a = text.lastIndexOf(' ', i - 1) + 1, b = text.indexOf(' ', i);
+      breaks.push(text.slice(a, i) + '|' + text.slice(i, b < 0 ? text.length : b));
+    }
+    lastTop = r.top;
+  }
+}
+// contrast of each piece of text against the background it is drawn on (the first opaque one above it)
+const rgba = c => { const m = c.match(/[\d.]+/g).map(Number); return m.length === 3 ? [...m, 1] : m; };
+const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+const over = (top, bottom) => { const a = top[3]; return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat(1); };
+const background = el => { const layers = [];
+  for (let e = el; e; e = e.parentElement) { const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+  let bg = [255, 255, 255, 1];
+  for (const c of layers.reverse()) bg = over(c, bg);
+  return bg; };
+const pairs = {};
+const targets = new Set();
+for (const el of col.querySelectorAll('*')) {
+  if (SKIP.test(el.tagName) || el.closest('pre, .highlight, mjx-container, svg') || !el.getClientRects().length) continue;
+  if ([...el.childNodes].some(c => c.nodeType === 3 && /\S/.test(c.textContent))) targets.add(el);
+}
+const faded = el => { for (let e = el; e; e = e.parentElement) { const s = getComputedStyle(e);
+  if (parseFloat(s.opacity) === 0 || s.visibility === 'hidden') return true; } return false; };  // shown on hover only
+for (const el of [...targets, ...document.querySelectorAll('.lmc-badge, .lmc-filter button')]) {
+  if (!el.getClientRects().length || faded(el)) continue;
+  const s = getComputedStyle(el);
+  const bg = background(el), fg = over(rgba(s.color), bg);
+  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+  const ratio = (hi + 0.05) / (lo + 0.05);
+  const size = parseFloat(s.fontSize), bold = parseInt(s.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  const key = s.color + ' on ' + `rgb(${bg.slice(0, 3).map(Math.round).join(', ')})`;
+  if (!pairs[key]) pairs[key] = {ratio: Math.round(ratio * 100) / 100, need: need, text: el.textContent.trim().slice(0, 40),
+                                 cls: el.tagName.toLowerCase() + (el.classList.length ? '.' + [...el.classList].join('.') : ''),
+                                 badge: el.classList.contains('lmc-badge')};
+}
+// boxes that scroll apart from the page (up and down) inside the text column
+const boxes = [];
+for (const el of col.querySelectorAll('*')) {
+  const s = getComputedStyle(el);
+  if ((s.overflowY === 'auto' || s.overflowY === 'scroll') && el.scrollHeight > el.clientHeight + 1 && el.clientHeight > 0)
+    boxes.push({what: el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ').slice(0, 2).join('.') : ''),
+                shown: el.clientHeight, holds: el.scrollHeight});
+}
+const alts = [];
+for (const img of col.querySelectorAll('img')) {
+  const alt = (img.getAttribute('alt') || '').trim();
+  if (!alt || alt === img.getAttribute('src') || /\.(png|jpe?g|svg|gif)$/i.test(alt)) alts.push(img.getAttribute('src'));
+}
+return {breaks: breaks, nodes: nodes, contrast: Object.entries(pairs).map(([k, v]) => ({pair: k, ...v})), boxes: boxes,
+        alts: alts};
 """
 
 
@@ -133,6 +249,9 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     figures: dict = field(default_factory=dict)  # width -> [checked, off]
     scrolled: dict = field(default_factory=dict)  # width -> tables/code in a visible scroll container
+    breaks: dict = field(default_factory=dict)  # width -> breaks inside a word or number
+    heights: dict = field(default_factory=dict)  # width -> page -> px with every fold closed
+    contrast: dict = field(default_factory=dict)  # "colour on background" -> its lowest ratio seen
     pages: int = 0
 
 
@@ -199,6 +318,7 @@ def browser(chromium: str, chromedriver: str, profile_dir: str):
     options.binary_location = chromium
     for flag in FLAGS + [f"--user-data-dir={profile_dir}", f"--window-size={max(WIDTHS.values())},{HEIGHT}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})  # the console's errors (console_errors)
     return webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
 
 
@@ -208,8 +328,59 @@ def set_width(driver, width: int) -> None:
                            {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 600})
 
 
+def console_errors(driver) -> list[str]:
+    """The errors the page logged in the browser's console since the last call (a script that failed, a theme
+    error), each as its message."""
+    try:
+        entries = driver.get_log("browser")
+    except Exception:  # a driver without logs: nothing to read
+        return []
+    return [" ".join(e["message"].split())[:200] for e in entries if e.get("level") == "SEVERE"]
+
+
+def read_folded(report: Report, name: str, label: str, width: int, folded: dict, *, strict_from: int,
+                max_height: int, first_screen: bool) -> None:
+    """The page as a reader first sees it: its length (at the laptop and wide widths), and, on a page whose first
+    screen must show its verdicts, where they begin."""
+    report.heights.setdefault(label, {})[name] = folded["height"]
+    if width >= strict_from and folded["height"] > max_height:
+        report.problems.append(Problem(name, label, "long", f"{folded['height']:,} px tall with every fold closed "
+                                                            f"(at most {max_height:,})"))
+    if not first_screen:
+        return
+    if folded["first"] is None:
+        report.problems.append(Problem(name, label, "first screen", "no .lmc-first block (the page's conclusion and "
+                                                                    "headline verdicts)"))
+    elif folded["badge"] is None or folded["badge"] >= folded["screen"]:
+        where = "none" if folded["badge"] is None else f"at {folded['badge']:.0f} px"
+        report.problems.append(Problem(name, label, "first screen", f"its first headline verdict is {where}, below "
+                                                                    f"the first screen ({folded['screen']} px)"))
+
+
+def read_open(report: Report, name: str, label: str, r: dict, first_width: bool) -> None:
+    """The page with every fold open: breaks inside words, scrolling boxes, and (once per page) contrast and alt
+    text."""
+    if r["breaks"]:
+        report.breaks[label] = report.breaks.get(label, 0) + len(r["breaks"])
+        report.problems.append(Problem(name, label, "mid-word", f"{len(r['breaks'])} breaks inside a word or number: "
+                                                                + ", ".join(dict.fromkeys(r["breaks"][:6]))))
+    for b in r["boxes"]:
+        report.problems.append(Problem(name, label, "box scrolls", f"{b['what']} shows {b['shown']} of its "
+                                                                   f"{b['holds']} px in a box that scrolls apart"))
+    if not first_width:
+        return
+    for c in r["contrast"]:
+        report.contrast[c["pair"]] = min(c["ratio"], report.contrast.get(c["pair"], c["ratio"]))
+        if c["ratio"] < c["need"]:
+            report.problems.append(Problem(name, "all", "contrast", f"{c['ratio']}:1 (needs {c['need']}:1): "
+                                                                   f"{c['pair']}, {c['cls']} '{c['text']}'"))
+    for src in r["alts"]:
+        report.problems.append(Problem(name, "all", "alt text", f"{src}: its alt text is missing or its file name"))
+
+
 def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: str, pages: list[str] | None = None,
-          strict_from: int = 1000, screenshots: Path | None = None, log=print) -> Report:
+          strict_from: int = 1000, screenshots: Path | None = None, log=print, max_height: int = MAX_HEIGHT,
+          first_screen: str = FIRST_SCREEN) -> Report:
     root = Path(root)
     files = sorted(p for p in root.rglob("*.html") if not str(p.relative_to(root)).startswith(SKIP)
                    and str(p.relative_to(root)) not in SKIP)
@@ -231,12 +402,18 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
                 if not loaded:
                     driver.get(path.resolve().as_uri())
                     loaded = True
-                driver.execute_async_script(WAIT_MATH)
+                driver.execute_async_script(SETTLE)
                 try:
+                    folded = driver.execute_script(FOLDED)
+                    driver.execute_async_script(WAIT_MATH)
                     m = driver.execute_script(MEASURE)
+                    opened = driver.execute_script(READ)
                 except Exception as e:  # a page the measurement cannot read is a problem, not the end of the check
                     report.problems.append(Problem(name, label, "error", str(e).splitlines()[0]))
                     continue
+                read_folded(report, name, label, width, folded, strict_from=strict_from, max_height=max_height,
+                            first_screen=bool(re.search(first_screen, name)))
+                read_open(report, name, label, opened, label == next(iter(widths)))
                 if screenshots is not None:
                     shot = screenshots / label / (name.replace("/", "__")[:-5] + ".png")
                     shot.parent.mkdir(parents=True, exist_ok=True)
@@ -271,6 +448,8 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
                 if label == next(iter(widths)):  # the same text at every width: once
                     for found in raw_math(m["texts"]):
                         report.problems.append(Problem(name, "all", "raw math", found))
+            for message in console_errors(driver):
+                report.problems.append(Problem(name, "all", "console", message))
             log(f"checked {name}")
     finally:
         driver.quit()
@@ -289,6 +468,10 @@ def main(argv=None) -> int:
     parser.add_argument("--screenshots", type=Path, help="also save a full-page screenshot of each page and width here")
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
     parser.add_argument("--chromedriver", default=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    parser.add_argument("--max-height", type=int, default=MAX_HEIGHT,
+                        help="the longest a page may be, every fold closed, from --strict-from on (default %(default)s)")
+    parser.add_argument("--first-screen", default=FIRST_SCREEN,
+                        help="pages whose first screen must show their headline verdicts (default %(default)s)")
     parser.add_argument("--json", type=Path, help="write the problems and counts here as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no line per page checked")
     args = parser.parse_args(argv)
@@ -307,7 +490,8 @@ def main(argv=None) -> int:
     os.environ.setdefault("SE_AVOID_STATS", "true")  # selenium sends no usage statistics
     started = time.monotonic()
     report = check(root, widths, chromium=args.chromium, chromedriver=args.chromedriver, pages=args.pages,
-                   strict_from=args.strict_from, screenshots=args.screenshots,
+                   strict_from=args.strict_from, screenshots=args.screenshots, max_height=args.max_height,
+                   first_screen=args.first_screen,
                    log=(lambda *_: None) if args.quiet else print)
     for p in report.problems:
         print(p)
@@ -327,10 +511,30 @@ def main(argv=None) -> int:
     for p in report.problems:
         if p.width == "all":
             rest[p.kind] = rest.get(p.kind, 0) + 1
-    print(f"  every width: {rest.get('raw math', 0)} raw math, {rest.get('link', 0)} broken internal links")
+    print(f"  every width: {rest.get('raw math', 0)} raw math, {rest.get('link', 0)} broken internal links, "
+          f"{rest.get('console', 0)} console errors, {rest.get('contrast', 0)} texts under their contrast, "
+          f"{rest.get('alt text', 0)} images whose alt text is missing or their file")
+    for label in widths:
+        kinds = {}
+        for p in report.problems:
+            if p.width == label:
+                kinds[p.kind] = kinds.get(p.kind, 0) + 1
+        heights = report.heights.get(label, {})
+        tallest = sorted(heights.items(), key=lambda kv: -kv[1])[:3]
+        print(f"  {label}: {report.breaks.get(label, 0)} breaks inside a word; {kinds.get('box scrolls', 0)} boxes "
+              f"scrolling apart; {kinds.get('first screen', 0)} first screens without their verdicts; "
+              f"{kinds.get('long', 0)} pages too long; tallest: "
+              + ", ".join(f"{k} {v:,} px" for k, v in tallest))
+    for page in ("book/generated/scorecard.html", "book/generated/claims.html"):
+        print(f"  {page}: " + ", ".join(f"{label} {report.heights.get(label, {}).get(page, 0):,} px" for label in widths))
+    if report.contrast:
+        low = sorted(report.contrast.items(), key=lambda kv: kv[1])[:3]
+        print("  lowest contrast: " + "; ".join(f"{v}:1 {k}" for k, v in low))
     if args.json:
         args.json.write_text(json.dumps({"problems": [p.__dict__ for p in report.problems],
-                                         "figures": report.figures, "scrolled": report.scrolled}, indent=1))
+                                         "figures": report.figures, "scrolled": report.scrolled,
+                                         "breaks": report.breaks, "heights": report.heights,
+                                         "contrast": report.contrast}, indent=1))
     print("page check: " + ("passed" if not report.problems else f"{len(report.problems)} problems"))
     return 1 if report.problems else 0
 

@@ -1,4 +1,6 @@
-"""tests/page_check.py finds what it is for: a squashed figure, a table past the column, raw TeX, a broken link.
+"""tests/page_check.py finds what it is for: a squashed figure, a table past the column, raw TeX, a broken link, a
+break inside a word, a box that scrolls apart, low contrast, a console error, a missing alt text, a page too long and
+verdicts below the first screen.
 
 The browser part runs only where Debian's chromium and chromium-driver and selenium (the page-check extra) are
 installed; the parts that read files run everywhere."""
@@ -82,3 +84,48 @@ def test_the_browser_check_finds_a_squashed_figure_an_overflowing_table_and_raw_
                              pages=["index"], log=lambda *_: None)
     assert phone.scrolled["phone"] >= 1  # at a phone's width the visible scroll container is allowed
     assert shutil.which(str(CHROMIUM))
+
+
+READER = """<html><head><style>
+article.bd-article {{ width: 300px; padding: 0; font: 16px sans-serif; }}
+td.anywhere {{ overflow-wrap: anywhere; }}
+.box {{ max-height: 100px; overflow-y: auto; }}
+.pale {{ color: #bbbbbb; background: #ffffff; }}
+.lmc-badge.lmc-holds {{ color: #ffffff; background: #1a7f37; }}
+</style></head><body><article class="bd-article">
+<div style="height: {spacer}px">the method, before the verdicts</div>
+<div class="lmc-first"><span class="lmc-badge lmc-holds">holds at cpu</span></div>
+<table style="width: 60px"><tr><td class="anywhere">Definition attn_384_32_e6 +0.0184</td></tr></table>
+<div class="box">{lines}</div>
+<p class="pale">too pale to read</p>
+<img src="{img}" alt="{img_alt}">
+<script>const twice = 1;</script><script>const twice = 2;</script>
+</article></body></html>"""
+
+
+@pytest.mark.skipif(not has_browser, reason="needs Debian's chromium and chromium-driver, and selenium")
+def test_the_reader_checks_find_breaks_inside_words_scrolling_boxes_low_contrast_console_errors_and_late_verdicts(
+        tmp_path):
+    png = "data:image/png;base64," + base64.b64encode(_png(40, 20)).decode()
+    lines = "<br>".join(f"line {i}" for i in range(40))
+    (tmp_path / "index.html").write_text(READER.format(spacer=1200, lines=lines, img=png, img_alt="x.png"))
+    report = page_check.check(tmp_path, {"laptop": 1400}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
+                              log=lambda *_: None, max_height=1000, first_screen="index")
+    kinds = {}
+    for p in report.problems:
+        kinds.setdefault(p.kind, []).append(p.what)
+    assert report.breaks["laptop"] >= 2 and any("Definiti" in w or "attn_" in w for w in kinds["mid-word"])
+    assert len(kinds["box scrolls"]) == 1 and "div.box" in kinds["box scrolls"][0]
+    assert any("too pale" in w for w in kinds["contrast"]) and not any("holds at cpu" in w for w in kinds["contrast"])
+    assert any("already been declared" in w for w in kinds["console"])
+    assert len(kinds["alt text"]) == 1
+    assert len(kinds["long"]) == 1  # taller than max_height
+    assert "below the first screen" in kinds["first screen"][0]  # the verdict sits under 1,200 px of method
+    # the same page with its verdict first, a box that fits, text that breaks between words, and an alt text: clean
+    (tmp_path / "index.html").write_text(READER.format(spacer=10, lines="one line", img=png, img_alt="a grey box")
+                                         .replace('class="anywhere"', "").replace("+0.0184", "")
+                                         .replace('<p class="pale">too pale to read</p>', "")
+                                         .replace("<script>const twice = 2;</script>", ""))
+    clean = page_check.check(tmp_path, {"laptop": 1400}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
+                             log=lambda *_: None, max_height=1000, first_screen="index")
+    assert [p for p in clean.problems if p.kind != "overflow"] == [], clean.problems
