@@ -25,7 +25,8 @@ from typing import Any, Callable, Mapping, Sequence
 from . import experiments
 from .errors import LMCError
 from .train.store import NoRunFiles
-from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, have, not_decided
+from .verdicts import (KINDS, NOT_DECIDED, TRAINING, Verdict, between, gap_trend, have, not_decided, sized,
+                       with_trend)
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
 
@@ -80,6 +81,7 @@ class Row:
     extension: bool = False  # the book's own claim, beyond the write-up
     timed: tuple[str, str] | None = None  # the two arms the verdict notebook times side by side for it
     published: str = ""  # the write-up's numbers, shown where this profile does not run its arms
+    gap: tuple[str, str, str] | None = None  # (claimed-better arm, other arm, metric): a headline row's gap trend
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -95,7 +97,7 @@ def between_row(text: str, metric: str, better: str, worse: str, notebook: str, 
     """The row of the claim "``better`` ends lower than ``worse`` on ``metric``" (the final estimates, both arms
     gated on them: :func:`lmcompanion.verdicts.between`)."""
     return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse),
-               extension=extension)
+               extension=extension, gap=(better, worse, metric))
 
 
 def register(chapter: str, rows: Sequence[Row]) -> list[Row]:
@@ -184,7 +186,10 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
         v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
                                            "no test is possible)")
-    return _stamp(v, row, chapter)
+    v = _stamp(v, row, chapter)
+    if v.headline and row.gap is not None and have(runs, *row.gap[:2]):
+        return with_trend(v, gap_trend(runs[row.gap[0]], runs[row.gap[1]], row.gap[2])[1])
+    return sized(v)
 
 
 def verdicts(chapter: str, ctx: Context, notebook: str | None = None) -> list[Verdict]:

@@ -46,6 +46,7 @@ class Settings:
     started: float = field(default_factory=time.time)  # when the notebook called setup (for its execution time)
     used: dict = field(default_factory=dict, compare=False)  # run folder -> run, every run this notebook read
     said: list = field(default_factory=list, compare=False)  # the notes this page has shown (Settings.arms)
+    decided: dict = field(default_factory=dict, compare=False)  # profile -> the rows this page decided there
 
     def config(self, name: str, seed: int | None = None) -> RunConfig:
         seed = self.seeds[0] if seed is None else seed
@@ -388,11 +389,11 @@ def scale_table(settings: Settings, names: Sequence[str]):
         p_here, p_paper = passes(here), _paper_passes(paper)
         rows.append({"experiment": name,
                      f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
-                     "parameters (write-up)": f"{models.num_params(paper.model):,}",
+                     "parameters (paper)": f"{models.num_params(paper.model):,}",
                      f"tokens/run ({settings.profile})": _seen(here),
-                     "tokens/run (write-up)": _seen(paper),
+                     "tokens/run (paper)": _seen(paper),
                      f"passes over the data ({settings.profile})": _sig3(p_here) if p_here is not None else "",
-                     "passes (write-up)": p_paper})
+                     "passes (paper)": p_paper})
     return pd.DataFrame(rows).set_index("experiment")
 
 
@@ -476,6 +477,9 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
         display(t.table())
         timings.append(t)
     rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra, illustrating))
+    # a decided row whose effect has the other sign on the recorded runs of another profile says so
+    rows = verdicts.cross_profile(rows, recorded_rows(settings, chapter, names))
+    settings.decided[settings.profile] = rows
     timed = claims.timed_claims(chapter)
     if timed:
         display(Markdown("**The rows decided by these timings** (their outcome moves with the load of the machine "
@@ -492,6 +496,17 @@ def timed_verdicts(rows: Sequence[verdicts.Verdict], timed: Sequence[str]):
 def recorded_arms(settings: Settings, names: Sequence[str]) -> dict[str, recorded.Found]:
     """The recorded runs of ``names`` at every profile other than this notebook's (profile -> what was found)."""
     return recorded.arms(list(names), exclude_profile=settings.profile)
+
+
+def recorded_rows(settings: Settings, chapter: str, names: Sequence[str]) -> dict[str, list[verdicts.Verdict]]:
+    """The rows of ``chapter`` decided on the recorded runs of ``names`` at every profile other than this notebook's
+    (profile -> rows), each profile decided once per page (kept in ``settings.decided``)."""
+    out = {}
+    for profile, f in recorded_arms(settings, names).items():
+        if profile not in settings.decided:
+            settings.decided[profile] = claims.verdicts(chapter, claims.Context(f.runs))
+        out[profile] = settings.decided[profile]
+    return out
 
 
 def recorded_table(found: Mapping[str, recorded.Found]):
@@ -629,12 +644,13 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
                 "provenance, no weights), judged by the same rule; where they come from, then each profile's verdicts "
                 "(arms not recorded are left out).")
         display(recorded_table(found))
-        for profile, f in found.items():
-            display(show_verdicts(settings, chapter, claims.verdicts(chapter, claims.Context(f.runs)),
-                                  profile=profile))
+        own = {settings.profile: settings.decided[settings.profile]} if settings.profile in settings.decided else {}
+        for profile, rows in recorded_rows(settings, chapter, names).items():
+            display(show_verdicts(settings, chapter, verdicts.cross_profile(rows, own), profile=profile))
     section("How far this profile is from the write-up.", "Model size, tokens seen per run and passes over the "
-            "training data, here and in the write-up (the `paper` profile). A verdict reached far below the "
-            "write-up's scale may change at its scale.")
+            "training data, here and at the `paper` profile: the write-up's settings where it states them, the "
+            "original code's where it does not, counted by the book (no write-up prints these counts). A verdict "
+            "reached far below the write-up's scale may change at its scale.")
     display(scale_table(settings, names))
     section("Settings of this profile.", f"Every setting in which the `{settings.profile}` profile differs from the "
             "write-up's (the `paper` profile); empty at the `paper` profile.")

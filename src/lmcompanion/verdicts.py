@@ -38,6 +38,7 @@ the write-up's claim, or the book's own extension beyond it (``extension``); the
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -54,6 +55,14 @@ EXACT = "exact (no sampling)"
 # What a row is (see the module doc)
 TRAINING, COST, COMPUTED, CHECK = "training", "cost", "computed", "check"
 KINDS = (TRAINING, COST, COMPUTED, CHECK)
+# The form of a row: the shape of the claim it tests, chosen from the claim's words. The vocabulary, with the words
+# that choose each form and how each is decided, is :mod:`lmcompanion.chapters.verdict_forms`; the forms decided here
+# stamp their rows with their name.
+BETTER, NO_GAIN, NO_WORSE, SAME, CROSSOVER = "strictly better", "no gain", "no worse", "about the same", "crossover"
+AT_MOST, AT_LEAST, WITHIN, TREND, NO_TREND = "at most a bound", "at least a bound", "within a range", "a trend", "no trend"
+EXACT_FORM = "exact"
+FORMS = (BETTER, NO_GAIN, NO_WORSE, SAME, CROSSOVER, AT_MOST, AT_LEAST, WITHIN, TREND, NO_TREND, EXACT_FORM)
+TENFOLD = 10.0  # a decided row whose effect is this many times the write-up's or more is flagged (:func:`sized`)
 
 
 @dataclass(frozen=True)
@@ -71,10 +80,18 @@ class Verdict:
     extension: bool = False  # the book's own claim beyond the write-up (e.g. "beyond the write-up: ...")
     headline: bool = False  # one of the chapter's headline comparisons (declared in the experiment registry)
     arms: tuple[Arm, ...] = ()  # the gated arms, each with its distance to its reference line (lmcompanion.learning)
+    form: str = ""  # the claim's shape (one of FORMS; lmcompanion.chapters.verdict_forms)
+    size: float | None = None  # our effect as a number, in the unit of ``effect`` (a log ratio where it is a ratio)
+    published_size: float | None = None  # the write-up's effect in the same sense and unit, where it prints one
+    flags: tuple[str, ...] = ()  # what a reader must see beside a decided row (:func:`sized`, :func:`cross_profile`)
+    trend: str = ""  # a headline row: the gap between its arms against step (:func:`gap_trend`)
+    size_note: str = ""  # the text :func:`sized` appended to ``effect`` (kept so that it is replaced, not repeated)
 
     def __post_init__(self) -> None:
         if self.kind and self.kind not in KINDS:
             raise ValueError(f"a verdict's kind is one of {KINDS}, got {self.kind!r}")
+        if self.form and self.form not in FORMS:
+            raise ValueError(f"a verdict's form is one of {FORMS}, got {self.form!r}")
 
     @property
     def group(self) -> str:
@@ -96,6 +113,13 @@ class Verdict:
     def learned(self) -> str:
         """How far each gated arm learned (:func:`lmcompanion.learning.summary`); "" for a row with none."""
         return learning.summary(self.arms)
+
+    @property
+    def size_ratio(self) -> float | None:
+        """Our effect over the write-up's (None where either is missing or the write-up's is zero)."""
+        if self.size is None or not self.published_size or not math.isfinite(self.size):
+            return None
+        return self.size / self.published_size
 
 
 def outcome_of(verdict: str) -> str:
@@ -130,13 +154,22 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p, verdict == FAILS))
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p, verdict == FAILS),
+                   form=BETTER, size=c.effect)
 
 
 def published_pair(better: str, worse: str, metric: str) -> str:
     """The write-up's ``metric`` of two experiments, "a vs b", or "no published number" when either lacks it."""
     pb, pw = experiments.get(better).published, experiments.get(worse).published
     return f"{pb[metric]} vs {pw[metric]}" if metric in pb and metric in pw else "no published number"
+
+
+def published_gap(better: str, worse: str, metric: str) -> float | None:
+    """The write-up's effect of a comparison: its ``metric`` of ``better`` minus that of ``worse`` (the sense of our
+    effect), from the experiments' registered numbers; None where either lacks one."""
+    pb, pw = experiments.get(better).published.get(metric), experiments.get(worse).published.get(metric)
+    ok = all(isinstance(x, numbers.Number) and not isinstance(x, bool) for x in (pb, pw))
+    return float(pb) - float(pw) if ok else None
 
 
 def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
@@ -146,6 +179,7 @@ def between(text: str, metric: str, better: str, worse: str, runs: Mapping[str, 
     published = published_pair(better, worse, metric)
     labels = (better.split("/")[-1], worse.split("/")[-1])
     v = claim(text, published, tables.final(runs[better], metric), tables.final(runs[worse], metric), labels)
+    v = replace(v, published_size=published_gap(better, worse, metric))
     return gate(v, arms_of(runs, metric, better, worse))
 
 
@@ -194,7 +228,7 @@ def arms_of(runs: Mapping[str, Sequence], metric: str, *names: str, values: Mapp
 def exact(text: str, published: str, ours: str, ok: bool, kind: str = CHECK) -> Verdict:
     """A claim checked by computation, with no sampling involved: a check of our code (``kind`` CHECK), or one of the
     write-up's statements (COMPUTED: its arithmetic, its models' counts)."""
-    return Verdict(text, published, ours, HOLDS if ok else FAILS, kind=kind)
+    return Verdict(text, published, ours, HOLDS if ok else FAILS, kind=kind, form=EXACT_FORM)
 
 
 def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
@@ -216,7 +250,8 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
     n = f"{len(values)} seeds"
     if len(set(tr)) == 1:  # no spread: every seed gave the same number
         verdict = HOLDS if tr[0] < bound else FAILS
-        return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds")
+        return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds",
+                       form=AT_MOST)
     p_below, p_above = stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater")
     if p_below <= ALPHA:
         verdict, p = HOLDS, p_below
@@ -224,7 +259,8 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
         verdict, p = FAILS, p_above
     else:
         verdict, p = _lean(stats.mean(tr) < bound), p_below
-    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS))
+    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS),
+                   form=AT_MOST)
 
 
 def _per_setting(per_arm: Sequence[Sequence[float]]) -> str:
@@ -247,7 +283,8 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
     else:
         verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p, verdict == FAILS))
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p, verdict == FAILS),
+                   form=TREND, size=rho)
 
 
 def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
@@ -259,7 +296,8 @@ def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Se
     p_two = min(1.0, 2 * min(stats.spearman_p(x, means, "greater"), stats.spearman_p(x, means, "less")))
     verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p_two) + " (two-sided)")
+                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p_two) + " (two-sided)",
+                   form=NO_TREND, size=rho)
 
 
 def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], margin: float, *,
@@ -298,7 +336,8 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
     ours = f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}"
     if ratio:
         ours += f"; ratio {span([u / v for u, v in zip(a, b)], '.3f')}" if paired else ""
-    return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse))
+    return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse), form=SAME,
+                   size=diff)
 
 
 def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
@@ -349,6 +388,98 @@ def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Ver
     return replace(v, verdict=word + scale + rest)
 
 
+def _decimal(x: float) -> str:
+    """A ratio with one decimal at least (34.3, 0.52): always a decimal number, as the page's numbers are."""
+    return f"{x:.1f}" if abs(x) >= 1 else f"{x:.2f}"
+
+
+def sized(v: Verdict) -> Verdict:
+    """``v`` with its size said in its effect text, computed from its data, never typed: the write-up's effect in the
+    same sense and unit where it prints one, and ours as a multiple of it; a flag on a decided row whose effect is
+    :data:`TENFOLD` times the write-up's or more (and the flags :func:`cross_profile` set); the gap trend of a
+    headline row (:func:`gap_trend`). Applied again after a flag is added, it replaces its earlier text."""
+    tenfold = f"{TENFOLD:g}× the write-up's effect or more"
+    flags = tuple(f for f in v.flags if f != tenfold)
+    ratio = v.size_ratio
+    if ratio is not None and abs(ratio) >= TENFOLD and v.outcome in (HOLDS, FAILS):
+        flags = (tenfold,) + flags
+    parts = []
+    if v.size is not None and v.published_size is not None:
+        parts.append(f"the write-up's {number(v.published_size, sign='+')}" + (
+            "" if ratio is None else f", ours {_decimal(abs(ratio))}× it"
+            + (" with the other sign" if ratio < 0 else "")))
+    parts += [f"⚑ {f}" for f in flags] + ([f"gap {v.trend}"] if v.trend else [])
+    note = "; ".join(parts)
+    base = v.effect[:-len(v.size_note) - 2] if v.size_note and v.effect.endswith("; " + v.size_note) else v.effect
+    effect = "; ".join(x for x in (base, note) if x)
+    return replace(v, flags=flags, size_note=note, effect=effect)
+
+
+def cross_profile(rows: Sequence[Verdict], others: Mapping[str, Sequence[Verdict]]) -> list[Verdict]:
+    """``rows`` with a flag on each decided row whose effect has the other sign at another profile (``others``:
+    profile -> the same chapter's rows decided there, e.g. from recorded ``gpu`` runs): "the other sign at `gpu`
+    (+0.012, does not hold)"."""
+    out = []
+    for v in rows:
+        flags = [f for f in v.flags if not f.startswith("the other sign at ")]
+        if v.outcome in (HOLDS, FAILS) and v.size:
+            for profile, vs in others.items():
+                w = next((w for w in vs if w.claim == v.claim), None)
+                if w is not None and w.size and (w.size > 0) != (v.size > 0):
+                    flags.append(f"the other sign at `{profile}` ({number(w.size, sign='+')}, {_WORD[w.outcome]})")
+        out.append(sized(replace(v, flags=tuple(flags))))
+    return out
+
+
+STEADY = 0.1  # a headline gap whose size moves by less than this share of itself over the second half is steady
+
+
+def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, float]], str]:
+    """The gap between two arms against training (seed-mean ``metric`` of ``a`` minus that of ``b``, at each
+    evaluation every run of both made, runs aligned by the fraction of their own steps, so arms trained for different
+    steps compare at the same point of their runs), and the trend of its size over the second half of training in
+    one line: "closing: +0.275 at step 250, +0.185 at step 500 (-33%)"; "closing" where the size falls by at least
+    :data:`STEADY` of itself (or the gap changes sign), "widening" where it grows by as much, "steady" otherwise.
+    Returns (the points (fraction, gap), the line); ("", no points) with fewer than two evaluations in the second
+    half."""
+    def curve(run) -> dict[float, tuple[int, float]]:
+        e = run.evals()
+        if metric not in e:
+            return {}
+        e = e[["step", metric]].dropna()
+        total = run.summary.get("steps") or run.config.train.max_steps
+        return {round(s / total, 3): (int(s), float(x)) for s, x in zip(e["step"], e[metric])}
+
+    ca, cb = [curve(r) for r in a], [curve(r) for r in b]
+    if not ca or not cb:
+        return [], ""
+    common = sorted(set.intersection(*(set(c) for c in ca + cb)))
+    points = [(f, stats.mean([c[f][1] for c in ca]) - stats.mean([c[f][1] for c in cb])) for f in common if f > 0]
+    late = [p for p in points if p[0] >= 0.5]
+    if len(late) < 2:
+        return points, ""
+    (f0, g0), (f1, g1) = late[0], late[-1]
+    same_steps = all(c[f][0] == ca[0][f][0] for c in ca + cb for f in (f0, f1))
+    where = (lambda f: f"at step {ca[0][f][0]:,}") if same_steps else (lambda f: f"at {f:.0%} of training")
+    change = (abs(g1) - abs(g0)) / abs(g0) if g0 else math.inf
+    word = ("closing" if (g0 and g1 and (g0 > 0) != (g1 > 0)) or change <= -STEADY
+            else "widening" if change >= STEADY else "steady")
+    shown = f"{change:+.0%}" if math.isfinite(change) else "from zero"
+    return points, (f"{word}: {number(g0, sign='+')} {where(f0)}, {number(g1, sign='+')} {where(f1)} ({shown}"
+                    + (", it changes sign)" if g0 and g1 and (g0 > 0) != (g1 > 0) else ")"))
+
+
+def with_trend(v: Verdict, trend: str) -> Verdict:
+    """``v`` with its headline gap's trend (:func:`gap_trend`) beside its effect; a row that does not hold whose gap
+    is closing says so in its verdict, since a longer run may reverse it."""
+    if not trend:
+        return v
+    if v.outcome == FAILS and trend.startswith("closing") and "closing" not in v.verdict:
+        v = replace(v, verdict=f"{v.verdict} (the gap between the arms is closing, so a longer run may reverse it; "
+                               "its trend is beside the effect)")
+    return sized(replace(v, trend=trend))
+
+
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     """Whether every experiment of a claim has runs (recorded runs may cover only some arms)."""
     return all(runs.get(n) for n in names)
@@ -393,8 +524,10 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["CHECK", "COLUMNS", "COMPUTED", "COST", "EVIDENCE", "EXACT", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS",
-           "NOT_DECIDED", "OUTCOMES", "TRAINING", "Verdict", "arms_of", "at_scale", "below", "between", "chance_text",
-           "chapter_share", "claim", "counts", "evidence", "exact", "fewer_parameters", "gate", "have", "in_notebook", "no_trend",
-           "not_decided", "outcome_of", "percent", "published_pair", "share_text", "similar", "table", "token_share",
-           "trend"]
+__all__ = ["AT_LEAST", "AT_MOST", "BETTER", "CHECK", "COLUMNS", "COMPUTED", "COST", "CROSSOVER", "EVIDENCE", "EXACT",
+           "EXACT_FORM", "FAILS", "FORMS", "HOLDS", "INCONCLUSIVE", "KINDS", "NOT_DECIDED", "NO_GAIN", "NO_TREND",
+           "NO_WORSE", "OUTCOMES", "SAME", "STEADY", "TENFOLD", "TRAINING", "TREND", "Verdict", "WITHIN", "arms_of",
+           "at_scale", "below", "between", "chance_text", "chapter_share", "claim", "counts", "cross_profile",
+           "evidence", "exact", "fewer_parameters", "gap_trend", "gate", "have", "in_notebook", "no_trend",
+           "not_decided", "outcome_of", "percent", "published_gap", "published_pair", "share_text", "similar", "sized",
+           "table", "token_share", "trend", "with_trend"]
