@@ -140,10 +140,22 @@ else
 	@echo "NBPARAMS is set ($(NBPARAMS)): each notebook trains the runs it reads"
 endif
 
+# The source of a build, linked from the intro (the book carries the code that made it): the project's files as they
+# are on disk (tracked or not, committed or not), without build products, run outputs or executed notebooks; written
+# under a temporary name and renamed whole.
+SOURCE_FILES := README.md LICENSE CITATION.cff CONTRIBUTING.md Makefile pyproject.toml environment.yml _config.yml \
+  _toc.yml .ci requirements src notebooks book tests
+define source-archive
+	mkdir -p $(1) && tar -czf $(1)/.lmcompanion-source.tar.gz.tmp$$$$ --exclude=book/generated \
+	  --exclude='notebooks/*.ipynb' --exclude=__pycache__ --exclude=.ipynb_checkpoints --exclude='*.egg-info' \
+	  $(SOURCE_FILES) && mv $(1)/.lmcompanion-source.tar.gz.tmp$$$$ $(1)/lmcompanion-source.tar.gz
+endef
+
 book: $(INSTALLED)
 	$(MAKE) runs
 	$(MAKE) -j$(JOBS) notebooks
 	$(BIN)python -m lmcompanion pages notebooks book/generated --sources notebooks
+	$(call source-archive,book/generated)
 	$(BIN)jupyter-book build . -W -n --keep-going
 	@echo "Built the book at the $(PROFILE) profile: $(abspath _build/html/index.html)"
 
@@ -196,9 +208,11 @@ smoke-book: $(INSTALLED)
 	cd notebooks && find . -name '*.py' -exec cp --parents {} $(abspath $(SMOKE_SRC))/notebooks/ \;  # the .py downloads
 	ln -s $(abspath src) $(SMOKE_SRC)/src   # pages include code from the package
 	$(BIN)python -m lmcompanion pages $(SMOKE_SRC)/notebooks $(SMOKE_SRC)/book/generated --sources notebooks
+	$(call source-archive,$(SMOKE_SRC)/book/generated)
 	$(BIN)jupyter-book build $(SMOKE_SRC) -W -n --keep-going --path-output _build/smoke
 	grep -q '_sources/notebooks/prologue/baseline.py' _build/smoke/_build/html/notebooks/prologue/baseline.html
 	test -s _build/smoke/_build/html/_sources/notebooks/prologue/baseline.py   # the page's .py source, downloadable
+	tar -tzf _build/smoke/_build/html/_downloads/*/lmcompanion-source.tar.gz src/lmcompanion/cli.py > /dev/null  # the intro's link
 
 # A built book read as a reader sees it, in headless Chromium at a phone's, a laptop's and a wide window's width
 # (tests/page_check.py): every figure shown at its file's aspect ratio, no table, code block or equation wider than

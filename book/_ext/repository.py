@@ -3,7 +3,9 @@
 Jupyter Book passes ``repository.url`` and ``repository.branch`` to the theme (``html_theme_options``: the GitHub
 button on every page). This makes the same address available to the pages' text as MyST substitutions, so that no
 page types it: ``{{ repository }}`` (a link), ``{{ repository_url }}`` and ``{{ repository_clone }}`` (the ``git
-clone`` line). A build whose address is missing or is Jupyter Book's own default (its placeholder) stops.
+clone`` line). Without an address (``url: ""``) there is no button and no substitution (the pages link to the
+source archive of their own build instead); a build whose address is Jupyter Book's own default (its placeholder)
+stops, and so does one with the button but no address.
 Named in ``_config.yml`` under ``sphinx.local_extensions``.
 """
 
@@ -25,9 +27,11 @@ def substitutions(url: str, branch: str) -> dict[str, str]:
 def _set(app, config) -> None:
     options = config.html_theme_options or {}
     url = options.get("repository_url") or ""
-    if not url or any(p in url for p in PLACEHOLDERS):
-        raise ConfigError(f"repository.url in _config.yml is {url or 'unset'}: name the book's own repository there "
-                          "(its pages link to it and print its clone command)")
+    if any(p in url for p in PLACEHOLDERS) or (options.get("use_repository_button") and not url):
+        raise ConfigError(f"repository.url in _config.yml is {url or 'unset'}: name the book's own published "
+                          "repository there, or set url: \"\" and html.use_repository_button: false")
+    if not url:
+        return
     config.myst_substitutions = {**(config.myst_substitutions or {}),
                                  **substitutions(url, options.get("repository_branch") or "main")}
 
