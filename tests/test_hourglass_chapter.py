@@ -274,7 +274,7 @@ def test_the_trend_of_the_two_modes_is_read_only_where_both_have_learned(monkeyp
 
 
 def test_the_write_ups_passes_are_its_epochs_two_for_its_models_one_for_the_transformer(data_dir):
-    """The scale table's "passes (write-up)": reads per character, with the write-up's epochs of stride-1 windows."""
+    """The scale table's "passes (paper)": reads per character, with the write-up's epochs of stride-1 windows."""
     for name, epochs in ((chapter.BEST_ATTN, "2.0 epochs"), (chapter.VANILLA, "1.0 epoch ")):
         cfg = experiments.config(name, "paper", device="cpu")
         text = cfg.data.write_up_passes(cfg)

@@ -1,7 +1,11 @@
 """The claims ledger: every claim of every write-up, each tested by a verdict row or carrying a one-line reason why not.
 
 Each chapter registers its write-up's claims (:func:`register`, from the chapter's module under
-``lmcompanion.chapters``), in the write-up's order, each with the write-up's own sentence as printed. A claim names
+``lmcompanion.chapters``), in the write-up's order, each with the write-up's own sentence as printed: ``says`` is a
+quotation, its words a substring of the write-up once whitespace, typography, markdown emphasis and links, and math
+delimiters are normalised ("..." marks words left out; ``tests/test_quotes.py`` checks every one). The one exception
+is a line of pseudocode or a formula the write-up typesets so that no sentence quotes it, which a claim transcribes
+with ``quoted=False`` (the page then marks it as a transcription). A claim names
 the verdict row that tests it by that row's claim text (:attr:`lmcompanion.verdicts.Verdict.claim`, exactly), or
 gives the reason it is not tested. The book's build generates the ledger page from this registry and the verdict
 rows the executed notebooks glued (:func:`lmcompanion.pages.ledger_page`), so each claim shows its verdict at every
@@ -21,6 +25,7 @@ class Claim:
     where: str  # where in the write-up (its section)
     row: str | None = None  # the claim text of the verdict row that tests it
     reason: str | None = None  # one line: why it is not tested
+    quoted: bool = True  # ``says`` quotes the write-up (False: it transcribes a formula or pseudocode line)
 
     def __post_init__(self) -> None:
         if (self.row is None) == (self.reason is None):

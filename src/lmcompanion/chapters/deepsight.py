@@ -4,6 +4,7 @@ the write-up's claims in the claims ledger."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Sequence
 
 import torch
@@ -14,14 +15,17 @@ from ..claims import Context, Row, between_row, register as register_rows
 from ..experiments.deepsight import DELTAS
 from ..formats import number
 from ..ledger import Claim, register
+from .ar_ed import printed
 from ..models.deepsight import planning_weights
-from ..verdicts import COMPUTED, Verdict, arms_of, below, fewer_parameters, gate, no_trend, trend
+from ..verdicts import (COMPUTED, Verdict, arms_of, below, fewer_parameters, gate, no_trend, published_gap,
+                        trend)
 from . import cost
+from . import verdict_forms as vf
 
 CHAPTER = "deepsight"
 SWEEP = tuple(f"deepsight/mse_d{d}" for d in DELTAS)
 PLANNING = SWEEP + ("deepsight/cosine_d11",)  # every run with a planning loss
-COLLAPSE_BOUND = 1e-6  # the write-up's final planning losses are about 5e-9; we call a loss collapsed below this
+COLLAPSE_BOUND = 1e-6  # the write-up's final planning losses are 4.8e-9 to 7.0e-9; we call a loss collapsed below this
 PRINTED = 4  # significant digits of the write-up's final planning losses (4.841e-9: 4.841×10⁻⁹ here)
 OPTIONS = (("DECAY", "EQUAL"), ("DECAY_W_NORMALIZE", "EQUAL"), ("AVG", "EQUAL"), ("DECAY", "CONTEXT_SIZE"))
 
@@ -98,7 +102,7 @@ def collapse_table(runs: Mapping[str, Sequence]):
 
 def collapse_sentence(runs: Mapping[str, Sequence]) -> str:
     """What the collapse page shows, computed from its runs: the final planning loss over every run with one (its
-    median and range), beside the write-up's "about 5 × 10⁻⁹", and how far the two LayerNorms' gains and bias gap
+    median and range), beside the write-up's (the range of its tables), and how far the two LayerNorms' gains and bias gap
     moved from their initial values (gains 1, gap 0)."""
     import statistics
 
@@ -106,8 +110,10 @@ def collapse_sentence(runs: Mapping[str, Sequence]) -> str:
     finals = [tables.last_train_metric([r], "aux/planning")[0] for r in runs_]
     norms = [_layer_norms(r) for r in runs_]
     g_pred, g_plan, gap = (statistics.median(x[i] for x in norms) for i in range(3))
+    pub = [experiments.get(n).published["aux"] for n in PLANNING]
     return (f"Over the {len(runs_)} runs with a planning loss, it ends at a median of {number(statistics.median(finals))} "
-            f"(from {number(min(finals))} to {number(max(finals))}), against the write-up's about 5 × 10⁻⁹. At the end the "
+            f"(from {number(min(finals))} to {number(max(finals))}), against the write-up's {number(min(pub), PRINTED)} "
+            f"to {number(max(pub), PRINTED)} (its tables). At the end the "
             f"mean |gain| of the encoder-output LayerNorm is {number(g_pred)} and of the planning LayerNorm "
             f"{number(g_plan)} (median over runs; 1 at initialization), and the mean |bias gap| "
             f"{number(gap)} (0 at initialization).")
@@ -120,12 +126,27 @@ CLAIMS = [
     ("MSE planning loss beats cosine (train)", "train", "deepsight/mse_d11", "deepsight/cosine_d11", "02_loss_types"),
     ("MSE planning loss beats no planning loss (validation)", "val", "deepsight/mse_d11", "deepsight/no_loss", "02_loss_types"),
     ("MSE planning loss beats no planning loss (train)", "train", "deepsight/mse_d11", "deepsight/no_loss", "02_loss_types"),
-    ("cosine planning loss beats no planning loss (train)", "train", "deepsight/cosine_d11", "deepsight/no_loss", "02_loss_types"),
-    ("... and is slightly worse in validation loss", "val", "deepsight/no_loss", "deepsight/cosine_d11", "02_loss_types"),
     ("DeepSight beats the baseline in validation loss", "val", "deepsight/mse_d11", "deepsight/baseline", "04_baseline"),
     ("DeepSight beats the baseline in train loss", "train", "deepsight/mse_d11", "deepsight/baseline", "04_baseline"),
 ]
 
+
+
+
+def slight() -> float:
+    """The margin of "slightly underperformed": the smallest gap between two arms that the write-up calls a win in
+    its tables (the strictly-better rows' published numbers: 2.782 against 2.788, MSE against cosine in train loss),
+    so a gain as large as one the write-up itself reports refutes "no gain". Fixed from the write-up's numbers alone."""
+    gaps = [abs(g) for _, metric, better, worse, _ in CLAIMS if (g := published_gap(better, worse, metric)) is not None]
+    return round(min(gaps), 3)
+
+
+# "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss and slightly
+# underperformed in val loss": one crossover row (lmcompanion.chapters.verdict_forms), the validation part a claim of no
+# gain within :func:`slight`, not a plain "worse" (the write-up's gap is 0.001).
+COSINE = (f"cosine planning loss beats no planning loss in train loss and gives no gain in validation loss (it "
+          f"'slightly underperformed': a gain under {slight():g} nats, the smallest the write-up calls a win)")
+COSINE_PARTS = (("train", "deepsight/cosine_d11", "deepsight/no_loss"), ("val", "deepsight/cosine_d11", "deepsight/no_loss"))
 
 # The cost claims: "Both completed in a similar amount of time with similar memory demands, but the baseline had more
 # parameters" (DeepSight, delta = 11 with MSE, against the baseline). Timed side by side in the verdict notebook.
@@ -159,18 +180,21 @@ def trend_row(runs) -> Verdict:
     pub = _published_trend("train")
     v = trend(TREND, "train losses " + ", ".join(f"{x}" for x in pub) + f" (rho {number(stats.spearman(DELTAS, pub), sign='+')})",
               DELTAS, [tables.final(runs[n], "train") for n in SWEEP], direction="down")
+    v = dataclasses.replace(v, published_size=stats.spearman(DELTAS, pub))
     return gate(v, arms_of(runs, "train", *SWEEP))
 
 
 def no_trend_row(runs) -> Verdict:
     """"Val loss is not very correlated": refuted by a significant trend either way, every arm gated."""
-    v = no_trend(NO_TREND, f"Spearman rho {number(stats.spearman(DELTAS, _published_trend('val')), sign='+')}", DELTAS,
-                 [tables.final(runs[n], "val") for n in SWEEP])
+    rho = stats.spearman(DELTAS, _published_trend('val'))
+    v = no_trend(NO_TREND, f"Spearman rho {number(rho, sign='+')}", DELTAS, [tables.final(runs[n], "val") for n in SWEEP])
+    v = dataclasses.replace(v, published_size=rho)
     return gate(v, arms_of(runs, "val", *SWEEP))
 
 
 ROWS = register_rows(CHAPTER, [
     *[between_row(*c) for c in CLAIMS],
+    vf.crossover_row(COSINE, *COSINE_PARTS, "02_loss_types", second_margin=slight()),
     Row(TREND, "03_future_context", lambda ctx: trend_row(ctx.runs), arms=SWEEP),
     Row(NO_TREND, "03_future_context", lambda ctx: no_trend_row(ctx.runs), arms=SWEEP),
     Row(FEWER, "04_baseline", lambda ctx: fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
@@ -196,7 +220,13 @@ _MOTIVATION = "motivation for the design, not a measured result; no experiment o
 
 # The write-up's claims, in its order: each names the verdict row that tests it (its claim text, exactly) or says in
 # one line why none does.
+_DESIGN = "a statement of the design, implemented as described (the planning-target notebook checks the weights by hand)"
+
 LEDGER = register(_C, [
+    Claim(_C, "Virtually all autoregressive transformer models are trained with the singular objective of next token "
+              "prediction.", "introduction", reason="a description of other models, not a result of the write-up's runs"),
+    Claim(_C, "They don't possess an explicit objective to think – or better, plan – beyond the next token (though they "
+              "implicitly do).", "introduction", reason=_MOTIVATION),
     Claim(_C, "DeepSight beats, with fewer parameters, a canonical decoder-only transformer, both in train and "
               "validation loss.", "introduction", row=_ROW["DeepSight beats the baseline in validation loss"]),
     Claim(_C, "DeepSight beats, with fewer parameters, a canonical decoder-only transformer, both in train and "
@@ -208,11 +238,35 @@ LEDGER = register(_C, [
     Claim(_C, "deliberate planning can improve downstream next token prediction", "Motivations",
           reason="the hypothesis the results test through the planning-loss rows; no experiment measures planning "
                  "itself"),
+    Claim(_C, "The encoder-decoder separation is necessary to the formulation of the planning objective.",
+          "Architecture", reason="a statement of the design: the planning loss is defined on the encoder output"),
+    Claim(_C, "Note that this planning definition doesn't imply that the future becomes somewhat exposed to the present",
+          "Planning loss",
+          reason="a property of the design, checked by the tests: no next-token prediction sees a later token, and the "
+                 "planning target draws only on positions up to i + delta with the stated weights"),
+    Claim(_C, "it is hard to make one output fulfill two predictive functions", "Planning loss", reason=_MOTIVATION),
+    Claim(_C, "In a decoder-only transformer, the choice is essentially a hidden state, which is too transient.",
+          "Planning loss", reason=_MOTIVATION),
     Claim(_C, "since the encoder focuses more on understanding and decoder more on predicting next token, the encoder "
               "becomes the natural place to expect planning to happen", "Planning loss", reason=_MOTIVATION),
+    Claim(_C, "Hence, one can expect an affinity between encoder output and a more direct agggregation of the model "
+              "input embeddings.", "Planning loss",
+          reason="the premise of the planning loss; the rows on its final value measure how close the two come"),
+    Claim(_C, "to reflect the intution that near future tokens are easier to predict than distant future ones",
+          "Planning loss", reason="the motivation for the 1/k weights, which are implemented as stated (" + "the "
+                                  "planning-target notebook checks them by hand)"),
+    Claim(_C, "because the embedding weights of $E$ are not frozen and thus change, $E_{plan}$ must be re-computed at "
+              "every forward pass", "Planning loss", reason=_DESIGN),
+    Claim(_C, "Consequentially, the positional embeddings of the additional $\\delta$ tokens won't ever be updated because "
+              "$E$ is detached for the planning loss", "A note on E_future",
+          reason="about the first option, which neither the write-up nor the book uses"),
     Claim(_C, "This second option is chosen for simplicity.", "A note on E_future",
           reason="a design choice, implemented as described (the planning-target notebook checks the weights by "
                  "hand)"),
+    Claim(_C, "All training runs below were done on a wikipedia dataset for 9k steps on a single A100 GPU, unless "
+              "otherwise stated.", "Results",
+          reason="a protocol statement, followed at the paper profile (its steps; the text is not published, so "
+                 "English Wikipedia stands in for it)"),
     Claim(_C, "The MSE embedding loss performed better than cosine dissimilarity in both validation and train loss.",
           "Results", row=_ROW["MSE planning loss beats cosine (validation)"]),
     Claim(_C, "The MSE embedding loss performed better than cosine dissimilarity in both validation and train loss.",
@@ -221,11 +275,12 @@ LEDGER = register(_C, [
           row=_ROW["MSE planning loss beats no planning loss (validation)"]),
     Claim(_C, "MSE outperformed an equivalent model without embedding loss.", "Results",
           row=_ROW["MSE planning loss beats no planning loss (train)"]),
-    Claim(_C, "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss",
-          "Results", row=_ROW["cosine planning loss beats no planning loss (train)"]),
-    Claim(_C, "and slightly underperformed in val loss", "Results", row=_ROW["... and is slightly worse in validation loss"]),
-    *[Claim(_C, f"Planning loss {number(experiments.get(n).published['aux'], PRINTED)} ({experiments.get(n).title})",
-            "Results (the tables)", row=collapse_claim(n)) for n in PLANNING],
+    Claim(_C, "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss and slightly "
+              "underperformed in val loss.", "Results", row=COSINE),
+    *[Claim(_C, f"{experiments.get(n).title} ... {printed(experiments.get(n).published['aux'])}",
+            "Results (the tables: the row's planning loss)", row=collapse_claim(n)) for n in PLANNING],
+    Claim(_C, "MSE and cosine dissimilarity both had $\\delta = 11$", "Results",
+          reason="a statement of the settings, followed (both arms of these rows use delta = 11)"),
     Claim(_C, "Better train loss performance is correlated with bigger future context size.", "Results", row=TREND),
     Claim(_C, "Val loss is not very correlated.", "Results", row=NO_TREND),
     Claim(_C, "the new model outperformed the baseline in validation and train loss", "Results",
@@ -238,6 +293,6 @@ LEDGER = register(_C, [
 ])
 
 
-__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "LEDGER", "ROWS", "collapse_row", "no_trend_row", "trend_row", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
+__all__ = ["CHAPTER", "CLAIMS", "COSINE", "COSINE_PARTS", "slight", "COLLAPSE_BOUND", "LEDGER", "ROWS", "collapse_row", "no_trend_row", "trend_row", "MEMORY", "NO_TREND", "OPTIONS", "PLANNING",
            "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "collapse_sentence", "collapse_table", "delta_correlations", "hand_check",
            "option_panels", "verdict_rows"]

@@ -57,22 +57,24 @@ ROWS = register_rows(_C, [
 
 # The write-up's claims, in its order; each names the verdict row of notebooks/formal_ed/03_inference that tests it.
 CLAIMS = register(_C, [
-    Claim(_C, "P̂(x|z) = P̂θ(x1|z) P̂θ(x2|x1, z) … P̂θ(xℓX|x1:ℓX−1, z)", "Definition",
+    Claim(_C, r"$\hat{P}(x|z)=\hat{P}_{\theta}(x_{1}|z)\hat{P}_{\theta}(x_{2}|x_{1},z)\dots "
+              r"\hat{P}_{\theta}(x_{\ell_{X}}|x_{1:\ell_{X}-1},z)$", "Definition",
           row="Decoder self-attention is unidirectional (M_uni)"),
-    Claim(_C, r"the Encoder-Decoder transformer outputs the probability distribution $P \in (0,1)^{|V| \times |x|}$ "
-              r"where $P_{ij} = \hat P_\theta(x_{j+1} \mid x_{1:j}, z)$", "Algorithm",
+    Claim(_C, r"the Encoder-Decoder transformer outputs the probability distribution $P\in (0,1)^{|V|,|x|}$ where "
+              r"$P_{ij}=\hat{P}_{\theta}(x_{j+1}|x_{1:j},z)$", "Algorithm",
           row="The batched model computes the write-up's ED-Transformer P"),
     Claim(_C, r"Z ← Z + MultiHeadAttention(Z, Z | $\mathcal{W}_\mathrm{enc}$, 1); "
               r"X ← X + MultiHeadAttention(X, Z | $\mathcal{W}_\mathrm{cross}$, 1)",
-          "Algorithm", row="The encoder and the cross-attention see all of z (Mask ≡ 1)"),
-    Claim(_C, "Given a dataset $(z^i, x^i)$, initial parameters θ with hyper-parameters T ∈ ℕ and η ∈ (0, ∞), it outputs "
-              "the trained parameters θ̂", "Training",
+          "Algorithm (its pseudocode, transcribed)", row="The encoder and the cross-attention see all of z (Mask ≡ 1)",
+          quoted=False),
+    Claim(_C, r"Given a dataset $(z^i,x^i)_{i\in[n]}$, initial parameters $\theta$ with hyper-parameters "
+              r"$T\in \mathbb{N}$ and $\eta\in (0,\infty)$, it outputs the trained parameters $\hat{\theta}$", "Training",
           row="ED-Training (θ ← θ − η∇J per example) reduces the loss"),
-    Claim(_C, "τ = 0 samples the most likely continuation", "Inference", row="τ = 0 samples the most likely token"),
-    Claim(_C, "τ = 1 gives faithful sampling", "Inference", row="τ = 1 samples faithfully"),
-    Claim(_C, "τ = ∞ samples uniformly randomly", "Inference", row="τ = ∞ samples uniformly"),
-    Claim(_C, "we can give an encoder-decoder transformer a prompt z ∈ V* as input and receive the output sequence "
-              "x ∈ V*", "Inference", row="ED-Inference terminates"),
+    Claim(_C, r"$\tau=0$ samples the most likely continuation", "Inference", row="τ = 0 samples the most likely token"),
+    Claim(_C, r"$\tau=1$ gives faithful sampling", "Inference", row="τ = 1 samples faithfully"),
+    Claim(_C, r"$\tau =\infty$ samples uniformly randomly", "Inference", row="τ = ∞ samples uniformly"),
+    Claim(_C, r"we can give an encoder-decoder transformer a prompt $z\in V^*$ as input and receive the output sequence "
+              r"$x\in V^*$", "Inference", row="ED-Inference terminates"),
     Claim(_C, "where the column-wise layer-norm is done by applying layer-norm to each column", "Algorithm",
           reason="a definition of the notation, implemented as written (ColwiseLayerNorm) and covered by the agreement "
                  "row"),
