@@ -39,7 +39,8 @@ LAYERS = {
     # the GPU campaign, a package of its parts: its files in the output folder, the GPT-2-small and chapter benches,
     # the CUDA-path check; the plan and its slots; the pack, one slot's runner and the restore of its archive; the
     # package that names them
-    10: ["lmcompanion.campaign.reports", "lmcompanion.campaign.bench", "lmcompanion.campaign.check"],
+    10: ["lmcompanion.campaign.reports", "lmcompanion.campaign.bench", "lmcompanion.campaign.check",
+         "lmcompanion.campaign.lanes"],
     11: ["lmcompanion.campaign.plan"],
     12: ["lmcompanion.campaign.pack", "lmcompanion.campaign.runner", "lmcompanion.campaign.restore"],
     13: ["lmcompanion.campaign"],

@@ -48,12 +48,17 @@ def test_plan_prints_slots_within_the_budget_each_step_with_its_minutes_and_whet
     shown = [re.search(r"(\d+\.\d+) min  (counted|measured) ", line) for line in lines]
     assert [float(m.group(1)) for m in shown] == pytest.approx([s.minutes for s in every], abs=0.006)
     assert all(" min  counted " in line for line in lines)  # nothing measured yet: every estimate is counted
-    # each step of the campaign once, the check aside (one per slot that trains families no earlier check covered)
-    assert sorted(s.name for s in every if s.kind != "check") == sorted(s.name for s in found.all_steps)
+    # each step of the campaign once, the check and the lanes' measurement aside (one per slot that trains families no
+    # earlier check covered; the lanes measured once, at the head of the first slot)
+    assert sorted(s.name for s in every if s.kind not in ("check", "lanes")) == sorted(s.name for s in found.all_steps)
+    assert [s.kind for s in every].count("lanes") == 1
+    measuring = next(slot for slot in found.slots if slot.runs)  # the first slot that trains runs measures the lanes
+    assert [s.kind for s in measuring.steps[:2]] == ["check", "lanes"]
     for slot in found.slots:
         total = next(line for line in text.splitlines() if line.startswith(f"slot {slot.number} total "))
         assert float(total.split()[3]) == pytest.approx(slot.minutes, abs=0.06)
-        assert slot.minutes <= 1.9 + 1e-9 or "OVER" in total and len([s for s in slot.steps if s.kind != "check"]) == 1
+        assert slot.minutes <= 1.9 + 1e-9 or "OVER" in total and len(
+            [s for s in slot.steps if s.kind not in ("check", "lanes")]) == 1
     assert text.index("slot 1 (next") < text.index("slot 2\n")
 
 
@@ -66,8 +71,9 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
     assert all_steps[0].name == "bench/gpt2_small" and "check" not in kinds
     assert set(kinds[1:1 + len(runs)]) == {"run"} and set(kinds[1 + len(runs):]) == {"bench"}  # chapter benches last
     assert [s.priority for s in all_steps] == list(range(1, len(all_steps) + 1))
-    # one road: each group's runs are the plan's (each arm's seeds as registered: three, four for the arms of claims
-    # of equality; the runs they read first), and together the plan's runs of every group
+    # the whole book: every arm of every chapter that runs at gpu, each with its seeds as registered: the headline
+    # comparisons' arms five (as at cpu), every other arm three (four for the arms of a claim of equality, one where it
+    # runs the first seed only), the runs they read first; and together exactly the plan's runs of every chapter
     planned = set()
     for g in campaign.GROUPS:
         group_plan = experiments.plan(list(g.names), "gpu", device="cpu")
@@ -75,18 +81,27 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
         planned |= {r.id for r in group_plan}
         for name in g.names:
             seeds = {r.seed for r in group_plan if r.name == name}
-            assert seeds == set(experiments.seeds_of(name, "gpu")) and len(seeds) >= 3, (name, seeds)
-    assert {s.name for s in runs} == planned
+            assert seeds == set(experiments.seeds_of(name, "gpu")), (name, seeds)
+            if g.tier == 1:
+                assert len(seeds) == experiments.HEADLINE_SEEDS["gpu"] == 5, name
+            elif seeds and "gpu" not in experiments.get(name).first_seed_only:
+                assert len(seeds) >= 3, (name, seeds)
+    assert {s.name for s in runs} == planned == {r.id for c in experiments.chapters()
+                                                 for r in experiments.plan(c, "gpu", device="cpu")}
     assert len({s.name for s in runs}) == len(runs)
-    # tier 1 (the registry's headline comparison of each chapter) comes first, cheapest first, then tier 2
+    # tier 1 (the registry's headline comparison of each chapter) comes first, cheapest first, then tier 2, then the
+    # illustrations
     cost = {g: sum(s.minutes for s in runs if s.group is g) for g in campaign.GROUPS}
     for tier in (1, 2):
         costs = [cost[g] for g in campaign.GROUPS if g.tier == tier]
         assert costs == sorted(costs), f"tier {tier} is not cheapest first: {costs}"
     assert [g.tier for g in campaign.GROUPS] == sorted(g.tier for g in campaign.GROUPS)
-    # the slots: each at most 8 estimated minutes, every step once
-    slots = campaign.slots(all_steps, campaign.DEFAULT_SLOT_MIN, device="cuda")
-    assert campaign.DEFAULT_SLOT_MIN == 8 and all(slot.minutes <= 8 + 1e-9 for slot in slots)
+    # the slots at the assumed lane speed (four lanes, twice one lane's throughput): each at most 8 estimated wall
+    # minutes but for a run longer than a slot alone, every step once
+    speed = campaign.lanes.Speed(campaign.lanes.ASSUMED, False)
+    slots = campaign.slots(all_steps, campaign.DEFAULT_SLOT_MIN, device="cuda", speedup=speed.at(4))
+    assert campaign.DEFAULT_SLOT_MIN == 8 and speed.at(4) == 2.0
+    assert all(slot.minutes <= 8 + 1e-9 or len(slot.runs) == 1 for slot in slots)
     every = [s for slot in slots for s in slot.steps if s.kind != "check"]
     assert [s.name for s in every if s.kind == "run"] == [s.name for s in runs]  # the runs in priority order
     assert sorted(s.name for s in every) == sorted(s.name for s in all_steps)
@@ -110,7 +125,13 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
             assert not new & {r.config.model.family for c in later for r in c.covers}
     decided = {(s.group.chapter, s.group.tier) for s in first.steps if s.claims}
     assert {("mixer", 1), ("hourglass", 1)} <= decided  # two headline comparisons decided in 8 minutes
-    assert first.minutes <= 8
+    # the loans the whole book takes at that speed: one slot per loan, each tier complete no later than the next
+    the_plan = campaign.Plan("gpu", "cuda", all_steps, slots, [], [], 8.0, 4, speed)
+    lines = campaign.plan.loans(the_plan)
+    assert lines[0].startswith(f"loans: {len(slots)} loan(s) of a GPU machine (15 device minutes each") and \
+        "at 4 lane(s) (ASSUMED speed-up 2.00x)" in lines[0]
+    after = [int(re.search(r"after loan (\d+) of", line).group(1)) for line in lines[1:]]
+    assert len(after) == 3 and after == sorted(after) and after[-1] == len(slots)
 
 
 def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_rows():
@@ -121,7 +142,12 @@ def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_r
     assert [g.names for g in campaign.GROUPS if g.tier == 1] == [
         experiments.headlines(g.chapter)[0].arms for g in campaign.GROUPS if g.tier == 1]
     decided = campaign.group_claims()
-    assert all(decided[g] for g in campaign.GROUPS), [g.label for g in campaign.GROUPS if not decided[g]]
+    # every group of tiers 1 and 2 completes claims (tier 3 illustrates: a group completes a claim only where a row
+    # compares its arms)
+    assert all(decided[g] for g in campaign.GROUPS if g.tier < 3), [g.label for g in campaign.GROUPS if not decided[g]]
+    illustrating = {n for g in campaign.GROUPS if g.tier == 3 for n in g.names}
+    assert illustrating and not illustrating & set(experiments.headline_arms())
+    assert {n for g in campaign.GROUPS for n in g.names} == set(experiments.names())  # every arm of the book
     # each claim is a verdict row of its chapter (by its text), listed once, with the group that completes its arms
     for g in campaign.GROUPS:
         rows = dict(campaign.plan._arm_claims(g.chapter))
@@ -432,6 +458,116 @@ def test_the_plan_reads_measured_minutes_and_says_which_estimates_are_measured(t
         campaign.plan.plan("smoke", device="cpu", seeds=1, out=out)
 
 
+def test_the_plan_assumes_the_lane_speed_until_a_slot_measures_it_then_reads_it_and_says_which(tmp_path, capsys):
+    out = tmp_path / "recorded"
+    assumed = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3, lanes=4)
+    assert not assumed.speed.measured and assumed.lanes == 4
+    first = assumed.slots[0]
+    assert [s.kind for s in first.steps[:2]] == ["check", "lanes"]  # measured once, at the head of the first slot
+    assert not any(s.kind == "lanes" for slot in assumed.slots[1:] for s in slot.steps)
+    assert first.speedup == assumed.speed.at(4) == campaign.lanes.ASSUMED[4]
+    assert first.minutes == pytest.approx(campaign.plan.wall(first.steps, first.speedup))
+    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
+                 "--lanes", "4", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "lanes: 4 lane(s), ASSUMED 2.00x the throughput of one (stated, not measured" in text
+    assert re.search(rf"^loans: {len(assumed.slots)} loan\(s\) of a GPU machine .* at 4 lane\(s\) \(ASSUMED ", text,
+                     re.M)
+    # measured by a slot (lanes.json beside minutes.json): every later plan reads it, and measures nothing again
+    campaign.lanes.file(out, "smoke", "cpu", {"speedup": {"1": 1.0, "2": 1.9, "4": 3.5, "8": 3.52}, "gpu": None})
+    found = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3, lanes=4)
+    assert found.speed.measured and found.slots[0].speedup == 3.5
+    assert not any(s.kind == "lanes" for slot in found.slots for s in slot.steps)
+    assert len(found.slots) <= len(assumed.slots)
+    assert campaign.plan.lanes_of(None, found.speed, "cuda") == 4  # 8 lanes gain under 2% more: four
+    assert campaign.plan.lanes_of(None, found.speed, "cpu") == min(4, os.cpu_count())  # a CPU lane needs a core
+    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
+                 "--lanes", "4", "-o", str(out)]) == 0
+    assert "lanes: 4 lane(s), 3.50x the throughput of one (measured on this device" in capsys.readouterr().out
+    # a run a time limit cut off is the first run of the next slot
+    runs = [s for s in found.all_steps if s.kind == "run"]
+    progress = {"format": campaign.PROGRESS_FORMAT, "steps": {runs[5].name: {"status": "interrupted"}}, "commands": []}
+    (out / "campaign" / "smoke" / "progress.json").write_text(json.dumps(progress))
+    again = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3, lanes=4)
+    assert again.slots[0].runs[0].name == runs[5].name
+    # a lanes file that is not one stops with a message naming it
+    (out / "campaign" / "smoke" / "lanes.json").write_text('{"devices": {"cpu": {"speedup": {"4": -1}}}}')
+    with pytest.raises(LMCError, match="lanes.json is not a valid campaign lanes file"):
+        campaign.plan.plan("smoke", device="cpu", seeds=1, out=out)
+
+
+def test_a_slot_s_wall_counts_its_runs_at_the_lanes_speed_and_a_run_in_lanes_files_its_minutes_alone():
+    steps = [_fake_step("check", "check", 1.0), *(_fake_step(n, "run", 2.0) for n in "abc"),
+             _fake_step("bench/x", "bench", 0.5)]
+    assert campaign.plan.wall(steps, 2.0) == pytest.approx(1.5 + 6.0 / 2)  # side by side
+    assert campaign.plan.wall(steps, 8.0) == pytest.approx(1.5 + 2.0)  # never shorter than its longest run alone
+    speed = campaign.lanes.Speed({1: 1.0, 2: 1.8, 4: 3.0}, True)
+    assert (speed.at(1), speed.at(3), speed.at(8), speed.best) == (1.0, pytest.approx(2.4), 3.0, 4)
+    assert campaign.lanes.Speed({1: 1.0, 2: 1.99, 4: 2.0}, True).best == 2  # within 2%: the fewer lanes
+    assert campaign.lanes.concurrency([(0, 10), (0, 10), (5, 15)], 0, 10) == pytest.approx(2.5)
+    assert campaign.lanes.concurrency([(0, 10)], 0, 10) == 1.0
+    assert campaign.lanes.alone_minutes(600, 2, speed) == pytest.approx(9.0)  # 10 min beside another at 1.8x
+
+
+def test_a_freed_lane_takes_the_next_run_of_the_shape_it_compiled_and_a_new_shape_takes_a_fresh_lane():
+    from lmcompanion.experiments.pool import _lane_for, _next_ready, shape
+
+    a0, a1, b0, b1 = (experiments.planned(n, "gpu", seed, device="cpu") for n, seed in (
+        ("ar_ed/baseline", 0), ("ar_ed/baseline", 1), ("deepsight/baseline", 0), ("deepsight/baseline", 1)))
+    assert a0.config.train.compile and shape(a0.config) == shape(a1.config) != shape(b0.config)  # not the seed
+    pending = [b0, a1, b1]
+    assert _next_ready(pending, {}, [], shapes=[shape(a0.config)]) is a1  # the freed lane compiled its shape
+    assert _next_ready(pending, {}, [], shapes=[None]) is b0  # a fresh lane: the plan's order
+    assert _lane_for(a1, [0, 1], [shape(b0.config), shape(a0.config)], pending) == 1
+    assert _lane_for(b1, [0, 1], [shape(a0.config), None], pending) == 1  # a new shape: the lane that compiled nothing
+    assert shape(experiments.config("ar_ed/baseline", "smoke", device="cpu")) is None  # cpu builds keep their order
+
+
+def test_a_slot_s_runs_go_to_lanes_each_recorded_with_its_figures_and_a_failed_lane_fails_its_run_only(
+        tmp_path, monkeypatch, capsys):
+    from lmcompanion.experiments import pool
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(campaign.runner, "_execute", lambda step, *a, **k: None)  # no check, lanes or bench here
+    seen = {}
+
+    def train_all(runs, jobs, *, on_start, on_done, may_start, callbacks, **kw):
+        seen.update(jobs=jobs, callbacks=callbacks, runs=runs)
+        first, second, third = runs[:3]
+        for r in (first, second):
+            assert may_start(r)
+            on_start(r)
+        done = first.train(RunStore(tmp_path / "store"))
+        on_done(pool.Outcome(first, done.path, 2.0, facts={"compile_s": 1.5, "graphs": 2}))
+        on_done(pool.Outcome(second, error="RuntimeError: CUDA error: an illegal memory access was encountered"))
+        on_start(third)
+        raise Terminated(signal.SIGTERM)  # a signal with the third run in flight
+
+    monkeypatch.setattr(campaign.runner.pool, "train_all", train_all)
+    with pytest.raises(Terminated):
+        campaign.run("smoke", device="cpu", out=out, seeds=1, lanes=2, callbacks=(print,), **QUIET)
+    first, second, third = seen["runs"][:3]
+    assert seen["jobs"] == 2 and seen["callbacks"] == (print,)
+    progress = json.loads((out / "campaign" / "smoke" / "progress.json").read_text())
+    steps = progress["steps"]
+    assert steps[first.id]["status"] == "done" and steps[third.id]["status"] == "interrupted"
+    assert steps[second.id]["status"] == "failed" and "illegal memory access" in steps[second.id]["error"]
+    assert all(steps.get(r.id, {"attempts": 0})["attempts"] == 0 for r in seen["runs"][3:])
+    record = json.loads((out / "smoke" / recorded.file_name({"experiment": first.name, "seed": 0})).read_text())
+    assert record["summary"]["compile_s"] == 1.5 and record["summary"]["graphs_compiled"] == 2
+    assert record["summary"]["lanes_busy"] >= 1 and record["summary"]["tokens_per_s"] > 0
+    assert recorded.validate(record, "x") == first.config
+    command = progress["commands"][-1]
+    assert command["lanes"] == 2 and command["lane_groups"][0]["runs"] == 1
+    assert command["lane_groups"][0]["tokens"] == record["summary"]["tokens"]
+    minutes = campaign.Minutes(out, "smoke")
+    assert minutes.get(campaign.reports.run_key(first), "cpu") > 0
+    again = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out)  # the next slot: the cut-off run first
+    assert again.slots[0].runs[0].name == third.id and second.id in {s.name for s in again.failed}
+    assert main(["campaign", "--lanes", "0", "--plan"]) == 2
+    assert "argument --lanes: expected a number of lanes, a whole number from 1 to 64" in capsys.readouterr().err
+
+
 def _git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
@@ -469,17 +605,21 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
     progress = {"format": campaign.PROGRESS_FORMAT, "commands": earlier + [
         {"device": "cuda", "slot": 2, "gpu": "NVIDIA H100 80GB HBM3"}], "steps": {"x": {"status": "done"}}}
     minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
+    lanes = {"format": campaign.lanes.FORMAT, "devices": {"cuda": {"speedup": {"1": 1.0, "4": 2.6}}}}
     good = {f"recorded/smoke/{name}": blob, "recorded/campaign/smoke/progress.json": json.dumps(progress).encode(),
-            "recorded/campaign/smoke/minutes.json": json.dumps(minutes).encode()}
+            "recorded/campaign/smoke/minutes.json": json.dumps(minutes).encode(),
+            "recorded/campaign/smoke/lanes.json": json.dumps(lanes).encode()}
     # refused before anything is written: a member that is neither a recorded run nor a report, a name that leaves
     # the folder, a run under another name, a report that fails its format, an archive older than what is here
     older = {**good, "recorded/campaign/smoke/progress.json": json.dumps({"commands": []}).encode()}
     bad_minutes = {**good, "recorded/campaign/smoke/minutes.json": b'{"measured": {"x": {"cuda": {"minutes": [1e9]}}}}'}
+    bad_lanes = {**good, "recorded/campaign/smoke/lanes.json": b'{"devices": {"cuda": {"speedup": {"0": 1}}}}'}
     for i, (members, needle) in enumerate((
             ({**good, "recorded/run.sh": b"echo"}, "neither a recorded run"),
             ({**good, "recorded/smoke/../../x.json": blob}, "leaves its folder"),
             ({**good, "recorded/smoke/mixer__flat_d512-s0.json": blob}, "not the file its name says"),
-            (bad_minutes, "not a valid campaign minutes file"), (older, "does not continue the progress"),
+            (bad_minutes, "not a valid campaign minutes file"), (bad_lanes, "not a valid campaign lanes file"),
+            (older, "does not continue the progress"),
             ({**good, "other/smoke/x.json": blob}, "not under one top folder"))):
         archive = _slot_archive(tmp_path / f"bad{i}.tgz", members)
         assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 2
@@ -493,7 +633,7 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
     assert (out / "smoke" / name).read_bytes() == blob and "git add " in printed and "git commit -m " in printed
     assert "slot 2 on NVIDIA H100 80GB HBM3" in printed
     assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 0
-    assert "(3 unchanged)" in capsys.readouterr().out
+    assert "(4 unchanged)" in capsys.readouterr().out
     assert (out / "smoke" / name).read_bytes() == blob
     head = _git(repo, "log", "-1", "--format=%B")
     assert head.startswith("Recorded GPU campaign, slot 2 on NVIDIA H100 80GB HBM3 (smoke profile): 1 recorded run(s)")

@@ -45,6 +45,14 @@ def nonnegative_int(text: str) -> int:
     return _int(text, 0, "a whole number >= 0")
 
 
+MAX_LANES = 64  # the most lanes (runs side by side, a process each, on one device) a campaign slot runs
+
+
+def lanes(text: str) -> int:
+    """A number of lanes of a campaign slot: a whole number from 1 to :data:`MAX_LANES`."""
+    return _int(text, 1, f"a number of lanes, a whole number from 1 to {MAX_LANES}", MAX_LANES)
+
+
 def seed(text: str) -> int:
     """A seed: a whole number from 0 to 2**31 - 1."""
     return _int(text, 0, "a seed, a whole number from 0 to 2147483647", 2**31 - 1)
@@ -243,7 +251,7 @@ def environment(environ: Mapping[str, str] | None = None) -> None:
         environment_value(name, environ)
 
 
-__all__ = ["DEVICES", "ENVIRONMENT", "SWITCH", "Variable", "command_minutes", "device", "environment",
-           "environment_value", "existing_dir", "existing_file", "existing_path", "minutes", "nonnegative_int",
+__all__ = ["DEVICES", "ENVIRONMENT", "MAX_LANES", "SWITCH", "Variable", "command_minutes", "device", "environment",
+           "environment_value", "existing_dir", "existing_file", "existing_path", "lanes", "minutes", "nonnegative_int",
            "output_dir", "output_file", "override", "positive_int", "positive_number", "profile", "revision",
            "seconds", "seed", "switch"]

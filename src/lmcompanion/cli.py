@@ -24,7 +24,7 @@
   bench-cpu [CHAPTER...] [--against REV] [--profile P] [--rounds N]
                                               per chapter's representative run: tokens/s, GFLOP/s against the
                                               measured peak, where a step's time goes; REV's code side by side
-  campaign [--profile gpu] [--budget-min 8] [--plan] [-o DIR] [--max-minutes M] [--archive FILE]
+  campaign [--profile gpu] [--budget-min 8] [--lanes N] [--plan] [-o DIR] [--max-minutes M] [--archive FILE]
            [--pack DIR] [--from-pack DIR]     the next GPU slot: the CUDA-path check of its families, the GPT-2-small
                                               bench, and the runs that decide headline claims, recorded as they finish
   campaign --restore ARCHIVE [--commit]       a slot's archive checked, restored into book/recorded and committed
@@ -303,12 +303,13 @@ def _cmd_campaign(args) -> int:
         print(f"run keys: {campaign.check_keys(manifest, args.profile, args.seeds)} agree with the pack's", flush=True)
     if args.plan:
         found = campaign.plan.plan(args.profile, device=args.device, seeds=args.seeds, out=out,
-                                   budget_min=args.budget_min, retry_failed=args.retry_failed)
-        campaign.print_plan(found.slots, args.budget_min, args.profile, done=len(found.done), failed=len(found.failed))
+                                   budget_min=args.budget_min, retry_failed=args.retry_failed, lanes=args.lanes)
+        campaign.print_plan(found)
         return 0
     return campaign.run(args.profile, device=args.device, out=out, budget_min=args.budget_min,
                         max_minutes=args.max_minutes, seeds=args.seeds, archive=args.archive,
-                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest, started=started)
+                        retry_failed=args.retry_failed, progress=_progress(args), pack=manifest, started=started,
+                        lanes=args.lanes)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -443,8 +444,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget-min", type=minutes, default=campaign.DEFAULT_SLOT_MIN,
                    help="estimated H100 minutes of one slot (default: %(default)g)")
     s.add_argument("--seeds", type=positive_int, help="seeds per arm (default: the profile's, as registered)")
+    s.add_argument("--lanes", type=argtypes.lanes,
+                   help="runs trained side by side on the one device, each in a process of its own (default: the "
+                        "number the lane speed measured by an earlier slot favours; until measured, the assumed one)")
     s.add_argument("--plan", action="store_true", help="print the slots left, each step with its estimated H100 "
-                                                       "minutes (measured or counted) and the claims it decides")
+                                                       "minutes (measured or counted) and the claims it decides, the "
+                                                       "lanes, and the loans of a GPU machine it takes")
     s.add_argument("-o", "--output", type=output_dir,
                    help="recorded runs and the campaign's reports (default: book/recorded; each slot starts from it)")
     s.add_argument("--max-minutes", type=argtypes.command_minutes,

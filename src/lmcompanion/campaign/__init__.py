@@ -7,11 +7,13 @@ a GPU. Its parts, each readable on its own:
 - :mod:`.check`: the CUDA-path check of the families a slot trains (autocast, fused AdamW, compile against eager,
   SDPA kernels, torchrun);
 - :mod:`.bench`: the GPT-2-small bench (the MFU figure) and the chapters' benches that fill a slot's last minutes;
-- :mod:`.runner`: one slot as one command, from what the output folder (``book/recorded``) holds, with its time limit
-  and its archive of what it made;
+- :mod:`.lanes`: the runs of a slot side by side on its one device, and the speed-up that gives (measured by the
+  first slot on a device, assumed until then);
+- :mod:`.runner`: one slot as one command, from what the output folder (``book/recorded``) holds, its runs in lanes,
+  with its time limit and its archive of what it made;
 - :mod:`.restore`: that archive, back here, checked, restored and committed;
 - :mod:`.pack`: the wheels, corpus files and token caches a GPU machine without network needs;
-- :mod:`.reports`: the campaign's files in the output folder (progress, check, bench, measured minutes).
+- :mod:`.reports`: the campaign's files in the output folder (progress, check, bench, measured minutes, lanes).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from .plan import (DEFAULT_SLOT_MIN, GROUPS, Group, Plan, Slot, Step, group_clai
 from .reports import MINUTES_FORMAT, PROGRESS_FORMAT, Minutes, is_recorded, reports_dir
 from .runner import MORE_TO_DO, Progress, run
 
-# The submodules (plan, check, bench, runner, restore, pack, reports) are attributes of the package; no name above
-# shadows one of them.
-from . import restore  # noqa: E402,F401  (campaign.restore.restore: the --restore command)
+# The submodules (plan, check, bench, lanes, runner, restore, pack, reports) are attributes of the package; no name
+# above shadows one of them.
+from . import lanes, restore  # noqa: E402,F401  (campaign.restore.restore: the --restore command)
 
 __all__ = ["BENCH", "CHECK_BASE_S", "CHECK_COMPILE_S", "CHECK_TORCHRUN_S", "COMPILE_RTOL", "DEFAULT_SLOT_MIN",
            "FAMILY_CASES", "GROUPS", "Group", "MINUTES_FORMAT", "MORE_TO_DO", "Minutes", "PACK_FORMAT", "PACK_LIMIT",

@@ -3,7 +3,8 @@ trains, recorded as a file (``DIR/campaign/<profile>/check.json``), each slot's 
 
 - bf16 autocast in the trainer's forward and fused AdamW (:func:`check_autocast`, one experiment per family);
 - ``torch.compile`` losses against eager ones within a stated tolerance (:func:`check_compile`, each compiled family
-  of the slot; the slot's first family where it compiles none);
+  of the slot; the slot's first family where it compiles none), and no graph compiled again for a second model of
+  the same shape (a lane's next run of an arm: :func:`compile_against_eager` counts the recompilations);
 - which SDPA kernels run each distinct attention call of the slot's models (:func:`check_sdpa`);
 - once per device, a one-process nccl run through torchrun (:func:`check_ddp`).
 
@@ -34,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .. import data as data_mod
 from .. import env, estimate, experiments, models, paths, signals
 from ..data.retrieval import RetrievalSource
+from ..experiments import pool
 from ..run import RunConfig
 from ..train import RunStore, trainer
 
@@ -178,15 +180,24 @@ def _losses(cfg: RunConfig, n: int) -> tuple[list[float], list[float]]:
 
 def compile_against_eager(cfg: RunConfig, n: int = COMPILE_STEPS) -> dict:
     """The same initial weights and batches, ``n`` steps eager and ``n`` steps under ``torch.compile``, dropout off
-    (:func:`_without_dropout`): each step's loss compared within :data:`COMPILE_RTOL` of the autocast dtype."""
+    (:func:`_without_dropout`): each step's loss compared within :data:`COMPILE_RTOL` of the autocast dtype. Then a
+    second compiled run of the same shape with another seed (a new model, as a lane's next run of the arm) takes two
+    steps: Dynamo must compile no graph for it (the graphs of a shape are made once per lane: the recompilations are
+    counted, :func:`lmcompanion.experiments.pool.compile_counts`)."""
     cfg = _without_dropout(cfg.replace(train=cfg.train.replace(deterministic=False, compile=False)))
     eager, t_eager = _losses(cfg, n)
-    compiled, t_compiled = _losses(cfg.replace(train=cfg.train.replace(compile=True)), n)
+    graphs0, _ = pool.compile_counts()
+    compiled_cfg = cfg.replace(train=cfg.train.replace(compile=True))
+    compiled, t_compiled = _losses(compiled_cfg, n)
+    graphs1, _ = pool.compile_counts()
+    _losses(compiled_cfg.replace(seed=cfg.seed + 1), 2)
+    recompiled = pool.compile_counts()[0] - graphs1
     dtype = _dtype_name(trainer.autocast_dtype(cfg.train, cfg.device)) or "float32"
     rtol = COMPILE_RTOL[dtype]
     rel = [abs(c - e) / max(abs(e), 1e-12) for c, e in zip(compiled, eager)]
     return {"experiment": cfg.name, "dtype": dtype, "steps": n, "eager": eager, "compiled": compiled,
-            "max_relative_difference": max(rel), "rtol": rtol, "ok": max(rel) <= rtol,
+            "max_relative_difference": max(rel), "rtol": rtol, "ok": max(rel) <= rtol and recompiled == 0,
+            "graphs_compiled": graphs1 - graphs0, "recompiled_for_another_seed": recompiled,
             "first_compiled_step_s": round(t_compiled[0], 2), "compiled_s_per_step": round(
                 sum(t_compiled[1:]) / max(1, n - 1), 4), "eager_s_per_step": round(sum(t_eager[1:]) / max(1, n - 1), 4)}
 

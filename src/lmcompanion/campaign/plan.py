@@ -3,21 +3,26 @@
 
 **Steps are data.** Each :class:`Step` has a name, a kind (``check``, ``bench`` or ``run``), an estimated time on one
 H100 (measured where an earlier slot measured it: :class:`lmcompanion.campaign.reports.Minutes`; else counted) and a
-priority. The order (:func:`steps`): the GPT-2-small bench (the MFU figure), then the runs that decide each
-chapter's headline claims, three seeds per arm (the seeds each arm is registered with, as
-:func:`lmcompanion.experiments.plan` gives them: four for the arms of a claim of equality; the same runs the
-notebooks read), in :data:`GROUPS` order: first the chapters' headline comparisons (declared in the experiment
-registry), cheapest first, then the rest of their headline arms; last, one bench per model family (:data:`BENCH`),
-which only fill a slot's last minutes.
+priority. The order (:func:`steps`): the GPT-2-small bench (the MFU figure), then every run the book reads at the
+profile, with the seeds each arm is registered with (:func:`lmcompanion.experiments.plan`, the same runs the notebooks
+read: at ``gpu`` five for the arms of the chapters' headline comparisons, as at ``cpu``, three for every other arm,
+four for the arms of a claim of equality), in :data:`GROUPS` order: first the chapters' headline comparisons
+(declared in the experiment registry), cheapest first, then the rest of the arms their verdict rows compare, then
+each chapter's illustrating arms; last, one bench per model family (:data:`BENCH`), which only fill a slot's last
+minutes.
 
 **Slots** (:func:`slots`): what is not yet in the output folder (``book/recorded``: every slot starts from what is
-committed there), in that order, each slot as many steps as fit its minutes, led by the CUDA-path check of the model
-families it trains that no earlier slot checked (:mod:`lmcompanion.campaign.check`). A bench of a chapter's model
-comes last in a slot, only where its minutes are left.
+committed there), in that order (a run a time limit cut off first), each slot as many steps as fit its minutes, led
+by the CUDA-path check of the model families it trains that no earlier slot checked
+(:mod:`lmcompanion.campaign.check`) and, in the first slot on a device, the measurement of its lanes
+(:mod:`lmcompanion.campaign.lanes`). A slot trains its runs side by side in lanes, so its wall estimate counts their
+minutes divided by the lanes' speed-up (measured, or assumed until measured, and said so). A bench of a chapter's
+model comes last in a slot, only where its minutes are left. Each slot is one command, in one loan of a GPU machine.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -36,6 +41,7 @@ from ..experiments import PlannedRun
 from ..run import RunConfig
 from . import bench as bench_mod
 from . import check as check_mod
+from . import lanes as lanes_mod
 from . import reports
 
 DEFAULT_SLOT_MIN = 8.0  # estimated H100 minutes of one slot: one command of under 9 minutes of wall time
@@ -50,7 +56,7 @@ class Group:
     chapter: str
     label: str
     names: tuple[str, ...]
-    tier: int  # 1: the chapter's headline comparison (the registry's); 2: the rest of its headline arms
+    tier: int  # 1: the chapter's headline comparison (the registry's); 2: the rest of its rows' arms; 3: illustrations
 
 
 _RETRIEVAL_REST = ("retrieval/flat_d1024_c128", "retrieval/llama_d1024_c128", "retrieval/flat_d512_c32",
@@ -64,25 +70,42 @@ def _headline(chapter: str) -> Group:
 
 
 # In priority order. Tier 1 first: each chapter's headline comparison, cheapest first (the estimated H100 minutes of
-# its seeds, runs they read included, are in the comments: `campaign --plan` prints them), so that the first slots
-# decide as many headline claims as they can; then tier 2, cheapest first. The formal chapter's claims are decided at
-# the cpu profile already (its verdicts do not hinge on scale), so its runs wait for tier 2.
+# its runs at gpu, five seeds per arm, runs they read included, are in the comments: `campaign --plan` prints them),
+# so that the first slots decide as many headline claims as they can; then tier 2, cheapest first; then tier 3, each
+# chapter's illustrating arms (:func:`_illustrations`). The formal chapter's claims are decided at the cpu profile
+# already (its verdicts do not hinge on scale), so its runs wait for tier 2.
 GROUPS: tuple[Group, ...] = (
-    _headline("mixer"),  # 1.5 min
-    _headline("hourglass"),  # 3.2 min (four seeds per arm: a claim of equality)
-    _headline("retrieval"),  # 4.8 min
-    _headline("ar_ed"),  # 7.4 min
-    _headline("deepsight"),  # 13.6 min
+    _headline("mixer"),  # 2.6 min
+    _headline("hourglass"),  # 4.0 min
+    _headline("retrieval"),  # 8.0 min
+    _headline("ar_ed"),  # 12.3 min
+    _headline("deepsight"),  # 22.7 min
     Group("mixer", "flat against expanded mixers at d=256 and d=512", ("mixer/flat_d256", "mixer/expanded_d512"),
           2),  # 1.9 min
     Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
           tuple(mixer_chapter.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
     Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
     Group("ar_ed", "positional subtraction alone and no embedding loss", ("ar_ed/pos_sub", "ar_ed/no_loss"), 2),  # 7.5
-    Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
-          experiments.headline_arms("formal_ed"), 2),  # 7.8 min
     Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2),  # 12.5
+    Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
+          experiments.headline_arms("formal_ed"), 2),  # 12.9 min (headline arms: five seeds)
 )
+TIERS = {1: "the headline comparisons", 2: "the other arms of the chapters' verdict rows", 3: "the illustrating arms"}
+
+
+def _illustrations(before: tuple[Group, ...]) -> tuple[Group, ...]:
+    """Tier 3: each chapter's arms that no group before trains (its illustrating arms: figures, tables and the
+    rows they show), chapter by chapter in the order of the headline comparisons."""
+    taken = {n for g in before for n in g.names}
+    out = []
+    for chapter in dict.fromkeys(g.chapter for g in before):
+        names = tuple(n for n in experiments.names(chapter) if n not in taken)
+        if names:
+            out.append(Group(chapter, f"the {chapter} chapter's illustrating arms", names, 3))
+    return tuple(out)
+
+
+GROUPS = GROUPS + _illustrations(GROUPS)
 
 
 def _arm_claims(chapter: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -106,8 +129,8 @@ def group_claims() -> dict[Group, tuple[str, ...]]:
 
 @dataclass
 class Step:
-    name: str  # "check", "bench/<what>", or the run's id (<name>[-<procedure>]-s<seed>@<config digest>)
-    kind: str  # check | bench | run
+    name: str  # "check", "lanes", "bench/<what>", or the run's id (<name>[-<procedure>]-s<seed>@<config digest>)
+    kind: str  # check | lanes | bench | run
     minutes: float  # estimated minutes on one H100 (measured where `measured`, else counted)
     priority: int  # 1-based position in the order
     run: PlannedRun | None = None  # the run trained (kind run) or benched (kind bench)
@@ -120,14 +143,25 @@ class Step:
     counted: float = 0.0  # the counted (or stated) estimate, kept beside a measured one
 
 
+def wall(the_steps: Sequence[Step], speedup: float = 1.0) -> float:
+    """The estimated wall minutes of ``the_steps`` in one slot: the check, the lanes' measurement and the benches one
+    after another, the runs side by side in lanes whose aggregate throughput is ``speedup`` times one run's (but never
+    less than the longest run alone)."""
+    runs = [s.minutes for s in the_steps if s.kind == "run"]
+    serial = sum(s.minutes for s in the_steps if s.kind != "run")
+    return serial + (max(sum(runs) / speedup, max(runs)) if runs else 0.0)
+
+
 @dataclass
 class Slot:
     number: int  # 1 + the slots this device ran before (progress.json)
     steps: list[Step] = field(default_factory=list)
+    speedup: float = 1.0  # the aggregate speed-up of its lanes (lmcompanion.campaign.lanes)
 
     @property
     def minutes(self) -> float:
-        return sum(s.minutes for s in self.steps)
+        """Its estimated wall minutes (:func:`wall`)."""
+        return wall(self.steps, self.speedup)
 
     @property
     def runs(self) -> list[Step]:
@@ -209,33 +243,37 @@ def check_step(runs: Sequence[PlannedRun], checked: set[str], torchrun_done: boo
 
 def slots(pending: Sequence[Step], budget_min: float = DEFAULT_SLOT_MIN, *, checked: set[str] | None = None,
           torchrun_done: bool = False, minutes: reports.Minutes | None = None, device: str = "cuda",
-          first: int = 1) -> list[Slot]:
-    """``pending`` (steps not done, in priority order) cut into slots of at most ``budget_min`` estimated minutes.
-    A slot takes the GPT-2-small bench and the runs in order while they fit (with the check of the families they add),
-    then, in the minutes left, the chapters' benches that fit. A single step longer than the budget makes a slot of
-    its own (the plan says so)."""
+          first: int = 1, speedup: float = 1.0, measure: Step | None = None) -> list[Slot]:
+    """``pending`` (steps not done, in priority order) cut into slots of at most ``budget_min`` estimated wall
+    minutes (:func:`wall`: the runs side by side in lanes of aggregate ``speedup``). A slot takes the GPT-2-small
+    bench and the runs in order while they fit (with the check of the families they add, and in the first slot that
+    trains runs the lanes' ``measure`` step where given), then, in the minutes left, the chapters' benches that fit. A single step
+    longer than the budget makes a slot of its own (the plan says so)."""
     checked = set(checked or ())
     core = [s for s in pending if not (s.kind == "bench" and s is not _gpt2(pending))]
     tail = [s for s in pending if s.kind == "bench" and s is not _gpt2(pending)]
     out: list[Slot] = []
     while core or tail:
+        head = [measure] if measure is not None else []  # in the first slot that trains runs
         taken: list[Step] = []
         check = None
         while core:
             runs = [s.run for s in taken + [core[0]] if s.kind == "run"]
             trial = check_step(runs, checked, torchrun_done, minutes, device) if runs else None
-            total = sum(s.minutes for s in taken) + core[0].minutes + (trial.minutes if trial else 0.0)
+            total = wall(head + taken + [core[0]] + ([trial] if trial else []), speedup)
             if total > budget_min + 1e-9 and taken:
                 break
             taken.append(core.pop(0))
             check = trial
-        used = sum(s.minutes for s in taken) + (check.minutes if check else 0.0)
         for b in list(tail):
-            if used + b.minutes <= budget_min + 1e-9 or not taken:
+            if wall(head + taken + [b] + ([check] if check else []), speedup) <= budget_min + 1e-9 or not taken:
                 taken.append(b)
                 tail.remove(b)
-                used += b.minutes
-        slot = Slot(first + len(out), ([check] if check else []) + taken)
+        if any(s.kind == "run" for s in taken):
+            measure = None
+        else:
+            head = []
+        slot = Slot(first + len(out), ([check] if check else []) + head + taken, speedup)
         if check is not None:
             checked |= {_family(r) for r in check.covers}
             torchrun_done = True
@@ -254,6 +292,8 @@ class Plan:
     done: list[Step]
     failed: list[Step]
     budget_min: float
+    lanes: int = 1  # the runs of a slot side by side
+    speed: lanes_mod.Speed = field(default_factory=lambda: lanes_mod.Speed({1: 1.0}, False))
 
 
 def bench_done(step: Step, report: dict | None, device: str) -> bool:
@@ -264,17 +304,28 @@ def bench_done(step: Step, report: dict | None, device: str) -> bool:
         device=device).hash()
 
 
+def lanes_of(requested: int | None, speed: lanes_mod.Speed, device: str) -> int:
+    """The lanes a slot runs: ``requested`` (``--lanes``), else the number the measured lane speed favours (the
+    assumed one until measured); on a CPU no more than its cores."""
+    n = requested or speed.best
+    return n if device == "cuda" or requested else min(n, max(1, os.cpu_count() or 1))
+
+
 def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None, out: Path | None = None,
-         budget_min: float = DEFAULT_SLOT_MIN, retry_failed: bool = False) -> Plan:
+         budget_min: float = DEFAULT_SLOT_MIN, retry_failed: bool = False, lanes: int | None = None) -> Plan:
     """The slots left at ``profile``: every step (:func:`steps`) not yet done in ``out`` (a run recorded with the
     config the plan gives it today; a bench in ``bench.json``, on this device), nor failed there (unless
-    ``retry_failed``), cut into slots (:func:`slots`) with the minutes measured by earlier slots on the device, each
-    slot's check covering the families that ``check.json`` does not, numbered after the slots ``progress.json``
-    records on the device. Without ``out``, nothing is done yet."""
+    ``retry_failed``), a run that a time limit cut off first, cut into slots (:func:`slots`) with the minutes
+    measured by earlier slots on the device and the runs side by side in ``lanes`` (:func:`lanes_of`) at their
+    speed-up (``lanes.json``, else assumed), each slot's check covering the families that ``check.json`` does not,
+    the first slot that trains runs measuring the lanes where no earlier slot did on the device, numbered after the slots
+    ``progress.json`` records on the device. Without ``out``, nothing is done yet."""
     on = slot_device(profile, device)
     all_steps = steps(profile, device=device, seeds=seeds)
     done, failed, pending = [], [], []
-    checked, torchrun_done, minutes, earlier = set(), False, None, 0
+    checked, torchrun_done, minutes, earlier, status = set(), False, None, 0, {}
+    speed = lanes_mod.speed(out, profile, on)
+    n_lanes = lanes_of(lanes, speed, on)
     if out is not None:
         minutes = reports.Minutes(out, profile)
         measured(all_steps, minutes, on)
@@ -291,9 +342,13 @@ def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None
             failed.append(s)
         else:
             pending.append(s)
+    # a run cut off by a time limit is the first of the next slot (its lanes' runs too: each was cut off whole)
+    pending.sort(key=lambda s: (status.get(s.name) or {}).get("status") != "interrupted")
+    stated = lanes_mod.MEASURE_MIN
+    measure = None if speed.measured else Step("lanes", "lanes", stated, 0, counted=stated)
     cut = slots(pending, budget_min, checked=checked, torchrun_done=torchrun_done, minutes=minutes, device=on,
-                first=earlier + 1)
-    return Plan(profile, on, all_steps, cut, done, failed, budget_min)
+                first=earlier + 1, speedup=speed.at(n_lanes), measure=measure)
+    return Plan(profile, on, all_steps, cut, done, failed, budget_min, n_lanes, speed)
 
 
 def _gpt2(pending: Sequence[Step]) -> Step | None:
@@ -318,39 +373,46 @@ def corpora_of(cfg: RunConfig) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def print_plan(the_slots: Sequence[Slot], budget_min: float, profile: str, *, done: int = 0, failed: int = 0,
-               out=print, with_passes: bool = True) -> None:
+def print_plan(the_plan: Plan, *, out=print, with_passes: bool = True) -> None:
     """Every slot with its steps, each with its estimated H100 minutes, whether that estimate is measured or counted,
-    its running total within the slot (and a run's passes over its data), the claims each comparison decides, and a
-    ``slot N total`` line per slot."""
+    its running wall total within the slot (runs side by side in the plan's lanes; and a run's passes over its data),
+    the claims each comparison completes, and a ``slot N total`` line per slot; then the lanes assumed or measured,
+    and the loans of a GPU machine the whole plan takes (one slot, one command, per loan)."""
+    the_slots, budget_min, profile = the_plan.slots, the_plan.budget_min, the_plan.profile
     all_steps = [s for slot in the_slots for s in slot.steps]
     n_measured = sum(s.measured for s in all_steps)
     out(f"campaign at the {profile} profile: {len(the_slots)} slot(s) of at most {budget_min:g} estimated H100 min "
-        f"each, one command each; {done} step(s) done already (the output folder), {failed} failed; estimates: "
-        f"{n_measured} measured by earlier slots, {len(all_steps) - n_measured} counted (lmcompanion.estimate for runs, "
-        "stated allowances for the check and the benches)")
+        f"each, one command each; {len(the_plan.done)} step(s) done already (the output folder), "
+        f"{len(the_plan.failed)} failed; estimates: {n_measured} measured by earlier slots, "
+        f"{len(all_steps) - n_measured} counted (lmcompanion.estimate for runs, stated allowances for the check, the "
+        "lanes and the benches)")
+    out(f"lanes: {the_plan.speed.describe(the_plan.lanes)}; a slot's runs train side by side, so its wall estimate "
+        "is its other steps plus its runs' minutes (each a run alone) over that speed-up")
     for slot in the_slots:
         out("")
         out(f"slot {slot.number}{' (next: the README command runs it)' if slot is the_slots[0] else ''}")
         out(f"{'#':>3}  {'kind':<5}  {'step':<58}  {'estimate':>10}  {'source':<8}  {'cum.':>6}  {'passes':>8}")
-        cum = 0.0
-        for s in slot.steps:
-            cum += s.minutes
+        for i, s in enumerate(slot.steps):
             p = passes(s.run.config) if with_passes and s.kind == "run" else None
             extra = f"  {p:8.1f}" if p is not None else ""
             name = s.name if s.kind != "check" else (
                 f"check {'+'.join(dict.fromkeys(_family(r) for r in s.covers))} (compile vs eager: {'+'.join(s.families)})")
+            if s.kind == "lanes":
+                name = f"lanes (aggregate tokens/s at {'/'.join(map(str, lanes_mod.LEVELS))} lanes)"
             out(f"{s.priority if s.priority else '-':>3}  {s.kind:<5}  {name:<58}  {s.minutes:6.2f} min  "
-                f"{'measured' if s.measured else 'counted':<8}  {cum:6.1f}{extra}")
+                f"{'measured' if s.measured else 'counted':<8}  {wall(slot.steps[:i + 1], slot.speedup):6.1f}{extra}")
             for c in s.claims:
                 out(f"{'':>16}completes the runs of: [{s.group.chapter}] {c}")
         kinds = {k: sum(1 for s in slot.steps if s.kind == k) for k in ("check", "bench", "run")}
         decided = sum(len(s.claims) for s in slot.steps)
         over = f" (OVER the slot's {budget_min:g} min: one step alone)" if slot.minutes > budget_min + 1e-9 else ""
         out(f"slot {slot.number} total {slot.minutes:.1f} min{over} ({kinds['check']} check, {kinds['bench']} "
-            f"benches, {kinds['run']} runs; completes the runs of {decided} claims)")
+            f"benches, {kinds['run']} runs in {the_plan.lanes} lane(s); completes the runs of {decided} claims)")
     if not the_slots:
         out("nothing left: every step is done")
+    out("")
+    for line in loans(the_plan):
+        out(line)
     if with_passes:
         rows = passes_table(all_steps)
         if rows:
@@ -360,6 +422,27 @@ def print_plan(the_slots: Sequence[Slot], budget_min: float, profile: str, *, do
             for r in rows:
                 out(f"  {r['experiment']:<{width}}  {r['tokens/run']:>13,} tokens/run  {r['passes']:>6.1f} passes"
                     f"  (write-up: {r['write-up']})")
+
+
+LOAN_MIN = 15  # device minutes of one loan of a GPU machine (README: its start, one command, idle and hand-back)
+
+
+def loans(the_plan: Plan) -> list[str]:
+    """How many loans the plan takes (one slot, one command of at most ``--max-minutes 8.5``, per loan of
+    :data:`LOAN_MIN` device minutes), and the loan by which each tier of runs is complete."""
+    n = len(the_plan.slots)
+    lines = [f"loans: {n} loan(s) of a GPU machine ({LOAN_MIN} device minutes each, one slot per loan: one command "
+             f"of at most 8.5 minutes) for everything left, at {the_plan.lanes} lane(s) "
+             f"({'measured' if the_plan.speed.measured else 'ASSUMED'} speed-up "
+             f"{the_plan.speed.at(the_plan.lanes):.2f}x)"]
+    for tier, what in TIERS.items():
+        last = [i for i, slot in enumerate(the_plan.slots, 1) for s in slot.runs if s.group and s.group.tier == tier]
+        runs = sum(1 for slot in the_plan.slots for s in slot.runs if s.group and s.group.tier == tier)
+        if last:
+            lines.append(f"  {what} ({runs} runs left): complete after loan {max(last)} of {n}")
+        else:
+            lines.append(f"  {what}: nothing left")
+    return lines
 
 
 def passes_table(all_steps: Sequence[Step]) -> list[dict]:
@@ -383,6 +466,6 @@ def passes_table(all_steps: Sequence[Step]) -> list[dict]:
     return rows
 
 
-__all__ = ["BENCH", "DEFAULT_SLOT_MIN", "GROUPS", "Group", "Plan", "Slot", "bench_done", "plan", "Step", "check_minutes", "check_step",
-           "corpora_of", "group_claims", "measured", "passes", "passes_table", "print_plan", "slot_device", "slots",
-           "steps"]
+__all__ = ["BENCH", "DEFAULT_SLOT_MIN", "GROUPS", "Group", "LOAN_MIN", "Plan", "Slot", "TIERS", "bench_done",
+           "check_minutes", "check_step", "corpora_of", "group_claims", "lanes_of", "loans", "measured", "passes",
+           "passes_table", "plan", "print_plan", "slot_device", "slots", "steps", "wall", "Step"]

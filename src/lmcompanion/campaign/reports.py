@@ -1,6 +1,7 @@
 """What a campaign keeps in its output folder (``book/recorded`` by default, committed after every slot): the recorded
 runs (``DIR/<profile>/``) and its own reports (``DIR/campaign/<profile>/``: ``progress.json``, ``check.json``,
-``bench.json`` and ``minutes.json``, the measured minutes of every step, which the next slot's plan reads).
+``bench.json``, ``minutes.json``, the measured minutes of every step, which the next slot's plan reads, and
+``lanes.json``, the lane speed measured on each device: :mod:`lmcompanion.campaign.lanes`).
 
 Every report read back may have come from another machine, so each is read through :mod:`lmcompanion.untrusted`.
 """
@@ -12,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from .. import paths, recorded, untrusted
+from .. import argtypes, paths, recorded, untrusted
 from ..errors import LMCError
 from ..experiments import PlannedRun
 from ..run import RunConfig
@@ -20,9 +21,21 @@ from ..run import RunConfig
 REPORTS = recorded.REPORTS  # DIR/campaign/<profile>/: the campaign's own reports
 PROGRESS_FORMAT = "lmcompanion-campaign/1"
 MINUTES_FORMAT = "lmcompanion-campaign-minutes/1"
+MAX_LANES = argtypes.MAX_LANES  # the most lanes (worker processes on one device) a slot runs or a lanes file names
+# The lane speed measured on each device (lmcompanion.campaign.lanes): lanes -> aggregate speed-up over one lane.
+LANES = untrusted.Format(
+    "campaign lanes file", fix="restore it from git, or delete it: the next slot measures the lanes again",
+    schema={"type": "object", "properties": {
+        "format": {"type": "string"}, "profile": {"type": "string"},
+        "devices": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["speedup"], "properties": {
+                "speedup": {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[1-9][0-9]?$"},
+                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_LANES}},
+                "gpu": {"type": ["string", "null"]}, "run": {"type": "string"}, "levels": {"type": "object"},
+                "wall_s": {"type": "number", "minimum": 0}}}}}})
 # The reports by file name, with the format each is read through.
 FILES = {"progress.json": untrusted.CAMPAIGN_PROGRESS, "check.json": untrusted.CAMPAIGN_CHECK,
-         "bench.json": untrusted.CAMPAIGN_BENCH, "minutes.json": untrusted.CAMPAIGN_MINUTES}
+         "bench.json": untrusted.CAMPAIGN_BENCH, "minutes.json": untrusted.CAMPAIGN_MINUTES, "lanes.json": LANES}
 
 
 def reports_dir(out: Path, profile: str) -> Path:
@@ -113,5 +126,5 @@ class Minutes:
         write_json(self.path, self.data)
 
 
-__all__ = ["FILES", "MINUTES_FORMAT", "Minutes", "PROGRESS_FORMAT", "REPORTS", "dumps", "is_recorded", "read_json",
-           "read_report", "recorded_path", "reports_dir", "run_key", "write_json"]
+__all__ = ["FILES", "LANES", "MAX_LANES", "MINUTES_FORMAT", "Minutes", "PROGRESS_FORMAT", "REPORTS", "dumps",
+           "is_recorded", "read_json", "read_report", "recorded_path", "reports_dir", "run_key", "write_json"]

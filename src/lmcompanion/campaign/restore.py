@@ -5,7 +5,7 @@ The archive (``--archive`` of the slot's command: the files of ``book/recorded``
 top folder) was made elsewhere, so it is read through :mod:`lmcompanion.untrusted` (sizes from the headers, no link,
 every name confined) and every member is checked before anything is written: a recorded run
 (``<profile>/<experiment>-s<seed>.json``) completely (:func:`lmcompanion.recorded.validate`), a report
-(``campaign/<profile>/{progress,check,bench,minutes}.json``) against its format; any other member stops the restore.
+(``campaign/<profile>/{progress,check,bench,minutes,lanes}.json``) against its format; any other member stops the restore.
 An archive older than what is here (its progress lacks a slot this folder's progress records) is refused too. The
 commit's message names the slot, its device and what it recorded.
 """

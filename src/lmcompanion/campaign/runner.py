@@ -2,22 +2,33 @@
 (:func:`lmcompanion.campaign.plan.plan`), computed from what the output folder holds (``book/recorded``, as
 committed: never a warm machine's run store).
 
-**Progress.** Every finished run is written at once as a recorded run (:func:`lmcompanion.recorded.write`,
-``DIR/<profile>/``), the check and bench reports, the progress and the measured minutes of every step
-(``minutes.json``: the next slot's plan reads them) under ``DIR/campaign/<profile>/``. ``--archive FILE`` rewrites,
-after every step, a ``.tar.gz`` of the files of DIR this slot made or changed (the GPU machines return at most 8
-files, not folders); :mod:`lmcompanion.campaign.restore` puts them back here and commits them.
+**Lanes.** The check, the lanes' measurement and the benches run one after another in this process; the runs of
+the slot run side by side in ``--lanes N`` worker processes on the one device (:func:`lmcompanion.experiments.pool.
+train_all`: the pool ``make book`` trains with; its module doc says how a run is sent to the lane that compiled its
+shape, so that a lane compiles once per shape, and how each run's peak memory is its own). A lane whose run fails
+fails that run only; the slot goes on. The lane speed and the number of lanes: :mod:`lmcompanion.campaign.lanes`.
 
-**The time limit.** ``--max-minutes`` counts from the command's start: no step starts that its estimate (scaled by
-how much slower than estimated this command's runs were) says would not end in time, and at the limit the step in
-flight is stopped (SIGTERM to this process, the package's one signal policy). A run cut off is lost whole (its
-checkpoint stays on a machine that is given back) and is the first run of the next slot; every finished step is in
-the archive.
+**Progress.** Every finished run, from any lane, is written at once as a recorded run (``DIR/<profile>/``), its
+summary carrying its own figures (tokens/s, peak memory and MFU as the trainer measured them; the seconds it spent
+compiling, the graphs it compiled, and the lanes busy beside it), then the archive is rewritten. The check, lanes and
+bench reports, the progress (with the slot's own figures: its runs' tokens over the wall time of its lanes, and
+their MFU) and the measured minutes of every step (``minutes.json``, a run's as one run alone: the next slot's plan
+reads them) are under ``DIR/campaign/<profile>/``. ``--archive FILE`` rewrites, after every step, a ``.tar.gz`` of
+the files of DIR this slot made or changed (the GPU machines return at most 8 files, not folders);
+:mod:`lmcompanion.campaign.restore` puts them back here and commits them.
+
+**The time limit.** ``--max-minutes`` counts from the command's start and covers every lane: no step starts that its
+estimate (scaled by how much slower than estimated this command's runs were, and for a run by how much its lanes
+slow it) says would not end in time, and at the limit every lane is stopped (SIGTERM to this process, the package's
+one signal policy, forwarded to the lanes: each run in flight finishes its step and checkpoint). A run cut off is
+lost whole (its checkpoint stays on a machine that is given back) and is planned first in the next slot; every run
+finished in any lane is in the archive.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 import signal
@@ -30,12 +41,13 @@ from typing import Callable
 
 import torch
 
-from .. import env, experiments, paths, recorded, signals
+from .. import env, estimate, experiments, models, paths, recorded, signals
 from ..errors import LMCError
-from ..experiments import PlannedRun
+from ..experiments import PlannedRun, pool
 from ..train import Run, RunStore
 from . import bench as bench_mod
 from . import check as check_mod
+from . import lanes as lanes_mod
 from . import plan as plan_mod
 from . import reports
 from .plan import Slot, Step
@@ -129,117 +141,298 @@ class _Deadline:
             signal.signal(signal.SIGTERM, self.old)
 
 
-def train_run(run: PlannedRun, progress: bool | None) -> Run:
-    """Train one planned run in this machine's run store (what a run step does; the slot rehearsal wraps it)."""
-    return run.train(RunStore(), progress=progress)
-
-
 def gpu_name(device: str) -> str | None:
     return torch.cuda.get_device_name() if device == "cuda" and torch.cuda.is_available() else None
+
+
+class _Command:
+    """What one command (slot) keeps while it runs: its plan, progress, minutes, lanes and time limit."""
+
+    def __init__(self, the_plan: plan_mod.Plan, out: Path, archive: Path | None, profile: str, device: str,
+                 max_minutes: float | None, started: float, progress, log: Callable, callbacks: tuple,
+                 requested: int | None):
+        self.plan, self.out, self.archive, self.profile, self.device = the_plan, out, archive, profile, device
+        self.max_minutes, self.started, self.progress, self.log, self.callbacks = (max_minutes, started, progress, log,
+                                                                                   callbacks)
+        self.state = Progress(out, profile, device)
+        self.minutes = reports.Minutes(out, profile)
+        self.before = _snapshot(out)
+        self.gpu = gpu_name(device)
+        self.rdir = reports.reports_dir(out, profile)
+        self.times: list[tuple[float, float]] = []  # (measured alone, estimated) seconds of the runs finished
+        self.stopped: str | None = None
+        self.speed, self.lanes = the_plan.speed, the_plan.lanes
+        self.requested = requested  # --lanes (None: as the lane speed favours)
+
+    def elapsed_min(self) -> float:
+        return (time.monotonic() - self.started) / 60
+
+    def fits(self, need_min: float) -> bool:
+        """Whether a step of ``need_min`` minutes ends before the limit (see the module doc); says why not."""
+        elapsed = self.elapsed_min()
+        if self.max_minutes is not None and elapsed + need_min > self.max_minutes and elapsed > 0.5:
+            self.stopped = (f"--max-minutes {self.max_minutes:g}: {elapsed:.1f} min used by this command, the next "
+                            f"step needs about {need_min:.1f}")
+            return False
+        return True
+
+    def saved(self) -> None:
+        """The progress and the minutes written, the archive rewritten (a signal does not split them)."""
+        with signals.deferred():
+            self.state.save()
+            self.minutes.save()
+            archive_changed(self.out, self.archive, self.before)
 
 
 def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None,
         budget_min: float = plan_mod.DEFAULT_SLOT_MIN, max_minutes: float | None = None, seeds: int | None = None,
         archive: Path | None = None, retry_failed: bool = False, progress: bool | None = None,
-        pack: dict | None = None, started: float | None = None, log: Callable = print) -> int:
+        pack: dict | None = None, started: float | None = None, log: Callable = print, lanes: int | None = None,
+        callbacks: tuple = ()) -> int:
     """Run the next slot (see the module doc). Returns 0 when the slot is done (its failed steps, if any, recorded
     and listed), :data:`MORE_TO_DO` when ``max_minutes`` stopped it with steps left (run the same command again: the
     next slot starts with them). ``pack``: the manifest of the pack the data came from (its commit is recorded in the
     progress: a GPU machine's copy of the tree may have no git history). ``started``: when the command started
-    (``time.monotonic()``; default now), from which ``max_minutes`` counts."""
+    (``time.monotonic()``; default now), from which ``max_minutes`` counts. ``lanes``: runs side by side (default:
+    :func:`lmcompanion.campaign.plan.lanes_of`). ``callbacks``: called in each lane after each training step
+    (module-level functions: the slot rehearsal slows its runs with one)."""
     started = time.monotonic() if started is None else started
     for name, value in (("budget_min", budget_min), ("max_minutes", max_minutes)):
         if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise LMCError(f"{name} must be a finite number of minutes > 0, got {value!r}")
+    if lanes is not None and not (isinstance(lanes, int) and 1 <= lanes <= reports.MAX_LANES):
+        raise LMCError(f"lanes must be a whole number from 1 to {reports.MAX_LANES}, got {lanes!r}")
     device = experiments.resolve_device(device, profile)
     out = Path(out) if out is not None else recorded.default_dir()
     for name in reports.FILES:  # every report read back passes before anything is written
         reports.read_report(out, profile, name)
     the_plan = plan_mod.plan(profile, device=device, seeds=seeds, out=out, budget_min=budget_min,
-                             retry_failed=retry_failed)
+                             retry_failed=retry_failed, lanes=lanes)
     if not the_plan.slots:
         log(f"campaign at the {profile} profile: every step is done ({len(the_plan.done)}) or failed "
             f"({len(the_plan.failed)}{'; --retry-failed tries them again' if the_plan.failed else ''}) in {out}: "
             "campaign complete")
         return 0
     slot = the_plan.slots[0]
-    state = Progress(out, profile, device)
-    minutes = reports.Minutes(out, profile)
-    before = _snapshot(out)
-    gpu = gpu_name(device)
-    state.data["commands"].append({"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device, "gpu": gpu,
-                                   "slot": slot.number, "budget_min": budget_min, "max_minutes": max_minutes,
-                                   **env.git_state(),
-                                   "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")}
-                                   if pack else None})
-    rdir = reports.reports_dir(out, profile)
-    log(f"campaign at the {profile} profile on {gpu or device}: slot {slot.number}, {len(slot.steps)} steps "
-        f"({slot.minutes:.1f} of {budget_min:g} min estimated), {len(the_plan.slots) - 1 if the_plan.slots else 0} "
-        f"slot(s) after it; {len(the_plan.done)} steps done earlier; output in {out}")
-    stopped, status, deadline, times = None, 0, None, []
+    cmd = _Command(the_plan, out, archive, profile, device, max_minutes, started, progress, log, tuple(callbacks),
+                   lanes)
+    cmd.state.data["commands"].append({
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device, "gpu": cmd.gpu, "slot": slot.number,
+        "budget_min": budget_min, "max_minutes": max_minutes, "lanes": the_plan.lanes, **env.git_state(),
+        "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")} if pack else None})
+    log(f"campaign at the {profile} profile on {cmd.gpu or device}: slot {slot.number}, {len(slot.steps)} steps "
+        f"({slot.minutes:.1f} of {budget_min:g} min estimated), {len(the_plan.slots) - 1} slot(s) after it; "
+        f"{len(the_plan.done)} steps done earlier; output in {out}")
+    log(f"lanes: {the_plan.speed.describe(the_plan.lanes)}")
+    status, deadline = 0, None
     try:
         deadline = _Deadline(max_minutes * 60 - (time.monotonic() - started) if max_minutes is not None else None)
-        for i, step in enumerate(slot.steps, 1):
-            entry = state.step(step.name)
-            need = step.minutes * ratio(times)
-            elapsed = (time.monotonic() - started) / 60
-            if max_minutes is not None and elapsed + need > max_minutes and elapsed > 0.5:
-                stopped, status = (f"--max-minutes {max_minutes:g}: {elapsed:.1f} min used by this command, the next "
-                                   f"step needs about {need:.1f}"), MORE_TO_DO
-                break
-            log(f"[{i}/{len(slot.steps)}] {step.kind} {step.name} (estimated {step.minutes:.2f} min, "
-                f"{'measured' if step.measured else 'counted'})")
-            entry["attempts"] += 1
-            t0 = time.monotonic()
-            try:
-                with signals.unswallowed():
-                    report = _execute(step, out, rdir, profile, device, progress, log)
-                entry.update(status="done", error=None)
-            except KeyboardInterrupt:  # Ctrl-C, SIGTERM, or the deadline: a run cut off is lost whole
-                entry["status"] = "interrupted"
-                entry["wall_s"] = round(entry["wall_s"] + time.monotonic() - t0, 1)
-                log(f"    interrupted during {step.name}")
-                raise
-            except Exception as exc:  # noqa: BLE001  (recorded; the slot goes on with the next step)
-                entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000],
-                             traceback="".join(traceback.format_exception(exc))[-4000:])
-                log(f"    FAILED: {entry['error']}")
-                report = None
-            wall = time.monotonic() - t0
-            state.command_s += wall
-            entry["wall_s"] = round(entry["wall_s"] + wall, 1)
-            entry["estimate_min"] = round(step.counted, 3)
-            if entry["status"] == "done":
-                _measured(minutes, step, wall, device, gpu, report)
-                if step.kind == "run":
-                    times.append((wall, step.minutes * 60))
-            state.save()
-            minutes.save()
-            archive_changed(out, archive, before)
-            log(f"    {entry['status']} in {wall:.0f} s; {state.spent_min:.1f} of {budget_min:g} min spent")
+        i = 0
+        while i < len(slot.steps) and not cmd.stopped:
+            if slot.steps[i].kind == "run":
+                group = list(itertools.takewhile(lambda s: s.kind == "run", slot.steps[i:]))
+                _train_lanes(cmd, group, i, len(slot.steps))
+                i += len(group)
+            else:
+                _serial(cmd, slot.steps[i], i + 1, len(slot.steps))
+                i += 1
+        status = MORE_TO_DO if cmd.stopped else 0
     except KeyboardInterrupt:
         if deadline is None or not deadline.fired:
             raise
-        log(f"stopped by --max-minutes {max_minutes:g} (the run in flight is lost and will be run again); restore "
-            "the archive, commit it, and run the same command again for the next slot")
+        log(f"stopped by --max-minutes {max_minutes:g} (the runs in flight are lost and will be run first by the next "
+            "slot); restore the archive, commit it, and run the same command again for the next slot")
         return MORE_TO_DO
     finally:
         if deadline is not None:
             deadline.close()
-        state.data["commands"][-1]["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        with signals.deferred():  # a second signal does not split the last report and its archive
-            state.save()
-            minutes.save()
-            archive_changed(out, archive, before)
-    summary(slot, the_plan, state, out, profile, device, stopped, log)
+        cmd.state.data["commands"][-1]["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        cmd.saved()
+    summary(slot, the_plan, cmd.state, out, profile, device, cmd.stopped, log)
     return status
+
+
+def _serial(cmd: _Command, step: Step, i: int, n: int) -> None:
+    """One step in this process (the check, the lanes' measurement, a bench), within the time limit."""
+    if not cmd.fits(step.minutes * ratio(cmd.times)):
+        return
+    entry = cmd.state.step(step.name)
+    cmd.log(f"[{i}/{n}] {step.kind} {step.name} (estimated {step.minutes:.2f} min, "
+            f"{'measured' if step.measured else 'counted'})")
+    entry["attempts"] += 1
+    t0 = time.monotonic()
+    try:
+        with signals.unswallowed():
+            report = _execute(step, cmd.out, cmd.rdir, cmd.profile, cmd.device, cmd.progress, cmd.log,
+                              runs=[s.run for s in cmd.plan.slots[0].runs])
+        entry.update(status="done", error=None)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, or the deadline
+        entry["status"] = "interrupted"
+        entry["wall_s"] = round(entry["wall_s"] + time.monotonic() - t0, 1)
+        cmd.log(f"    interrupted during {step.name}")
+        raise
+    except Exception as exc:  # noqa: BLE001  (recorded; the slot goes on with the next step)
+        _failed(entry, exc, cmd.log)
+        report = None
+    wall = time.monotonic() - t0
+    cmd.state.command_s += wall
+    entry["wall_s"] = round(entry["wall_s"] + wall, 1)
+    entry["estimate_min"] = round(step.counted, 3)
+    if entry["status"] == "done":
+        _measured(cmd.minutes, step, wall, cmd.device, cmd.gpu, report)
+        if step.kind == "lanes" and report is not None:
+            cmd.speed = lanes_mod.speed(cmd.out, cmd.profile, cmd.device)
+            cmd.lanes = plan_mod.lanes_of(cmd.requested, cmd.speed, cmd.device)
+            cmd.state.data["commands"][-1]["lanes"] = cmd.lanes
+            cmd.log(f"    from now on: {cmd.speed.describe(cmd.lanes)}")
+    cmd.saved()
+    cmd.log(f"    {entry['status']} in {wall:.0f} s; {cmd.state.spent_min:.1f} min spent")
+
+
+def _failed(entry: dict, exc: BaseException, log: Callable) -> None:
+    entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000],
+                 traceback="".join(traceback.format_exception(exc))[-4000:])
+    log(f"    FAILED: {entry['error']}")
+
+
+def _train_lanes(cmd: _Command, group: list[Step], offset: int, n: int) -> None:
+    """The slot's runs side by side in ``cmd.lanes`` lanes (:func:`lmcompanion.experiments.pool.train_all`), each
+    recorded the moment it finishes (:func:`_finished_run`); on a signal (the deadline's among them) every run in
+    flight is marked interrupted and the signal goes on."""
+    steps = {s.name: s for s in group}
+    number = {s.name: offset + k + 1 for k, s in enumerate(group)}
+    spans: dict[str, list[float]] = {}  # run id -> [start, end]: how many lanes were busy beside each run
+    finished: dict[str, Run] = {}  # the steps' runs recorded
+    t0 = time.time()
+
+    def may_start(run: PlannedRun) -> bool:
+        step = steps.get(run.id)  # a run a step reads (a matcher's embedder) is trained with it
+        slower = cmd.lanes / cmd.speed.at(cmd.lanes)
+        return step is None or cmd.fits(step.minutes * ratio(cmd.times) * slower)
+
+    def on_start(run: PlannedRun) -> None:
+        spans[run.id] = [time.time(), math.inf]
+        step = steps.get(run.id)
+        if step is None:
+            cmd.log(f"[-] run {run.id} (read by a run of the slot; trained in a lane of its own first)")
+            return
+        cmd.state.step(step.name)["attempts"] += 1
+        cmd.log(f"[{number[step.name]}/{n}] run {step.name} (estimated {step.minutes:.2f} min, "
+                f"{'measured' if step.measured else 'counted'}; {len(spans)} started in {cmd.lanes} lane(s))")
+
+    def on_done(outcome: pool.Outcome) -> None:
+        if outcome.run.id in spans:
+            spans[outcome.run.id][1] = time.time()
+        step = steps.get(outcome.run.id)
+        if step is None:
+            return
+        try:
+            done = _finished_run(cmd, step, outcome, spans)
+        except KeyboardInterrupt:  # a signal while it was being recorded: it is run again, from scratch
+            cmd.state.step(step.name)["status"] = "interrupted"
+            raise
+        if done is not None:
+            finished[step.name] = done
+
+    try:
+        pool.train_all([s.run for s in group], cmd.lanes, threads=max(1, (os.cpu_count() or 1) // cmd.lanes),
+                       store=RunStore(), progress=cmd.progress, on_start=on_start, on_done=on_done,
+                       may_start=may_start, callbacks=cmd.callbacks)
+    except KeyboardInterrupt:
+        for name, (start, end) in spans.items():
+            entry = cmd.state.step(name) if name in steps else None
+            if entry is not None and end == math.inf:
+                entry["status"] = "interrupted"
+                entry["wall_s"] = round(entry["wall_s"] + time.time() - start, 1)
+                cmd.log(f"    interrupted during {name}")
+        raise
+    finally:
+        cmd.state.command_s += time.time() - t0
+        _slot_figures(cmd, finished, spans)
+
+
+def _finished_run(cmd: _Command, step: Step, outcome: pool.Outcome, spans: dict) -> Run | None:
+    """A run a lane finished (or failed): recorded with its own figures, its minutes as one run alone filed, the
+    progress and the archive written; the run, or None where it failed."""
+    entry = cmd.state.step(step.name)
+    entry["estimate_min"] = round(step.counted, 3)
+    if outcome.error is not None:
+        entry.update(status="failed", error=outcome.error[:2000], traceback=None)
+        cmd.log(f"    FAILED {step.name}: {outcome.error[:300]}")
+        cmd.saved()
+        return None
+    done = Run(outcome.path)
+    facts, alone_s = {}, 0.0
+    if not outcome.reused:  # trained here: what its lane measured
+        start, end = spans[step.name]
+        busy = lanes_mod.concurrency([tuple(v) for v in spans.values()], start, end)
+        alone_s = 60 * lanes_mod.alone_minutes(outcome.seconds, busy, cmd.speed)
+        facts = {"compile_s": float(outcome.facts.get("compile_s", 0.0)),
+                 "graphs_compiled": int(outcome.facts.get("graphs", 0)), "lanes_busy": round(busy, 2)}
+    try:
+        path = _record(done, cmd.out, facts)
+    except Exception as exc:  # noqa: BLE001  (a run that cannot be recorded failed: the slot goes on)
+        _failed(entry, exc, cmd.log)
+        cmd.saved()
+        return None
+    entry.update(status="done", error=None)
+    entry["wall_s"] = round(entry["wall_s"] + outcome.seconds, 1)
+    if not outcome.reused:
+        cmd.minutes.add(reports.run_key(step.run), cmd.device, alone_s / 60, cmd.gpu, what=step.name)
+        cmd.times.append((alone_s, step.minutes * 60))
+    compiled = (f"; compiled {facts['graphs_compiled']} graph(s) in {facts['compile_s']:.1f} s"
+                if facts and step.run.config.train.compile else "")
+    cmd.log(f"    recorded {path}: {figures(done, cmd.device)}{compiled}" + (
+        f"; {facts['lanes_busy']:.1f} lane(s) busy while it ran; {outcome.seconds:.0f} s ({alone_s:.0f} s as one run "
+        "alone)" if facts else ""))
+    _after_run(cmd, step, done, path)
+    cmd.saved()
+    return done
+
+
+def _after_run(cmd: _Command, step: Step, done: Run, path: Path) -> None:
+    """The one place where what a finished run's recorded file needs beyond its metrics is computed, in this process
+    from the run's folder (its weights are there), after it is recorded and before the archive is rewritten (issue 49,
+    item 6: the weight-dependent measures)."""
+
+
+def _record(done: Run, out: Path, facts: dict) -> Path:
+    """``done`` written as a recorded run (:func:`lmcompanion.recorded.export`) with ``facts`` measured in its lane
+    added to its summary."""
+    record = recorded.export(done)
+    record["summary"].update(facts)
+    path = Path(out) / record["profile"] / recorded.file_name(record)
+    reports.write_json(path, record)
+    return path
+
+
+def _slot_figures(cmd: _Command, finished: dict[str, Run], spans: dict) -> None:
+    """The slot's own figures, in its command's progress entry: its runs' tokens over the wall time of its lanes
+    (the first run's start to the last one's end), and on a GPU their MFU (their counted FLOPs over that time, at the
+    device's peak)."""
+    trained = {name: run for name, run in finished.items() if name in spans}
+    if not trained:
+        return
+    wall = max(spans[n][1] for n in trained) - min(spans[n][0] for n in trained)
+    tokens = {n: int(r.summary.get("tokens") or 0) for n, r in trained.items()}
+    flops = sum(models.flops_per_token(r.config.model) * tokens[n] for n, r in trained.items())
+    peak = estimate.peak_flops(cmd.gpu) if cmd.gpu else None
+    figures_ = {"lanes": cmd.lanes, "runs": len(trained), "tokens": sum(tokens.values()), "wall_s": round(wall, 1),
+                "tokens_per_s": round(sum(tokens.values()) / wall, 1) if wall > 0 else None,
+                "mfu": float(f"{flops / wall / peak:.4g}") if wall > 0 and peak else None,
+                "speedup": round(cmd.speed.at(cmd.lanes), 3), "speedup_measured": cmd.speed.measured}
+    cmd.state.data["commands"][-1].setdefault("lane_groups", []).append(figures_)
+    cmd.log(f"    the slot's lanes: {len(trained)} run(s), {figures_['tokens']:,} tokens in {wall:.0f} s: "
+            f"{figures_['tokens_per_s'] or 0:,.0f} tokens/s in all"
+            + (f", MFU {figures_['mfu']:.3f}" if figures_["mfu"] is not None else ""))
 
 
 def _measured(minutes: reports.Minutes, step: Step, wall_s: float, device: str, gpu: str | None,
               report: dict | None) -> None:
-    """File a finished step's wall minutes where the plan reads them (a check: its parts, from its items' seconds)."""
-    if step.kind == "run":
-        minutes.add(reports.run_key(step.run), device, wall_s / 60, gpu, what=step.name)
+    """File a finished step's wall minutes where the plan reads them (a check: its parts, from its items' seconds;
+    a run's: :func:`_finished_run`)."""
+    if step.kind == "lanes":
+        minutes.add("lanes/measure", device, wall_s / 60, gpu)
     elif step.kind == "bench":
         minutes.add(f"{step.name}@{step.run.config.hash()}", device, wall_s / 60, gpu)
     elif report is not None:
@@ -252,7 +445,7 @@ def _measured(minutes: reports.Minutes, step: Step, wall_s: float, device: str, 
         minutes.add("check/base", device, max(0.0, wall_s - compile_s - torchrun_s) / 60, gpu)
 
 
-def measures(run: Run, device: str) -> str:
+def figures(run: Run, device: str) -> str:
     """A finished run's own speed, as its recorded file carries it: tokens/s, peak memory and MFU (on a GPU)."""
     s = run.summary
     parts = [f"{s['tokens_per_s']:,.0f} tokens/s" if s.get("tokens_per_s") else None]
@@ -264,7 +457,19 @@ def measures(run: Run, device: str) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progress, log) -> dict | None:
+def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progress, log, *,
+             runs: list[PlannedRun] = ()) -> dict | None:
+    """One step of this process (a run's are trained in lanes: :func:`_train_lanes`); its report. ``runs``: the
+    slot's runs, one of which the lanes are measured on."""
+    if step.kind == "lanes":
+        run = lanes_mod.representative(runs)
+        if run is None:
+            raise LMCError("no run of this slot is trained by the shared trainer on its own data: the lanes are "
+                           "measured by the next slot that has one")
+        result = lanes_mod.measure(run, lanes_mod.levels_for(device), log=log)
+        result["gpu"] = gpu_name(device)
+        lanes_mod.file(out, profile, device, result)
+        return result
     if step.kind == "check":
         cfgs = [r.config for r in step.covers]
         # the torchrun probe trains a smoke run of an experiment the shared trainer trains on its own data (a
@@ -289,10 +494,7 @@ def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progr
         log("    " + ", ".join(f"{k} {result[k]}" for k in ("tokens/s", "s/step", "MFU", "peak memory (GiB)")
                                if k in result))
         return result
-    done = train_run(step.run, progress)
-    for path in recorded.write([done], out):
-        log(f"    recorded {path}: {measures(done, device)}")
-    return None
+    raise LMCError(f"a step of kind {step.kind!r} is not run by itself")
 
 
 def summary(slot: Slot, the_plan: plan_mod.Plan, state: Progress, out: Path, profile: str, device: str,
@@ -323,4 +525,4 @@ def summary(slot: Slot, the_plan: plan_mod.Plan, state: Progress, out: Path, pro
         log("campaign complete")
 
 
-__all__ = ["MORE_TO_DO", "Progress", "archive_changed", "measures", "ratio", "run", "summary", "train_run"]
+__all__ = ["MORE_TO_DO", "Progress", "archive_changed", "figures", "ratio", "run", "summary"]
