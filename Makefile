@@ -61,7 +61,7 @@ help:
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
 	@echo "make gpu-rehearsal        one training step of every model family under bf16 autocast and torch.compile on the CPU"
-	@echo "make slot-rehearsal       a GPU slot on the CPU from a fresh clone: cut off by its limit, restored, committed, continued"
+	@echo "make slot-rehearsal       a GPU slot on the CPU from a fresh clone, two lanes: cut off by its limit, restored, committed, continued"
 	@echo "make clean | clean-runs   remove build products | the run store (runs/)"
 
 # The lock first (exact versions, hash-checked, nothing else: --no-deps), then the pinned torch (its dependencies are
