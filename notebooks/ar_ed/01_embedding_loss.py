@@ -39,7 +39,7 @@ tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedd
 
 # %% [markdown]
 # Train and validation losses are estimated in eval mode (plain cross-entropy, no embedding loss), as in the
-# write-up. "final" is the last estimate, which is what the write-up's tables report; "best" is the lowest.
+# write-up. *final* is the last estimate, which is what the write-up's tables report; *best* is the lowest.
 # Each cell is the mean over seeds with the [lowest, highest] seed.
 
 # %% mystnb={"figure": {"caption": "Train and validation loss with a cosine, an MSE, or no embedding loss (mean over seeds; bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-embedding-loss-curves"}}

@@ -14,7 +14,7 @@
 # # Against the decoder-only baseline
 #
 # The write-up's third table: DeepSight (δ = 11, MSE) against the decoder-only baseline, both with a context of
-# 400 tokens in the paper's setting. It reports that "the new model outperformed the baseline in validation and
+# 400 tokens at the `paper` profile (the original code's README: the write-up gives no context). It reports that "the new model outperformed the baseline in validation and
 # train loss ... but the baseline had more parameters": 2.782 / 3.34 against 2.789 / 3.391, with 15,763,500
 # against 16,036,800 parameters.
 

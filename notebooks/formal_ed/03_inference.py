@@ -113,7 +113,7 @@ fig = plots.sweep(labels, series, xlabel="temperature τ", ylabel="mean over see
 # ## Examples
 #
 # Held-out sources of increasing length, the correct answer, and one sample at each of several temperatures
-# from the first seed's model (✓: exactly right; "…(cap)": no EOS before $\ell_{\max}$ tokens). At
+# from the first seed's model (✓: exactly right; `…(cap)`: no EOS before $\ell_{\max}$ tokens). At
 # $\tau = \infty$ every token of $V$ is equally likely, including BOS and PAD, which then appear as text.
 
 # %%
@@ -163,12 +163,12 @@ nb.show_verdicts(S, "formal_ed", rows)
 #
 # - **ED-Inference has a length cap.** The write-up loops until $\texttt{eos}$, with no bound. $W_p$ has only
 #   $\ell_{\max}$ columns, so $x$ cannot grow past $\ell_{\max}$ tokens: we stop there and report how often that
-#   happens ("stopped by the cap"). Phuong & Hutter give no encoder–decoder inference. Their decoder-only
+#   happens (*stopped by the cap*). Phuong & Hutter give no encoder–decoder inference. Their decoder-only
 #   inference (DInference) generates a fixed number of tokens instead. The write-up's stop-at-EOS loop is its own
 #   adaptation, and we follow it.
 # - **$\tau = 0$ and $\tau = \infty$ are limits.** The write-up takes $\tau \in (0, \infty)$ and then describes
 #   $\tau = 0$ and $\tau = \infty$, where $q \propto p^{1/\tau}$ is undefined. We use the limits: the argmax at
-#   $\tau = 0$ (uniform over exactly tied tokens) and uniform over $V$ at $\tau = \infty$. "$\tau = 0$ samples
+#   $\tau = 0$ (uniform over exactly tied tokens) and uniform over $V$ at $\tau = \infty$. "$\tau=0$ samples
 #   the most likely continuation" holds token by token: it is greedy decoding, which need not find the most
 #   likely *whole* continuation. A negative $\tau$ is an error.
 # - **The inside of multi-head attention and of the layer norm comes from Phuong & Hutter.** The write-up
@@ -191,7 +191,7 @@ nb.show_verdicts(S, "formal_ed", rows)
 # - **The encoder runs once per generated answer.** ED-Inference calls ED-Transformer$(z, x)$ once per token.
 #   The encoder's output does not depend on $x$, so we compute it once and rerun only the decoder. The result
 #   is the same.
-# - **Reading of the pseudocode.** In the decoder, "Embed$(X \mid W_e, W_p)$" embeds the primary sequence $x$,
+# - **Reading of the pseudocode.** In the decoder, `\Call{Embed}{$X|W_e,W_p$}` embeds the primary sequence $x$,
 #   and we read it that way. The encoder and the decoder share the one $W_e$ and the one $W_p$ that the write-up
 #   lists. The unembedding $W_u$ is a separate matrix. The definition writes $\hat P(x \mid z)$ with a factor for
 #   $x_1$, but the algorithms fix $x_1 = \texttt{bos}$ and predict only $x_2, \dots, x_{\ell_X}$, as $J$ does.

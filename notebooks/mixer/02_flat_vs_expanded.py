@@ -58,7 +58,7 @@ fig = mixer.facts.worked_example_figure()
 # ## Which weights can learn
 #
 # One block at the write-up's $d_{model}=512$, $L=512$ (counted on the meta device from the model's own masks).
-# "Zeroed by the mask": the upper triangle of each convolution. "Kept but never read": weights the mask keeps
+# *Zeroed by the mask*: the upper triangle of each convolution. *Kept but never read*: weights the mask keeps
 # whose output no later layer reads. The flat mixer and $e=1$ keep just over half their weights (the diagonal
 # included); every $e>1$ keeps the same live weights as $e=1$ and adds dead ones.
 

@@ -17,7 +17,7 @@
 # 1024; 8 blocks, 12 hours on an RTX 3060 each) and its head-count table (Llama $d_{model}=512$ with 16, 8, 4 and
 # 2 heads). The mixers improve up to $d_{model}=1024$ and fall back at 2048; Llama is best at 512 and much worse
 # at 1024 (which the 12 hours could not train far, and which is worse even after the same 440k samples); four
-# heads are best, "mainly" because fewer heads see more samples in the same time (after half an epoch 16 heads
+# heads are best, "the main reason" being that fewer heads see more samples in the same time (after half an epoch 16 heads
 # are ahead of 2). A 64-wide mixer of 64 layers reaches 2.867, against 1.837 for 8 layers of width 1024.
 #
 # The transformer table's $d_{model}=1024$ Llama ran at batch 8 (2.31 / 2.32); the text's ran at batch 4, "which
@@ -29,7 +29,7 @@
 #
 # Head count changes no counted FLOP, so at equal counted compute every head count takes the same steps: those head
 # rows compare what each learns per sample. The write-up's table was made at equal wall-clock time, and it credits
-# the gain "mainly" to the time a step takes: its rows at equal training time measured here are below, and the
+# the gain to more samples seen, "the main reason for this performance increase": its rows at equal training time measured here are below, and the
 # verdict notebook times a step of each head count side by side with 16 heads. The write-up names $\eta = 0.005$ for
 # its best 4-head Llama; no commit has it, and the code's $5 \times 10^{-4}$ is what the head table's arms use; the
 # text's rate is a second arm beside them.

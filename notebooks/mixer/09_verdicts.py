@@ -20,8 +20,10 @@
 # at most 5%; otherwise it is **inconclusive** at the profile's scale (each verdict names it), with the direction the
 # data lean. Claims of equality ("nearly identical", "nearly the same") are judged against a stated margin, the two
 # losses within 2% of each other, by two one-sided tests (the row's effect gives the margin); claims that something
-# is absent ("no benefit", "no apparent reduction") can only be refuted, by a gain
-# significant at 5%. A comparison is decided only where every arm it compares has learned: every seed at least half a
+# brings no gain ("does not yield any benefit", "no apparent fixed-compute loss reduction") or that one arm is no
+# worse ("approximately as or slightly more efficient") are judged against the same margin, one-sided: such a claim
+# holds when the difference is significantly within it and does not hold when a significant difference exceeds it,
+# at 5%. A comparison is decided only where every arm it compares has learned: every seed at least half a
 # nat below the unigram loss (the loss of token frequencies alone) at the step the row compares; a row with an arm run
 # with one seed illustrates and is not decided. Claims whose arms this profile does not run (the `cpu` budget would
 # give them fewer than forty steps) are listed as such, with the write-up's numbers. Computed facts (counts, the

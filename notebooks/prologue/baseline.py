@@ -51,8 +51,9 @@ nb.params_table(BASELINES, S.profile)
 # %% [markdown]
 # ## The data
 #
-# The write-ups train on a Wikipedia text split 90/10 by characters. Offline, the book uses the staged English
-# Wikipedia shards (the write-ups' own 178 MB file is not published); the `cpu` profile tokenizes it with a
+# The write-ups train on "a wikipedia dataset", which the original code splits 90/10 by characters (the write-ups
+# state no split). Offline, the book uses the staged English Wikipedia shards (the original code's 178 MB file is not
+# published); the `cpu` profile tokenizes it with a
 # 4,096-token BPE trained on the training split, the `gpu` and `paper` profiles with GPT-2's tokenizer. The
 # `smoke` profile trains on a generated corpus, labelled as such.
 
