@@ -136,6 +136,16 @@ def _lean(toward_claim: bool | None) -> str:
     return f"{INCONCLUSIVE} (the data lean {'toward' if toward_claim else 'against'} the claim)"
 
 
+def decision(p_claim: float, p_reverse: float, toward: bool | None) -> tuple[str, float]:
+    """The rule's outcome from a one-sided test each way: (HOLDS, p_claim) when p_claim <= 5%, (FAILS, p_reverse) when
+    p_reverse is, otherwise (INCONCLUSIVE with the direction the data lean, ``toward`` the claim or not, p_claim)."""
+    if p_claim <= ALPHA:
+        return HOLDS, p_claim
+    if p_reverse <= ALPHA:
+        return FAILS, p_reverse
+    return _lean(toward), p_claim
+
+
 def chance_text(p: float, reverse: bool = False) -> str:
     """The "chance if equal" cell: p of the claimed direction, or of the opposite one where the claim does not hold."""
     # two digits: p = 0.05, 0.33, 1.00; below 0.01 two significant ones (0.0025); always a decimal (the sanitizer's)
@@ -252,13 +262,8 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
         verdict = HOLDS if tr[0] < bound else FAILS
         return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds",
                        form=AT_MOST)
-    p_below, p_above = stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater")
-    if p_below <= ALPHA:
-        verdict, p = HOLDS, p_below
-    elif p_above <= ALPHA:
-        verdict, p = FAILS, p_above
-    else:
-        verdict, p = _lean(stats.mean(tr) < bound), p_below
+    verdict, p = decision(stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater"),
+                          stats.mean(tr) < bound)
     return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS),
                    form=AT_MOST)
 
@@ -276,12 +281,7 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
     rho = stats.spearman(x, means)
     p_claim = stats.spearman_p(x, means, "greater" if direction == "up" else "less")
     p_reverse = stats.spearman_p(x, means, "less" if direction == "up" else "greater")
-    if p_claim <= ALPHA:
-        verdict, p = HOLDS, p_claim
-    elif p_reverse <= ALPHA:
-        verdict, p = FAILS, p_reverse
-    else:
-        verdict, p = _lean(None if rho == 0 else (rho > 0) == (direction == "up")), p_claim
+    verdict, p = decision(p_claim, p_reverse, None if rho == 0 else (rho > 0) == (direction == "up"))
     return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
                    seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p, verdict == FAILS),
                    form=TREND, size=rho)
@@ -527,7 +527,7 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
 __all__ = ["AT_LEAST", "AT_MOST", "BETTER", "CHECK", "COLUMNS", "COMPUTED", "COST", "CROSSOVER", "EVIDENCE", "EXACT",
            "EXACT_FORM", "FAILS", "FORMS", "HOLDS", "INCONCLUSIVE", "KINDS", "NOT_DECIDED", "NO_GAIN", "NO_TREND",
            "NO_WORSE", "OUTCOMES", "SAME", "STEADY", "TENFOLD", "TRAINING", "TREND", "Verdict", "WITHIN", "arms_of",
-           "at_scale", "below", "between", "chance_text", "chapter_share", "claim", "counts", "cross_profile",
+           "at_scale", "below", "between", "chance_text", "chapter_share", "claim", "counts", "cross_profile", "decision",
            "evidence", "exact", "fewer_parameters", "gap_trend", "gate", "have", "in_notebook", "no_trend",
            "not_decided", "outcome_of", "percent", "published_gap", "published_pair", "share_text", "similar", "sized",
            "table", "token_share", "trend", "with_trend"]

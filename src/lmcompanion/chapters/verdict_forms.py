@@ -62,8 +62,8 @@ from ..claims import Row
 from ..formats import number
 from ..stats import ALPHA, span
 from ..verdicts import (AT_LEAST, CROSSOVER, FAILS, HOLDS, INCONCLUSIVE, NO_GAIN, NO_WORSE, NOT_DECIDED, WITHIN,
-                        Verdict, arms_of, chance_text, exact, gate, no_trend, published_gap, published_pair, similar,
-                        trend)
+                        Verdict, arms_of, chance_text, decision, exact, gate, no_trend, published_gap, published_pair,
+                        similar, trend)
 from ..verdicts import below as at_most
 from ..verdicts import claim as better
 
@@ -104,14 +104,8 @@ def _exceeds_by_at_most(text: str, published: str, a: Sequence[float], b: Sequen
     labels the row shows, in the order of its effect (the claimed-better arm first)."""
     x, y, m = ([math.log(v) for v in a], [math.log(v) for v in b], math.log(margin)) if ratio else (list(a), list(b), margin)
     shifted = [u + m for u in y]
-    p_in, p_out = stats.permutation_p(x, shifted, "less"), stats.permutation_p(x, shifted, "greater")
-    if p_in <= ALPHA:
-        verdict, p = HOLDS, p_in
-    elif p_out <= ALPHA:
-        verdict, p = FAILS, p_out
-    else:
-        lean = "toward" if stats.mean(x) - stats.mean(y) <= m else "against"
-        verdict, p = f"{INCONCLUSIVE} (the data lean {lean} the claim)", p_in
+    verdict, p = decision(stats.permutation_p(x, shifted, "less"), stats.permutation_p(x, shifted, "greater"),
+                          stats.mean(x) - stats.mean(y) <= m)
     first, second, names = shown
     c = stats.compare(*(([math.log(v) for v in first], [math.log(v) for v in second]) if ratio else (first, second)))
     effect = f"x{number(math.exp(c.effect))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
@@ -233,14 +227,8 @@ def not_below(text: str, published: str, values: Sequence[float], level: float, 
     if len(set(values)) <= 1:
         verdict = HOLDS if values and values[0] >= level else FAILS
         return Verdict(text, published, ours, verdict, seeds=n, chance="no spread across seeds", form=AT_LEAST)
-    p_above, p_below = stats.one_sample_p(values, level, "greater"), stats.one_sample_p(values, level, "less")
-    if p_above <= ALPHA:
-        verdict, p = HOLDS, p_above
-    elif p_below <= ALPHA:
-        verdict, p = FAILS, p_below
-    else:
-        lean = "toward" if stats.mean(values) >= level else "against"
-        verdict, p = f"{INCONCLUSIVE} (the data lean {lean} the claim)", p_above
+    verdict, p = decision(stats.one_sample_p(values, level, "greater"), stats.one_sample_p(values, level, "less"),
+                          stats.mean(values) >= level)
     return Verdict(text, published, ours, verdict, seeds=n, effect=f"{stats.mean(values) - level:+{fmt}}",
                    chance=chance_text(p, verdict == FAILS), form=AT_LEAST)
 
@@ -261,13 +249,7 @@ def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, 
     lo_l, hi_l = math.log(lo), math.log(hi)
     p_in = max(stats.one_sample_p(logs, lo_l, "greater"), stats.one_sample_p(logs, hi_l, "less"))
     p_out = min(stats.one_sample_p(logs, lo_l, "less"), stats.one_sample_p(logs, hi_l, "greater"))
-    if p_in <= ALPHA:
-        verdict, p = HOLDS, p_in
-    elif p_out <= ALPHA:
-        verdict, p = FAILS, p_out
-    else:
-        lean = "toward" if lo <= math.exp(stats.mean(logs)) <= hi else "against"
-        verdict, p = f"{INCONCLUSIVE} (the data lean {lean} the claim)", p_in
+    verdict, p = decision(p_in, p_out, lo <= math.exp(stats.mean(logs)) <= hi)
     return Verdict(text, published, ours, verdict, seeds=n, chance=chance_text(p, verdict == FAILS), form=WITHIN)
 
 
