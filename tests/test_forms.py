@@ -56,7 +56,7 @@ def test_the_size_of_a_row_is_computed_beside_its_effect_and_a_tenfold_effect_is
     v = verdicts.claim("x", "", LOW, HIGH)
     small = verdicts.sized(verdicts.replace(v, published_size=-0.2))
     assert small.size_ratio == pytest.approx(small.size / -0.2) and "⚑" not in small.effect
-    assert small.effect.startswith(v.effect + "; the write-up's -0.200, ours 1.4× it")
+    assert small.effect.startswith(v.effect + "; the write-up's -0.2, ours 1.4× it")
     big = verdicts.sized(verdicts.replace(v, published_size=-0.02))
     assert big.flags == ("10× the write-up's effect or more",) and "⚑ 10× the write-up's effect or more" in big.effect
     assert verdicts.sized(big) == big  # sized again: the text replaced, not repeated

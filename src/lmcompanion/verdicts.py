@@ -405,7 +405,7 @@ def sized(v: Verdict) -> Verdict:
         flags = (tenfold,) + flags
     parts = []
     if v.size is not None and v.published_size is not None:
-        parts.append(f"the write-up's {number(v.published_size, sign='+')}" + (
+        parts.append(f"the write-up's {v.published_size:+.3g}" + (  # its numbers' own digits (-0.028, not -0.0280)
             "" if ratio is None else f", ours {_decimal(abs(ratio))}× it"
             + (" with the other sign" if ratio < 0 else "")))
     parts += [f"⚑ {f}" for f in flags] + ([f"gap {v.trend}"] if v.trend else [])
