@@ -27,8 +27,7 @@ from typing import Mapping, Sequence
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
 from . import argtypes, bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
 from .config import check_profile, flat_keys
-from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizers, unigram_loss
-from .data.lm import tokenizer
+from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizer, tokenizers, unigram_loss
 from .errors import ConfigError
 from .experiments.labels import arm_label, passes, published  # noqa: F401  (the notebooks read them here)
 from .run import RunConfig
@@ -535,8 +534,8 @@ def tokenizer_fingerprint(data_cfg) -> str:
     """The identity of a run's tokenizer: the sha256 of its vocabulary as serialized (char list, HF tokenizers
     JSON, or GPT-2's ranks file), so two builds can see that they tokenized alike; empty for data that are not
     tokenized text (the retrieval chapter's embeddings)."""
-    if data_cfg.kind == "lm":
-        tok = lm.tokenizer(data_cfg)
+    if isinstance(data_cfg, lm.LMDataConfig):  # a corpus's file, or several joined (data.joined)
+        tok = tokenizer(data_cfg)
     elif data_cfg.kind == "stories":
         tok = stories.tokenizer(data_cfg)
     elif data_cfg.kind == "seq2seq":

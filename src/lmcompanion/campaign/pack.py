@@ -2,10 +2,15 @@
 --pack DIR``), carried with the working tree to every slot.
 
 The wheels it lacks, the corpus files the planned runs read (gzip-compressed, restored byte for byte, so the data
-fingerprints and every run key are a CPU build's), their token caches (so the GPU runs read exactly the ids a CPU
-build reads, whatever tokenizers version the GPU image has), and a manifest with every file's SHA-256 and size and the
-run keys computed here. :func:`unpack` verifies all of it on arrival (through :mod:`lmcompanion.untrusted`) and stops
-on any difference. One pack serves every slot.
+fingerprints and every run key are a CPU build's), their token caches (gzip-compressed; so the GPU runs read exactly
+the ids a CPU build reads, whatever tokenizers version the GPU image has), and a manifest with every file's SHA-256
+and size and the run keys computed here. :func:`unpack` verifies all of it on arrival (through
+:mod:`lmcompanion.untrusted`) and stops on any difference. One pack serves every slot.
+
+The files of a corpus read joined (:mod:`lmcompanion.data.joined`: the gpu profile's Wikipedia, 66 MB of text in two
+files, 22.6 MiB compressed) are not carried: the token ids made from them are, and a ``SHA256SUMS`` of the files left
+out, restored into the data folder, from which the joined data's fingerprint, and so every key, is the CPU build's.
+The machine receives 64 MiB in all (the working tree and the pack): :data:`PACK_LIMIT`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from .. import env, paths, untrusted
-from ..data import LMDataConfig, corpora, lm, stories
+from ..data import JoinedDataConfig, LMDataConfig, corpora, joined, lm, stories
 from ..errors import LMCError
 from ..run import RunConfig
 from . import plan as plan_mod
@@ -70,7 +75,7 @@ def _cache_files(cfg: RunConfig) -> list[Path]:
     """The token-cache files a run's data reads, built here first (the data modules' own cache locations)."""
     dcfg = cfg.data
     if isinstance(dcfg, LMDataConfig):
-        lm.load_tokens(dcfg)
+        joined.load_tokens(dcfg)
         folder = lm._text_dir(dcfg)
     elif isinstance(dcfg, stories.StoriesDataConfig):
         stories.load_tokens(dcfg)
@@ -82,15 +87,19 @@ def _cache_files(cfg: RunConfig) -> list[Path]:
         ([vocab] if vocab.is_file() else [])
 
 
-def _corpus_files(cfgs: Sequence[RunConfig]) -> list[str]:
-    """The files under LMC_DATA_DIR the runs read (their corpora's; the GPT-2 ranks where a run tokenizes with it)."""
-    names, gpt2 = set(), False
+def _corpus_files(cfgs: Sequence[RunConfig]) -> tuple[list[str], list[str]]:
+    """(carried, named): the files under LMC_DATA_DIR the runs read, carried (their corpora's; the GPT-2 ranks where a
+    run tokenizes with it), and those of corpora read joined, named by their digests only (see the module doc)."""
+    names, named, gpt2 = set(), set(), False
     for cfg in cfgs:
-        for corpus in plan_mod.corpora_of(cfg):
-            if not corpora.get(corpus).generated:
-                names |= set(corpora.get(corpus).files.values())
+        if isinstance(cfg.data, JoinedDataConfig):
+            named |= set(cfg.data.files)
+        else:
+            for corpus in plan_mod.corpora_of(cfg):
+                if not corpora.get(corpus).generated:
+                    names |= set(corpora.get(corpus).files.values())
         gpt2 = gpt2 or getattr(cfg.data, "tokenizer", None) == "gpt2"
-    return sorted(names) + (["tiktoken/gpt2.tiktoken"] if gpt2 else [])
+    return sorted(names) + (["tiktoken/gpt2.tiktoken"] if gpt2 else []), sorted(named - names)
 
 
 def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.DEFAULT_SLOT_MIN,
@@ -126,19 +135,27 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
             raise LMCError(f"{w} does not match its SHA256SUMS: restore it before packing")
         add(f"wheels/{w.name}", blob, kind="wheel")
     log(f"pack: {len(whl)} wheels from {wheels}")
-    # the corpus files, gzip-compressed (restored byte for byte: the data fingerprints, and so every key, are kept)
-    data_root, corpus_files = paths.data_dir(), _corpus_files(cfgs)
-    if corpus_files and (data_root is None or not data_root.is_dir()):
+    def add_packed(rel: str, raw: bytes, kind: str, unpacks_to: str) -> None:  # gzip-compressed, restored byte for byte
+        add(f"{rel}.gz", gzip.compress(raw, 9, mtime=0), kind=kind, unpacks_to=unpacks_to,
+            unpacked_sha256=hashlib.sha256(raw).hexdigest(), unpacked_bytes=len(raw))
+
+    # the corpus files (restored byte for byte: the data fingerprints, and so every key, are kept)
+    data_root, (corpus_files, named) = paths.data_dir(), _corpus_files(cfgs)
+    if (corpus_files or named) and (data_root is None or not data_root.is_dir()):
         raise LMCError("the pack is made from the offline corpora: set LMC_DATA_DIR (e.g. ../shared/data)")
     data_sums = _sums(data_root) if data_root is not None else {}
-    for rel in corpus_files:
-        raw = (data_root / rel).read_bytes()
-        digest = hashlib.sha256(raw).hexdigest()
-        if rel in data_sums and data_sums[rel] != digest:
+    digests = {}
+    for rel in corpus_files + named:
+        digests[rel] = _sha256(data_root / rel)
+        if rel in data_sums and data_sums[rel] != digests[rel]:
             raise LMCError(f"{data_root / rel} does not match {data_root / 'SHA256SUMS'}: restore it before packing")
-        add(f"data/{rel}.gz", gzip.compress(raw, 9, mtime=0), kind="data", unpacks_to=rel, unpacked_sha256=digest,
-            unpacked_bytes=len(raw))
-    log(f"pack: corpus files {', '.join(f[5:-3] for f in files if f.startswith('data/'))}")
+    for rel in corpus_files:
+        add_packed(f"data/{rel}", (data_root / rel).read_bytes(), "data", rel)
+    if named:  # the files read joined, by their digests (data.joined reads them where the files are not)
+        add_packed(f"data/{joined.SUMS}", "".join(f"{digests[rel]}  {rel}\n" for rel in named).encode(), "data",
+                   joined.SUMS)
+    log(f"pack: corpus files {', '.join(corpus_files)}" + (f"; named by their digests only: {', '.join(named)}"
+                                                           if named else ""))
     # the token caches of the runs
     cache_root = paths.cache_dir()
     seen: set = set()
@@ -147,8 +164,11 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
             continue
         seen.add(cfg.data)
         for f in _cache_files(cfg):
-            add(f"cache/{f.relative_to(cache_root).as_posix()}", f.read_bytes(), kind="cache")
-    log(f"pack: {sum(1 for v in files.values() if v['kind'] == 'cache')} token-cache files")
+            rel = f.relative_to(cache_root).as_posix()
+            add_packed(f"cache/{rel}", f.read_bytes(), "cache", rel)
+    caches = [v for v in files.values() if v["kind"] == "cache"]
+    log(f"pack: {len(caches)} token-cache files, {sum(v['unpacked_bytes'] for v in caches) / 2**20:.1f} MiB in "
+        f"{sum(v['bytes'] for v in caches) / 2**20:.1f} MiB compressed")
     keys, parts = {}, {}
     for s in all_steps:
         if s.kind == "run":
@@ -215,14 +235,14 @@ def unpack(pack: Path, log: Callable = print) -> dict:
         target = targets.get(rel)
         if target is None:
             continue
-        want = (meta["unpacked_bytes"], meta["unpacked_sha256"]) if meta["kind"] == "data" else (meta["bytes"],
-                                                                                                  meta["sha256"])
+        packed = _packed(meta)
+        want = (meta["unpacked_bytes"], meta["unpacked_sha256"]) if packed else (meta["bytes"], meta["sha256"])
         if target.is_file() and target.stat().st_size == want[0] and _sha256(target) == want[1]:
             continue
         blob = (pack / rel).read_bytes()
-        if meta["kind"] == "data":
+        if packed:
             blob = untrusted.inflate(blob, meta["unpacked_bytes"], pack / rel, untrusted.PACK_MANIFEST)
-        elif rel.endswith(".json"):  # a token cache's description: strict JSON, as the data modules expect
+        if meta["kind"] == "cache" and target.suffix == ".json":  # a token cache's description: strict JSON
             untrusted.parse_json(blob, pack / rel, untrusted.PACK_MANIFEST)
         if hashlib.sha256(blob).hexdigest() != want[1]:
             raise LMCError(f"{pack / rel} does not unpack to the file it was made from; make the pack again")
@@ -247,11 +267,21 @@ def _pack_targets(pack: Path, manifest: dict, cache: Path) -> dict[str, Path]:
         untrusted.confined(pack, rel, where, fmt, what="the file")
         if not rel.startswith(prefix[meta["kind"]]) or rel == prefix[meta["kind"]]:
             raise fmt.error(where, f"{rel[:120]!r} is a {meta['kind']} file outside {prefix[meta['kind']]}")
+        if meta["kind"] != "wheel" and any(k in meta for k in _PACKED) and not _packed(meta):
+            raise fmt.error(where, f"{rel[:120]!r} names some of {', '.join(_PACKED)} but not all of them")
         if meta["kind"] == "data":
             out[rel] = untrusted.confined(cache / "pack-data", meta["unpacks_to"], where, fmt, what="unpacks_to")
         elif meta["kind"] == "cache":
-            out[rel] = untrusted.confined(cache, rel.removeprefix("cache/"), where, fmt, what="the cache file")
+            out[rel] = untrusted.confined(cache, meta["unpacks_to"] if _packed(meta) else rel.removeprefix("cache/"),
+                                          where, fmt, what="the cache file")
     return out
+
+
+_PACKED = ("unpacks_to", "unpacked_sha256", "unpacked_bytes")  # a file gzip-compressed in the pack names all three
+
+
+def _packed(meta: dict) -> bool:
+    return all(k in meta for k in _PACKED)
 
 
 def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:

@@ -19,13 +19,15 @@ from typing import Callable
 
 from ..config import suggest
 from ..errors import ConfigError
-from . import lm, retrieval, seq2seq, stories
-from .lm import LMDataConfig, LMSource, load_tokens, vocab_size
+from . import joined, lm, retrieval, seq2seq, stories
+from .joined import JoinedDataConfig, load_tokens, tokenizer, vocab_size
+from .lm import LMDataConfig, LMSource
 
 KINDS: dict[str, tuple[type, Callable]] = {
     config.kind: (config, build)
     for config, build in [
         (lm.LMDataConfig, lm.build_source),
+        (joined.JoinedDataConfig, joined.build_source),
         (seq2seq.Seq2SeqDataConfig, seq2seq.build_source),
         (stories.StoriesDataConfig, stories.build_source),
         (retrieval.RetrievalDataConfig, retrieval.build_source),
@@ -63,12 +65,12 @@ def unigram_loss(run_cfg, split: str = "val") -> float:
     if isinstance(data, stories.StoriesDataConfig):
         return stories.unigram_loss(data, run_cfg.model.context_size, split)
     if isinstance(data, LMDataConfig):
-        return lm.unigram_loss(data, split)
+        return joined.unigram_loss(data, split)
     if isinstance(data, seq2seq.Seq2SeqDataConfig):
         return seq2seq.unigram_loss(data, split)
     raise ConfigError(f"no unigram loss for {type(data).__name__} data (a token stream, a story corpus or a "
                       "sequence-to-sequence task has one)")
 
 
-__all__ = ["KINDS", "LMDataConfig", "LMSource", "build_source", "config_class", "kinds", "load_tokens", "module_of",
-           "unigram_loss", "vocab_size"]
+__all__ = ["JoinedDataConfig", "KINDS", "LMDataConfig", "LMSource", "build_source", "config_class", "kinds",
+           "load_tokens", "module_of", "tokenizer", "unigram_loss", "vocab_size"]

@@ -45,11 +45,15 @@ from decimal import Decimal as D  # the write-up's numbers as it prints them ("2
 from typing import Literal, Mapping
 
 from ..config import PROFILES, TrainConfig, check_profile, require
+from ..data import JoinedDataConfig
 from ..data.stories import PAPER_TRAIN_STORIES, StoriesDataConfig
+from ..data.tokenizers import MIN_BPE_VOCAB
 from ..models.mixer import MixerConfig
 from ..models.transformer import gpt_config, llama_config
 from ..run import RunConfig
 from .headline_comparisons import headline
+from .plan import seeds_of
+from .protocol import WIKIPEDIA_FILES
 from .registry import register
 
 Setting = Literal["rtx3060", "4xv100"]
@@ -436,6 +440,45 @@ headline("mixer", "the flat mixer (d=512) against the Llama-style transformer (d
          "the conclusions: 'masked mixers are typically more efficient learners than transformers for the task of "
          "causal language modeling on TinyStories'; d = 512 is the transformer's 'peak of efficiency'")
 
+# The book's setting (issue 49): the headline comparison on Wikipedia. At gpu the stories are the offline copy's 2,084
+# training stories, over which the flat mixer makes five passes (its training loss falls while its validation loss
+# stays: the first H200 slot's runs), so there the stories are a small-data setting. These arms are the headline's arms
+# with the same models, steps, batches and learning rates (so the same tokens per run: every position of a window is
+# text here, where a story is padded to the context), on the offline Wikipedia's two files joined (data.joined) with a
+# 4,096-token byte-level BPE trained on its train split; at gpu the head of WIKIPEDIA_HEAD characters of it, about
+# 7 M tokens, so that the flat mixer's run, the longer, reads its training text less than once (and a campaign pack
+# can carry the ids). They run where the stories' comparison runs at scale (gpu, paper), as many seeds as its arms.
+WIKIPEDIA_SETTING = "on Wikipedia (the book's setting)"
+WIKIPEDIA_ARMS = {"mixer/flat_d512_wikipedia": "mixer/flat_d512", "mixer/llama_d512_wikipedia": "mixer/llama_d512"}
+WIKIPEDIA_HEAD = 24_000_000  # characters of the joined, cleaned text read at gpu (56.9 M in all)
+WIKIPEDIA_PROFILES = ("gpu", "paper")
+
+
+def wikipedia_data(profile: str) -> JoinedDataConfig:
+    """The Wikipedia setting's data at ``profile``: both offline files, the stories' vocabulary size (at least a
+    byte-level BPE's smallest), the head of :data:`WIKIPEDIA_HEAD` characters but at ``paper``. The profiles that do
+    not run it build it for their tables."""
+    return JoinedDataConfig(corpus="wikipedia", files=WIKIPEDIA_FILES, tokenizer="bpe",
+                            vocab_size=max(scale(profile).data.vocab_size, MIN_BPE_VOCAB),
+                            max_chars=None if profile == "paper" else WIKIPEDIA_HEAD)
+
+
+def wikipedia_config(name: str, profile: str) -> RunConfig:
+    """An arm of the Wikipedia setting: its headline arm's run config (:func:`mixer_config`) on Wikipedia (where
+    it runs, the same model: the same vocabulary size)."""
+    cfg, data = mixer_config(WIKIPEDIA_ARMS[name], profile), wikipedia_data(profile)
+    return cfg.replace(name=name, data=data, model=cfg.model.replace(vocab_size=data.vocab_size))
+
+
+for _name, _base in WIKIPEDIA_ARMS.items():
+    register(_name, title=f"{ARMS[_base].title}, {WIKIPEDIA_SETTING}",
+             notes=f"The book's setting: {_base}'s model and protocol on Wikipedia in place of the stories.",
+             profiles=WIKIPEDIA_PROFILES,
+             why_not_everywhere="a setting the book adds where the stories' comparison runs at scale",
+             n_seeds={p: len(seeds_of(_base, p)) for p in WIKIPEDIA_PROFILES})(
+        lambda profile, n=_name: wikipedia_config(n, profile))
+
 __all__ = ["ANCHOR", "ANCHOR_STEPS", "ARMS", "EQUALITY", "HEADLINE", "MIN_CPU_STEPS", "NOT_AT_CPU", "STARVED_AT_CPU", "eval_interval", "ORIGINAL_COUNTS",
            "Arm", "PAPER_DATA", "SCALES", "Scale", "budget", "flops_per_step", "heads_at", "mixer_config",
-           "model_config", "scale", "steps_for", "train_config"]
+           "model_config", "scale", "steps_for", "train_config", "WIKIPEDIA_ARMS", "WIKIPEDIA_HEAD",
+           "WIKIPEDIA_SETTING", "wikipedia_config", "wikipedia_data"]
