@@ -94,11 +94,18 @@ def test_the_gap_between_headline_arms_is_closing_steady_or_widening_over_the_se
     longer = [_run([(200, 5.5), (500, 4.3), (750, 4.0), (1000, 3.8)], 1000)]
     assert verdicts.gap_trend(longer, b, "val")[1] == "closing: +0.300 at 50% of training, +0.200 at 100% of training (-33%)"
     assert verdicts.gap_trend([_run([(500, 3.0)], 500)], [_run([(500, 3.1)], 500)], "val")[1] == ""  # one point
+    crossing = [_run([(100, 5.5), (250, 3.8), (375, 3.7), (500, 3.9)], 500)]  # ahead by 0.2, then behind by 0.3
+    assert verdicts.gap_trend(crossing, b, "val")[1] == "widening: -0.200 at step 250, +0.300 at step 500 (it changed sign)"
+    uneven = [_run([(100, 5.5), (200, 4.6), (300, 4.2), (400, 3.95), (450, 3.9)], 450)]  # evaluated elsewhere
+    # read at b's points, the other run interpolated between its own evaluations (4.5 halfway)
+    assert verdicts.gap_trend(b, uneven, "val")[1] == "closing: -0.500 at 50% of training, -0.300 at 100% of training (-40%)"
     fails = verdicts.claim("x", "", [4.3, 4.4, 4.45], [4.0, 4.1, 4.2])
     said = verdicts.with_trend(fails, "closing: +0.300 at step 250, +0.200 at step 500 (-33%)")
     assert said.verdict.startswith("does not hold (the gap between the arms is closing")
     assert "gap closing: +0.300" in said.effect and said.trend.startswith("closing")
     assert verdicts.at_scale(said, "cpu", (1e-3, 1e-3)).outcome == FAILS
+    sized_only = verdicts.with_trend(verdicts.replace(fails, published_size=-0.1), "")  # no trend: still sized
+    assert "the write-up's -0.1" in sized_only.effect and not sized_only.trend
 
 
 def test_a_headline_row_carries_its_gap_trend_from_the_runs_eval_records(monkeypatch):

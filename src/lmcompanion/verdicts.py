@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 import numbers
+
+import numpy as np
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -435,45 +437,53 @@ STEADY = 0.1  # a headline gap whose size moves by less than this share of itsel
 
 
 def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, float]], str]:
-    """The gap between two arms against training (seed-mean ``metric`` of ``a`` minus that of ``b``, at each
-    evaluation every run of both made, runs aligned by the fraction of their own steps, so arms trained for different
-    steps compare at the same point of their runs), and the trend of its size over the second half of training in
-    one line: "closing: +0.275 at step 250, +0.185 at step 500 (-33%)"; "closing" where the size falls by at least
-    :data:`STEADY` of itself (or the gap changes sign), "widening" where it grows by as much, "steady" otherwise.
-    Returns (the points (fraction, gap), the line); ("", no points) with fewer than two evaluations in the second
+    """The gap between two arms against training (seed-mean ``metric`` of ``a`` minus that of ``b``), from the runs'
+    eval records, and the trend of its size over the second half of training in one line: "closing: +0.275 at step
+    250, +0.185 at step 500 (-33%)"; "closing" where its size falls by at least :data:`STEADY` of itself, "widening"
+    where it grows by as much or the gap changed sign (it has grown on its final side from zero), "steady"
+    otherwise. The runs are aligned by the fraction of
+    their own steps (arms trained for different steps, as at equal compute, compare at the same point of their runs):
+    the points are the first run's evaluations, every other run read there by linear interpolation between its own
+    evaluations. Returns (the points (fraction, gap), the line); no line with fewer than two points in the second
     half."""
-    def curve(run) -> dict[float, tuple[int, float]]:
+    def curve(run) -> tuple[list[float], list[float], list[int]]:
         e = run.evals()
         if metric not in e:
-            return {}
+            return [], [], []
         e = e[["step", metric]].dropna()
         total = run.summary.get("steps") or run.config.train.max_steps
-        return {round(s / total, 3): (int(s), float(x)) for s, x in zip(e["step"], e[metric])}
+        return [s / total for s in e["step"]], [float(x) for x in e[metric]], [int(s) for s in e["step"]]
 
     ca, cb = [curve(r) for r in a], [curve(r) for r in b]
-    if not ca or not cb:
+    if not ca or not cb or not all(c[0] for c in ca + cb):
         return [], ""
-    common = sorted(set.intersection(*(set(c) for c in ca + cb)))
-    points = [(f, stats.mean([c[f][1] for c in ca]) - stats.mean([c[f][1] for c in cb])) for f in common if f > 0]
+    lo = max(c[0][0] for c in ca + cb)
+    grid = [(f, s) for f, s in zip(ca[0][0], ca[0][2]) if f >= lo]
+
+    def at(c, f: float) -> float:
+        return float(np.interp(f, c[0], c[1]))
+
+    points = [(f, stats.mean([at(c, f) for c in ca]) - stats.mean([at(c, f) for c in cb])) for f, _ in grid]
+    step = dict(grid)
     late = [p for p in points if p[0] >= 0.5]
     if len(late) < 2:
         return points, ""
     (f0, g0), (f1, g1) = late[0], late[-1]
-    same_steps = all(c[f][0] == ca[0][f][0] for c in ca + cb for f in (f0, f1))
-    where = (lambda f: f"at step {ca[0][f][0]:,}") if same_steps else (lambda f: f"at {f:.0%} of training")
+    same = all(c[2] == ca[0][2] for c in ca + cb)  # every run evaluated at the same steps: name them
+    where = (lambda f: f"at step {step[f]:,}") if same else (lambda f: f"at {f:.0%} of training")
     change = (abs(g1) - abs(g0)) / abs(g0) if g0 else math.inf
-    word = ("closing" if (g0 and g1 and (g0 > 0) != (g1 > 0)) or change <= -STEADY
-            else "widening" if change >= STEADY else "steady")
-    shown = f"{change:+.0%}" if math.isfinite(change) else "from zero"
-    return points, (f"{word}: {number(g0, sign='+')} {where(f0)}, {number(g1, sign='+')} {where(f1)} ({shown}"
-                    + (", it changes sign)" if g0 and g1 and (g0 > 0) != (g1 > 0) else ")"))
+    crossed = bool(g0 and g1 and (g0 > 0) != (g1 > 0))
+    # a gap that changed sign has grown on its final side from zero: widening, whatever its size did
+    word = "widening" if crossed or change >= STEADY else "closing" if change <= -STEADY else "steady"
+    shown = "it changed sign" if crossed else f"{change:+.0%}" if math.isfinite(change) else "from zero"
+    return points, f"{word}: {number(g0, sign='+')} {where(f0)}, {number(g1, sign='+')} {where(f1)} ({shown})"
 
 
 def with_trend(v: Verdict, trend: str) -> Verdict:
     """``v`` with its headline gap's trend (:func:`gap_trend`) beside its effect; a row that does not hold whose gap
     is closing says so in its verdict, since a longer run may reverse it."""
     if not trend:
-        return v
+        return sized(v)
     if v.outcome == FAILS and trend.startswith("closing") and "closing" not in v.verdict:
         v = replace(v, verdict=f"{v.verdict} (the gap between the arms is closing, so a longer run may reverse it; "
                                "its trend is beside the effect)")
