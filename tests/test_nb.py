@@ -64,3 +64,13 @@ def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at
     assert "their protocol: 1 seed and 250 steps" in note and "verdict page" in note
     assert f"“{experiments.get('ar_ed/mse_pos_sub').title}” is a headline arm" in note
     assert experiments.get("ar_ed/smaller_baseline").title not in note
+
+
+def test_the_settings_table_lists_a_setting_that_only_one_profile_s_data_kind_has():
+    """The paper profile reads Wikipedia as joined files (a data kind with ``files``), the smoke profile a corpus of
+    its own: the table shows the setting against "(no such setting)" instead of failing on it."""
+    from lmcompanion import experiments
+
+    table = nb.config_diff(experiments.chapter_names("ar_ed"), "smoke")
+    assert table.loc["data.corpus", "smoke"] == "'synthetic'"
+    assert repr(nb.ABSENT) in set(table["smoke"]) | set(table["paper"]) or "data.files" not in table.index

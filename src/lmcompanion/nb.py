@@ -235,7 +235,7 @@ def config_diff(names: Sequence[str], profile: str):
     for name in names:
         paper = experiments.config(name, "paper", device="cpu")
         here = experiments.config(name, profile, device="cpu")
-        for key in flat_keys(paper):
+        for key in dict.fromkeys([*flat_keys(paper), *flat_keys(here)]):  # a profile may read another data kind
             if key in ("name", "seed", "device"):
                 continue
             a, b = _get(paper, key), _get(here, key)
@@ -249,8 +249,13 @@ def config_diff(names: Sequence[str], profile: str):
     return pd.DataFrame(records).set_index("setting").sort_index(kind="stable")
 
 
+ABSENT = "(no such setting)"  # a setting one profile's config has and the other's has not (its data kind's)
+
+
 def _get(cfg, dotted: str):
     for part in dotted.split("."):
+        if not hasattr(cfg, part):
+            return ABSENT
         cfg = getattr(cfg, part)
     return cfg
 
