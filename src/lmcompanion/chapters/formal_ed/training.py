@@ -11,7 +11,7 @@ from ...data.seq2seq import Seq2SeqDataConfig, dataset
 from ...formats import number
 from ...stats import span
 from ...train import Run
-from ...verdicts import INCONCLUSIVE, Verdict, below, claim
+from ...verdicts import AT_LEAST, INCONCLUSIVE, Verdict, below, claim
 from .inference import exact_match
 
 
@@ -104,6 +104,7 @@ def verdict_accuracy(accuracies: Sequence[float], target: float | None, profile:
     ours = f"held-out exact match at τ = 0: {span(accuracies, '.4f')}"
     if target is None:
         return Verdict(text, "(no experiment in the write-up)", ours, f"{INCONCLUSIVE} (not judged at the {profile} "
-                       "profile)", seeds=f"{len(accuracies)} seeds", chance="")
+                       "profile)", seeds=f"{len(accuracies)} seeds", chance="", form=AT_LEAST)
+    # at least a bound: the accuracy at least the bar, tested as its error rate at most one minus the bar
     v = below(text, "(no experiment in the write-up)", [1 - a for a in accuracies], 1 - target, log=False)
-    return replace(v, ours=f"{ours}; our bar at this profile: ≥ {target}")
+    return replace(v, ours=f"{ours}; our bar at this profile: ≥ {target}", form=AT_LEAST)

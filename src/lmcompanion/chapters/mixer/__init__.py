@@ -336,10 +336,11 @@ LOWER_BOUND = ("a count is a lower bound of the memory a GPU measures: it leaves
                "allocator's slack and the library's workspace")
 
 
-def _not_comparable(text: str, published: str, ours: str, why: str) -> Verdict:
+def _not_comparable(text: str, published: str, ours: str, why: str, form: str) -> Verdict:
     """A computed row whose count cannot be judged against the write-up's measured figure (a count is a lower bound of
-    it, :data:`LOWER_BOUND`): *not decided*, with the reason, never a verdict on the measurement."""
-    return verdicts.not_decided(text, published, ours, f"not comparable: {why}", kind=COMPUTED)
+    it, :data:`LOWER_BOUND`): *not decided*, with the reason, never a verdict on the measurement. ``form``: the
+    claim's (a ratio at least a bound, a limit exact)."""
+    return verdicts.not_decided(text, published, ours, f"not comparable: {why}", kind=COMPUTED, form=form)
 
 
 def batch16_rows() -> list[Verdict]:
@@ -363,10 +364,10 @@ def batch16_rows() -> list[Verdict]:
                         f"{number(pub['llama_d128'][1] / pub['mixer_d256'][1])}x (Mixer Inference)",
                         f"{number(g[F.LLAMA128])} vs {number(g[F.MIXER256])} GiB ({how}; lower bounds): "
                         f"{number(r1)}x; with 32 heads {number(F.gib(F.LLAMA128, 16, 32))} GiB, "
-                        f"{number(F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256])}x", below),
+                        f"{number(F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256])}x", below, verdicts.AT_LEAST),
         _not_comparable(rows_.BATCH16_DOUBLE, f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
                         f"{number(g[F.LLAMA256])} vs {number(g[F.FLAT512])} GiB ({how}; lower bounds): {number(r2)}x",
-                        below),
+                        below, verdicts.AT_LEAST),
     ]
 
 
@@ -386,7 +387,8 @@ def limit_rows() -> list[Verdict]:
             out.append(exact(text, words, ours, not refuted, kind=COMPUTED))
         else:
             out.append(_not_comparable(text, words, ours, f"{LOWER_BOUND}, so a count under {facts.GPU_GIB} GiB "
-                                                          "cannot show whether the model fits or not"))
+                                                          "cannot show whether the model fits or not",
+                                       verdicts.EXACT_FORM))
     return out
 
 
