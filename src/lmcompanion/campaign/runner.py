@@ -48,6 +48,7 @@ from ..train import Run, RunStore
 from . import bench as bench_mod
 from . import check as check_mod
 from . import lanes as lanes_mod
+from . import measures as run_measures
 from . import plan as plan_mod
 from . import reports
 from .plan import Slot, Step
@@ -304,6 +305,8 @@ def _train_lanes(cmd: _Command, group: list[Step], offset: int, n: int) -> None:
     spans: dict[str, list[float]] = {}  # run id -> [start, end]: how many lanes were busy beside each run
     finished: dict[str, Run] = {}  # the steps' runs recorded
     t0 = time.time()
+    if cmd.device == "cuda" and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()  # what the check and the benches cached here goes back to the device, for the lanes
 
     def may_start(run: PlannedRun) -> bool:
         step = steps.get(run.id)  # a run a step reads (a matcher's embedder) is trained with it
@@ -394,6 +397,7 @@ def _after_run(cmd: _Command, step: Step, done: Run, path: Path) -> None:
     """The one place where what a finished run's recorded file needs beyond its metrics is computed, in this process
     from the run's folder (its weights are there), after it is recorded and before the archive is rewritten (issue 49,
     item 6: the weight-dependent measures)."""
+    run_measures.record(done, path, log=cmd.log)
 
 
 def _record(done: Run, out: Path, facts: dict) -> Path:
