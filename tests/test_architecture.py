@@ -40,7 +40,7 @@ LAYERS = {
     # the CUDA-path check; the plan and its slots; the pack, one slot's runner and the restore of its archive; the
     # package that names them
     10: ["lmcompanion.campaign.reports", "lmcompanion.campaign.bench", "lmcompanion.campaign.check",
-         "lmcompanion.campaign.lanes"],
+         "lmcompanion.campaign.lanes", "lmcompanion.campaign.measures"],
     11: ["lmcompanion.campaign.plan"],
     12: ["lmcompanion.campaign.pack", "lmcompanion.campaign.runner", "lmcompanion.campaign.restore"],
     13: ["lmcompanion.campaign"],

@@ -4,6 +4,7 @@ bench's sweep of micro-batches with the profiler's idle time."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -11,7 +12,7 @@ import pytest
 
 from lmcompanion import data, experiments, fingerprint, models
 from lmcompanion.data import JoinedDataConfig, LMDataConfig, joined
-from lmcompanion.errors import ConfigError, DataError
+from lmcompanion.errors import ConfigError, DataError, LMCError
 from lmcompanion.experiments import mixer as mixer_exp
 from lmcompanion.experiments.protocol import WIKIPEDIA_FILES
 from lmcompanion.run import TRAINER
@@ -171,3 +172,146 @@ def test_a_pack_entry_that_names_part_of_a_compressed_file_is_refused(tmp_path):
     whole = {**manifest["files"]["cache/tokens/x.bin.gz"], "unpacked_sha256": sha, "unpacked_bytes": 9}
     targets = pack_mod._pack_targets(tmp_path, {"files": {"cache/tokens/x.bin.gz": whole}}, tmp_path / "cache")
     assert targets == {"cache/tokens/x.bin.gz": tmp_path / "cache" / "x"}
+
+
+# --- item 6: what a row needs from a run's files, measured in the slot and recorded with the run -------------------
+
+
+@pytest.fixture(scope="module")
+def hourglass_measured(tmp_path_factory):
+    """Smoke runs of the hourglass headline made in one store (the GPU machine), recorded, measured on their weights
+    by the slot's hook (campaign.measures.record), and imported into another store (a CPU build)."""
+    from lmcompanion import recorded
+    from lmcompanion.campaign import measures
+    from lmcompanion.chapters import hourglass
+    from lmcompanion.train import RunStore
+
+    names = [hourglass.VANILLA, hourglass.BEST_ATTN]
+    made = RunStore(tmp_path_factory.mktemp("elsewhere"))
+    runs = {n: [made.run(experiments.config(n, "smoke", seed=s)) for s in (0, 1)] for n in names}
+    out = tmp_path_factory.mktemp("recorded")
+    logged = []
+    for rs in runs.values():
+        for run, path in zip(rs, recorded.write(rs, out)):
+            measures.record(run, path, log=logged.append)
+    store = RunStore(tmp_path_factory.mktemp("runs"))
+    recorded.import_dir(out, store)
+    return runs, recorded.arms(names, store=store)["smoke"].runs, out, logged
+
+
+def test_the_last_token_rows_are_decided_from_recorded_runs_as_from_the_runs_themselves(hourglass_measured,
+                                                                                        monkeypatch):
+    """The smoke arms learn little; with the learning gate's line put above them (no data read), the rows are
+    decided, and alike from the recorded measures and from the weights."""
+    from lmcompanion import claims, learning
+    from lmcompanion.train.store import NoRunFiles
+    from lmcompanion.verdicts import NOT_DECIDED
+
+    monkeypatch.setattr(learning, "reference", lambda cfg, metric: learning.Reference("the unigram loss", 9.0))
+
+    made, found, out, logged = hourglass_measured
+    assert any("measured on its files: hourglass/window_losses/val" in line for line in logged)
+    with pytest.raises(NoRunFiles):
+        next(iter(found.values()))[0].load_model()  # no weights came with them
+    from_weights = {v.claim: v for v in claims.verdicts("hourglass", claims.Context(made))}
+    from_record = {v.claim: v for v in claims.verdicts("hourglass", claims.Context(found))}
+    last_token = [c for c in from_record if "last token" in c and "384-32" in c]
+    assert last_token
+    for c in last_token:
+        assert "files" not in from_record[c].ours + from_record[c].verdict, from_record[c]
+        assert from_record[c].outcome != NOT_DECIDED, from_record[c]
+        assert (from_record[c].ours, from_record[c].verdict) == (from_weights[c].ours, from_weights[c].verdict)
+
+
+def test_a_recorded_measure_is_the_value_the_weights_give_and_a_missing_one_says_it_needs_the_files(
+        hourglass_measured, tmp_path):
+    from lmcompanion import recorded
+    from lmcompanion.chapters import hourglass
+    from lmcompanion.train import RunStore
+    from lmcompanion.train.store import NoRunFiles
+
+    made, found, out, _ = hourglass_measured
+    run, imported = made[hourglass.BEST_ATTN][0], found[hourglass.BEST_ATTN][0]
+    assert hourglass.window_losses(imported) == hourglass.window_losses(imported, "val") == pytest.approx(
+        hourglass.window_losses(run), rel=1e-6)
+    assert hourglass.group_position_losses(imported) == pytest.approx(hourglass.group_position_losses(run), rel=1e-6)
+    assert set(recorded.recorded_measures(found[hourglass.VANILLA][0])) == {  # the chapter's, and none other
+        "hourglass/window_losses/val", "hourglass/group_position_losses/val"}
+    with pytest.raises(NoRunFiles, match="no hourglass/window_losses/train was recorded"):
+        hourglass.window_losses(imported, "train")
+    # a file recorded without measures (the first H200 slot's): the row needs the run's files, as before
+    bare = tmp_path / "bare" / "smoke"
+    bare.mkdir(parents=True)
+    path = next(out.glob(f"smoke/{hourglass.BEST_ATTN.replace('/', '__')}-s0.json"))
+    record = json.loads(path.read_text())
+    del record["measures"]
+    (bare / path.name).write_text(json.dumps(record))
+    old = recorded.import_dir(bare.parent, RunStore(tmp_path / "store"))[0]
+    with pytest.raises(NoRunFiles):
+        hourglass.window_losses(old)
+
+
+def test_a_recorded_file_s_measures_are_checked_strictly(hourglass_measured, tmp_path):
+    from lmcompanion import recorded
+    from lmcompanion.untrusted import Untrusted
+
+    _, _, out, _ = hourglass_measured
+    path = next(out.glob("smoke/*.json"))
+    good = json.loads(path.read_text())
+    assert good["measures"] and recorded.validate(good, path)
+    for bad in ({"k": "a string"}, {"k": [1.0, "x"]}, {"k": {"a": [1.0]}}, {"k": True}, ["not", "an", "object"],
+                {"k": [[1.0]]}, {"x" * 300: 1.0}):
+        with pytest.raises((LMCError, Untrusted)):
+            recorded.validate({**good, "measures": bad}, path)
+    with pytest.raises((LMCError, Untrusted)):
+        recorded.parse(path, path.read_bytes().replace(b'"measures": {', b'"measures": {"nan": NaN, ', 1))
+
+
+def test_a_measure_that_fails_is_left_out_and_named_and_the_run_stays_recorded(hourglass_measured, monkeypatch):
+    from lmcompanion import recorded
+    from lmcompanion.campaign import measures
+    from lmcompanion.chapters import hourglass
+
+    made, _, _, _ = hourglass_measured
+    run = made[hourglass.BEST_ATTN][0]
+    m = recorded.MEASURES["hourglass/group_position_losses"]
+
+    def fails(run, split="val", device="cpu"):
+        return 1 / 0
+
+    def not_finite(run, split="val", device="cpu"):
+        return [1.0, float("nan")]
+
+    monkeypatch.setitem(recorded.MEASURES, m.name, dataclasses.replace(m, compute=fails))
+    logged = []
+    found = measures.compute(run, log=logged.append)
+    assert "hourglass/window_losses/val" in found and "hourglass/group_position_losses/val" not in found
+    assert any("group_position_losses/val left out: ZeroDivisionError" in line for line in logged)
+    monkeypatch.setitem(recorded.MEASURES, m.name, dataclasses.replace(m, compute=not_finite))
+    assert "hourglass/group_position_losses/val" not in measures.compute(run, log=logged.append)
+    assert "group_position_losses/val left out: it is not a finite number" in logged[-1]
+
+
+def test_the_retrieval_rows_on_embeddings_are_decided_from_recorded_runs_as_from_the_runs_themselves(tmp_path):
+    """The metric baselines, BM25 and the norms' spread read a matcher run's embeddings, which stay on the machine that
+    made it: measured there and recorded, they decide the same rows here."""
+    from lmcompanion import claims, recorded
+    from lmcompanion.campaign import measures
+    from lmcompanion.train import RunStore
+
+    name = "retrieval/flat_d1024_c32"
+    made = RunStore(tmp_path / "elsewhere")
+    runs = [r.train(made) for r in experiments.plan([name], "smoke", seeds=2) if r.name == name]
+    for run, path in zip(runs, recorded.write(runs, tmp_path / "recorded")):
+        assert {"retrieval/metric_top1/cosine", "retrieval/metric_top1/l1", "retrieval/metric_top1/l2",
+                "retrieval/norm_spread"} <= set(measures.record(run, path, log=lambda *a: None))
+    store = RunStore(tmp_path / "runs")
+    recorded.import_dir(tmp_path / "recorded", store)
+    found = recorded.arms([name], store=store)["smoke"].runs
+    from_weights = {v.claim: v for v in claims.verdicts("retrieval", claims.Context({name: runs}))}
+    from_record = {v.claim: v for v in claims.verdicts("retrieval", claims.Context(found))}
+    on_embeddings = [c for c, v in from_record.items() if "top-1" in v.ours or "spread" in v.ours]
+    assert on_embeddings and set(from_record) == set(from_weights)
+    for c in from_record:
+        assert "needs the run's files" not in from_record[c].ours, c
+        assert (from_record[c].ours, from_record[c].verdict) == (from_weights[c].ours, from_weights[c].verdict), c

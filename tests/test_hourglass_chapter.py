@@ -2,6 +2,8 @@
 the "A-B" lengths scale with the context, the vanilla transformer takes half the updates under the same schedule,
 the README's schedule and the code's constant rate, and the two ways of scoring validation windows. CPU, seconds."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -70,13 +72,14 @@ def test_the_inference_flops_claim_is_counted_at_the_write_ups_sizes():
 
 
 class _FakeRun:
-    """Just what window_losses reads: a config and a model."""
+    """Just what window_losses reads: a config, a model, and a folder that is no recorded run's."""
 
     def __init__(self, cfg, model):
         self.config, self._model = cfg, model
+        self.path = Path(__file__).parent
 
-    def load_model(self):
-        return self._model
+    def load_model(self, device="cpu"):
+        return self._model.to(device)
 
 
 def test_window_losses_score_the_last_32_and_the_last_token_of_the_same_windows():

@@ -16,12 +16,20 @@ made it, its wall time). Never its weights.
 
 A recorded run is used only while its config is the config planned for its experiment at its profile today (seed
 and device aside); one recorded under an older config is listed as stale and left out of every table and verdict.
+
+**Measures of a run's files.** A verdict row whose measure reads a trained run's own files (its weights, a retrieval
+run's embeddings) cannot be decided from metrics. Such a measure is declared once, where it is computed
+(:func:`measure`, a decorator); a GPU slot computes every declared measure of a run right after the run finishes
+(:mod:`lmcompanion.campaign.measures`) and records it in the run's file (``measures``), and on the imported run the
+declared function returns the recorded value instead of reading files that are not there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -30,6 +38,7 @@ import shutil
 import tempfile
 import typing
 from pathlib import Path
+from typing import Callable
 
 from . import estimate, experiments, models, paths, untrusted
 from . import data as data_kinds
@@ -108,12 +117,17 @@ def write(runs: list[Run], out: Path) -> list[Path]:
     for run in runs:
         record = export(run)
         path = Path(out) / record["profile"] / file_name(record)
-        try:
-            paths.atomic_write(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-        except OSError as exc:
-            raise LMCError(f"cannot write {path} ({exc.strerror}): free disk space or choose another folder (-o)") from None
-        written.append(path)
+        written.append(write_record(path, record))
     return written
+
+
+def write_record(path: Path, record: dict) -> Path:
+    """Write one recorded-run file whole (``record`` as :func:`export` gives it, measures and all)."""
+    try:
+        paths.atomic_write(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise LMCError(f"cannot write {path} ({exc.strerror}): free disk space or choose another folder (-o)") from None
+    return path
 
 
 def _raw_metrics(run: Run) -> list[dict]:
@@ -242,8 +256,18 @@ def validate(record, path: Path) -> RunConfig:
         raise _bad(path, "its provenance holds values that are not JSON")
     if prov.get("key") is not None and not (isinstance(prov["key"], str) and re.match(untrusted.HEX12, prov["key"])):
         raise _bad(path, f"its provenance key {str(prov.get('key'))[:40]!r} is not a run key (12 hexadecimal digits)")
+    found = record.get("measures", {})
+    if not isinstance(found, dict) or not all(isinstance(v, (int, float, list, dict)) and not isinstance(v, bool) and
+                                              all(_number(x) and math.isfinite(x) for x in _numbers(v))
+                                              for v in found.values()):
+        raise _bad(path, "its measures are not an object of finite numbers (a number, a list or an object of them "
+                         "each)")
     untrusted.check(record, path, _format())  # every field's type and range
     return cfg
+
+
+def _numbers(value) -> list:
+    return list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [value]
 
 
 def _parse(label, data: bytes) -> tuple[dict, RunConfig, bytes]:
@@ -356,6 +380,8 @@ def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: s
         # what came with the run and no longer names anything here (weights and embeddings do not travel)
         summary = {k: v for k, v in record["summary"].items() if k not in (DIGESTS, "embeddings", SUMMARY_DIGEST)}
         write_summary(tmp, summary)
+        if record.get("measures"):
+            (tmp / MEASURES_FILE).write_text(json.dumps(record["measures"], indent=1, sort_keys=True))
         if run_dir.exists():  # an older import of the same file, damaged: replaced whole
             shutil.rmtree(run_dir)
         os.rename(tmp, run_dir)
@@ -370,6 +396,67 @@ def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: s
 
 def is_recorded(run: Run) -> bool:
     return (run.path / MARKER).is_file()
+
+
+# --- measures of a run's files, recorded with it (see the module doc) -------------------------------------------
+
+MEASURES_FILE = "measures.json"  # an imported run's recorded measures, by key (:meth:`Measure.key`)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """A measure of a trained run's files: ``compute(run, *args)`` (a number, or a list or dict of numbers; a
+    ``device`` keyword where it has one), recorded for the runs ``applies`` accepts at each of ``args``."""
+
+    name: str
+    compute: Callable
+    applies: Callable[[RunConfig], bool]
+    args: tuple[tuple, ...] = ((),)
+
+    def key(self, args: tuple) -> str:
+        """How the record names its value at ``args``: ``<name>/<arg>/...``."""
+        return "/".join([self.name, *map(str, args)])
+
+    def bound(self, run, args: tuple, kwargs: dict) -> tuple:
+        """The arguments of a call, the function's defaults filled in and its ``device`` left out (``f(run)`` and
+        ``f(run, "val")`` name one value)."""
+        call = inspect.signature(self.compute).bind(run, *args, **kwargs)
+        call.apply_defaults()
+        return tuple(v for k, v in list(call.arguments.items())[1:] if k != "device")
+
+
+MEASURES: dict[str, Measure] = {}
+
+
+def measure(name: str, applies: Callable[[RunConfig], bool], args=((),)):
+    """Decorator: declare a measure of a run's files (:class:`Measure`), recorded with the runs ``applies`` accepts
+    at each of ``args``. The decorated function computes it on a run with its files; on a recorded run it returns
+    the value recorded with it, and where none was, raises :class:`lmcompanion.train.store.NoRunFiles` (a verdict row
+    then says it needs the run's files)."""
+    def declare(fn: Callable) -> Callable:
+        if name in MEASURES:
+            raise ValueError(f"the measure {name!r} is declared twice")
+        m = MEASURES[name] = Measure(name, fn, applies, tuple(tuple(a) for a in args))
+
+        @functools.wraps(fn)
+        def read(run, *a, **kw):
+            if not is_recorded(run):
+                return fn(run, *a, **kw)
+            key = m.key(m.bound(run, a, kw))
+            found = recorded_measures(run).get(key)
+            if found is None:
+                run.require_files(f"files, and no {key} was recorded with it")
+            return found
+
+        read.measure = m
+        return read
+    return declare
+
+
+def recorded_measures(run: Run) -> dict:
+    """The measures recorded with an imported run, by key (none for a run made here)."""
+    path = run.path / MEASURES_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def recorded_profile(run: Run) -> str:
@@ -411,5 +498,6 @@ def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStor
     return out
 
 
-__all__ = ["ARCHIVES", "FORMAT", "Found", "REPORTS", "arms", "default_dir", "export", "import_dir", "is_recorded", "profile_of", "read",
-           "recorded_profile", "write"]
+__all__ = ["ARCHIVES", "FORMAT", "Found", "MEASURES", "MEASURES_FILE", "Measure", "REPORTS", "arms", "default_dir",
+           "export", "import_dir", "is_recorded", "measure", "profile_of", "read", "recorded_measures",
+           "recorded_profile", "write", "write_record"]

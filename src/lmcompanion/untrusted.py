@@ -369,6 +369,12 @@ RECORDED_RUN = Format(
                 "peak_mem_bytes": {"type": "integer", "minimum": 0}, "mfu": {"type": "number", "minimum": 0},
                 "best": {"type": "object", "additionalProperties": {"type": "number"}}}},
             "provenance": {"type": "object", "properties": {"key": {"type": ["string", "null"], "pattern": HEX12}}},
+            # what a GPU slot measured on the run's files after it (lmcompanion.recorded.measure): by key, a number,
+            # or a list or object of numbers
+            "measures": {"type": "object", "maxProperties": 1000, "propertyNames": {"maxLength": 200},
+                         "additionalProperties": {"anyOf": [
+                             {"type": "number"}, {"type": "array", "maxItems": 100_000, "items": {"type": "number"}},
+                             {"type": "object", "maxProperties": 100, "additionalProperties": {"type": "number"}}]}},
         },
     })
 

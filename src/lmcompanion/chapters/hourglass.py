@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from .. import experiments, models, stats, tables
+from .. import experiments, models, recorded, stats, tables
 from ..bench import SideBySide
 from .. import data
 from ..data.lm import build_source
@@ -110,17 +110,25 @@ def lr_schedules(names: Sequence[str], profile: str):
     return out
 
 
+def _of_chapter(cfg) -> bool:
+    return experiments.get(cfg.name).chapter == "hourglass"
+
+
+@recorded.measure("hourglass/window_losses", applies=_of_chapter, args=(("val",),))
 @torch.no_grad()
-def window_losses(run, split: str = "val") -> dict[str, float]:
+def window_losses(run, split: str = "val", device: str = "cpu") -> dict[str, float]:
     """The run's model on the protocol's evaluation windows of ``split`` (a start every 32 tokens), scored both ways:
     on each window's last 32 positions (the README) and on its last position only (the original code's
-    ``estimate_loss``). Same windows, same weights: only the positions scored differ."""
+    ``estimate_loss``). Same windows, same weights: only the positions scored differ. A GPU slot records it with the
+    run (:func:`lmcompanion.recorded.measure`), so that the rows scored on the last token are decided from recorded
+    runs too."""
     cfg = run.config
     last = cfg.data.eval_last or 32
     source = build_source(cfg.replace(data=cfg.data.replace(eval_last=None)))
-    model = run.load_model()
+    model = run.load_model(device)
     tail, final = [], []
     for batch in source.eval_batches(split, 0):
+        batch = {k: v.to(device) for k, v in batch.items()}
         logits = model(batch["idx"]).logits
         ce = torch.nn.functional.cross_entropy(logits.float().transpose(1, 2), batch["targets"], reduction="none")
         tail.append(ce[:, -last:].mean(1))
@@ -375,17 +383,28 @@ def inference_table(names: Sequence[str], profile: str = "paper"):
 
 
 @torch.no_grad()
-def position_losses(run, split: str = "val", n_groups: int | None = None):
+def position_losses(run, split: str = "val", n_groups: int | None = None, device: str = "cpu"):
     """The run's per-token cross-entropy on the evaluation windows of ``split``, every position scored, averaged by
     offset within the group (the vanilla transformer's windows are cut into the hourglass models' groups):
     (group length,) tensor."""
     cfg = run.config
     source = build_source(cfg.replace(data=cfg.data.replace(eval_last=None)))
-    model = run.load_model()
+    model = run.load_model(device)
     n_groups = n_groups or cfg.model.n_groups
-    per = [loss_by_group_position(model(b["idx"]).logits, b["targets"], n_groups)
+    per = [loss_by_group_position(model(b["idx"].to(device)).logits, b["targets"].to(device), n_groups).cpu()
            for b in source.eval_batches(split, 0)]
     return torch.cat(per).nanmean(dim=(0, 1))
+
+
+def _grouped(cfg) -> bool:
+    return _of_chapter(cfg) and getattr(cfg.model, "n_groups", None) is not None
+
+
+@recorded.measure("hourglass/group_position_losses", applies=_grouped, args=(("val",),))
+def group_position_losses(run, split: str = "val", device: str = "cpu") -> list[float]:
+    """:func:`position_losses` in the run's own groups, as a list: what the blind-spot row reads (a GPU slot records
+    it with the run)."""
+    return position_losses(run, split, device=device).tolist()
 
 
 def blind_spot_frames(runs: Mapping[str, Sequence], n_groups: int, split: str = "val") -> dict[str, list]:
@@ -692,10 +711,10 @@ def _schedule_row(schedule: str, runs) -> Verdict:
 def _blind_row(runs) -> Verdict:
     """In repeat mode the blind offsets predict worse than the offsets that see their own group, gated on the repeat
     arm's final validation loss."""
-    per_seed = [position_losses(r) for r in runs[REPEAT]]
+    per_seed = [group_position_losses(r) for r in runs[REPEAT]]
     b = runs[REPEAT][0].config.model.blind_spot
-    v = claim(BLIND, '"can limit expressiveness" (no number)', [float(x[b:].mean()) for x in per_seed],
-              [float(x[:b].mean()) for x in per_seed],
+    v = claim(BLIND, '"can limit expressiveness" (no number)', [stats.mean(x[b:]) for x in per_seed],
+              [stats.mean(x[:b]) for x in per_seed],
               ("seen offsets", "blind offsets"))
     return gate(v, arms_of(runs, "val", REPEAT))
 

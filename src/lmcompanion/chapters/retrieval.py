@@ -18,7 +18,7 @@ import torch
 
 import dataclasses
 
-from .. import experiments, learning, ledger, paths, plots, stats, tables
+from .. import experiments, learning, ledger, paths, plots, recorded, stats, tables
 from ..data import retrieval as rdata
 from ..data.stories import load_stories
 from ..errors import CheckpointError, LMCError
@@ -159,6 +159,13 @@ def _load_embeddings(path: str, sha256: str) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
+def _a_matcher(cfg) -> bool:
+    """A retrieval arm's run (the matcher's procedure): its rows read its recorded embeddings, which a GPU slot
+    measures before they stay behind (:func:`lmcompanion.recorded.measure`)."""
+    return experiments.get(cfg.name).procedure == "match"
+
+
+@recorded.measure("retrieval/metric_top1", applies=_a_matcher, args=tuple((m,) for m in METRICS))
 def metric_top1(run, metric: str = "cosine") -> float:
     """Top-1 accuracy of retrieval by a metric on the same embeddings, no training, on the run's own test items:
     ``"cosine"`` similarity (the write-up's "normalized cosine distance on the last hidden layer"), or the smallest
@@ -181,6 +188,7 @@ def cosine_top1(run) -> float:
     return metric_top1(run, "cosine")
 
 
+@recorded.measure("retrieval/bm25_top1", applies=_a_matcher)
 def bm25_top1(run) -> float:
     """Top-1 accuracy of BM25 (the ``bm25s`` library, its default Lucene variant, k1 = 1.5, b = 0.75, English stop
     words) ranking the candidates' texts for the query's text, on the run's own test items."""
@@ -236,6 +244,7 @@ def export(run, path: Path | str) -> Path:
     return path
 
 
+@recorded.measure("retrieval/norm_spread", applies=_a_matcher)
 def norm_spread(run) -> float:
     """How far a run's embeddings are from a sphere: the (sample) standard deviation of their L2 norms over their mean
     (0 on a sphere), over the test split's queries and stories, the embeddings the run recorded (and :func:`export`
