@@ -315,3 +315,90 @@ def test_the_retrieval_rows_on_embeddings_are_decided_from_recorded_runs_as_from
     for c in from_record:
         assert "needs the run's files" not in from_record[c].ours, c
         assert (from_record[c].ours, from_record[c].verdict) == (from_weights[c].ours, from_weights[c].verdict), c
+
+
+# --- item 8: the GPT-2-small bench's sweep of micro-batches, with what the profiler says is idle -------------------
+
+
+def test_the_gpt2_bench_sweeps_its_micro_batches_profiles_each_and_reports_the_fastest():
+    """The rehearsal's stand-in (2 x 64, context 64) on the CPU: the sweep's code path, in seconds."""
+    from lmcompanion.campaign import bench as cbench
+
+    run = cbench.gpt2_small("smoke")
+    result = cbench.bench_step(run)
+    sweep = result["sweep"]
+    assert [e["micro_batch"] for e in sweep] == list(cbench.REHEARSAL_SWEEP_BATCHES)
+    assert all(e["tokens/s"] > 0 and e["tokens/step"] == e["micro_batch"] * run.config.model.context_size
+               for e in sweep)
+    best = max(sweep, key=lambda e: e["tokens/s"])
+    assert result["tokens/s"] == best["tokens/s"] and result["batch"]["micro_batch"] == best["micro_batch"]
+    for e in sweep:
+        p = e["profile"]
+        assert p["work"] == "top-level CPU operators" and 0 <= p["idle fraction"] < 1 and p["busy (ms)"] > 0
+        assert p["top"] and abs(sum(t["share of busy"] for t in p["top"]) - 1) < 0.5
+    assert result["config_hash"] == run.config.hash()
+
+
+def test_a_sweep_stops_at_the_first_micro_batch_that_does_not_fit_and_starts_none_past_its_allowance(monkeypatch):
+    from lmcompanion import bench
+    from lmcompanion.campaign import bench as cbench
+    from lmcompanion.errors import OutOfMemory
+
+    now = [0.0]
+
+    def fake(run, steps, warmup, profile_steps=0):
+        mb = run.config.train.batch_size
+        now[0] += 100.0  # each micro-batch takes 100 s on this clock
+        if mb >= 16:
+            raise OutOfMemory(f"micro-batch {mb} ran out of GPU memory")
+        return {"tokens/s": 1000 * mb - mb * mb, "s/step": 1.0}
+
+    monkeypatch.setattr(bench, "bench", fake)
+    run = cbench.gpt2_small("smoke")
+    out = bench.sweep(run, [4, 8, 16, 24], clock=lambda: now[0])
+    got = {e["micro_batch"]: e.get("not measured", "measured") for e in out["sweep"]}
+    assert got[4] == got[8] == "measured" and got[16].startswith("out of memory")
+    assert got[24] == "not started: micro-batch 16 did not fit in memory" and out["micro_batch"] == 8
+    now[0] = 0.0
+    out = bench.sweep(run, [4, 8, 16], allowance_s=250.0, clock=lambda: now[0])
+    got = {e["micro_batch"]: e.get("not measured", "measured") for e in out["sweep"]}
+    assert got[4] == got[8] == "measured" and got[16].startswith("not started: 200 s of the 250 s allowance")
+    with pytest.raises(ConfigError):
+        bench.sweep(run, [8, 4])
+
+
+def test_idle_is_the_span_s_time_in_which_no_kernel_ran():
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from lmcompanion.bench import idle_summary
+
+    def ev(name, a, b, gpu, parent=None):
+        return SimpleNamespace(name=name, time_range=SimpleNamespace(start=a, end=b),
+                               device_type=DeviceType.CUDA if gpu else DeviceType.CPU, cpu_parent=parent)
+
+    events = [ev("step", 0, 400, False), ev("gemm", 0, 100, True), ev("gemm", 50, 150, True), ev("add", 250, 300, True)]
+    s = idle_summary(events, on_gpu=True)
+    assert (s["span (ms)"], s["busy (ms)"], s["idle fraction"]) == (0.4, 0.2, 0.5)
+    assert s["gaps"] == 2 and s["largest gap (ms)"] == 0.1  # 150-250 and 300-400
+    assert [t["name"] for t in s["top"]] == ["gemm", "add"] and s["top"][0]["share of busy"] == 1.0  # 200 of 200 busy
+    cpu = idle_summary(events[:1] + [ev("mm", 10, 20, False, parent=events[0])], on_gpu=False)
+    assert cpu["idle fraction"] == 0.0 and [t["name"] for t in cpu["top"]] == ["step"]  # only top-level operators
+
+
+def test_the_sweep_is_planned_again_on_the_gpu_and_estimated_at_its_allowance():
+    """Slot 1 benched GPT-2 small at micro-batch 12 alone; the sweep is another config (its steps), so the next slot
+    runs it, counted at the allowance the sweep keeps to."""
+    from lmcompanion.campaign import bench as cbench
+    from lmcompanion.campaign import plan as cplan
+    from lmcompanion import recorded
+
+    path = recorded.default_dir() / "campaign" / "gpu" / "bench.json"
+    if not path.is_file():
+        pytest.skip(f"no {path}")
+    slot1 = json.loads(path.read_text())
+    step = cplan.Step(cbench.GPT2, "bench", 0.0, 0, cbench.gpt2_small("gpu"))
+    assert slot1["results"][cbench.GPT2]["batch"]["micro_batch"] == cbench.SWEEP_BATCHES[0]
+    assert not cplan.bench_done(step, slot1, "cuda")
+    assert cbench.minutes(step.run.config, "gpu") == (cbench.BENCH_SETUP_S + cbench.SWEEP_ALLOWANCE_S) / 60

@@ -10,6 +10,11 @@ counted training FLOPs per token, ``Model.flops_per_token``, against the GPU's d
 nothing else), interleaved with the trainer's step in rounds so that both see the same machine state, and prints
 the trainer's overhead. It prints figures; nothing asserts a speed.
 
+:func:`sweep` benches one run at several micro-batches, smallest first, within a bounded time (no micro-batch is
+started that the longest so far says would end past the allowance; the first that does not fit in memory ends it),
+each also under the torch profiler for a few steps (:func:`idle_profile`: the share of the steps' time in which the
+device ran nothing, its gaps and the operators that take its time). The GPU campaign's GPT-2-small bench is one.
+
 :func:`side_by_side` times two planned runs the same way, in one process: each arm's trainer step (its own model,
 optimizer and first micro-batches) in interleaved rounds, the order alternating from round to round, and returns
 each arm's seconds per step in every round. A chapter compares two models' time per step across those rounds (the
@@ -24,6 +29,7 @@ and, given a git revision, that revision's code beside this one in interleaved r
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import math
 import os
@@ -41,7 +47,7 @@ import torch
 
 from . import experiments, paths
 from .formats import number
-from .errors import ConfigError
+from .errors import ConfigError, OutOfMemory
 from .estimate import peak_flops
 from .experiments import PlannedRun
 from .stats import mean
@@ -89,8 +95,10 @@ def _timed(fn, n: int, device: torch.device) -> float:
     return time.perf_counter() - t0
 
 
-def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5) -> dict:
-    """Time ``steps`` optimizer steps of a planned run (see the module doc)."""
+def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5,
+          profile_steps: int = 0) -> dict:
+    """Time ``steps`` optimizer steps of a planned run (see the module doc); then, with ``profile_steps``, that many
+    more under the torch profiler (:func:`idle_profile`, in the result's ``profile``)."""
     _check(steps, warmup, rounds)
     cfg = run.config
     s, batches = _session(run)
@@ -141,7 +149,106 @@ def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False,
         result["peak memory (GiB)"] = round(torch.cuda.max_memory_allocated(s.device) / 2**30, 2)
         if peak:
             result["MFU"] = round(model.flops_per_token() * tokens / seconds / peak, 3)
+    if profile_steps:
+        with trainer.memory_guard(cfg, "a profiled training step"):
+            result["profile"] = idle_profile(trainer_step, profile_steps, s.device)
     return result
+
+
+def idle_profile(fn, n: int, device: torch.device, top: int = 8) -> dict:
+    """What the torch profiler sees over ``n`` calls of ``fn`` (training steps) on ``device``: over the span of the
+    recorded events, the time in which the device ran nothing (on a GPU no kernel ran; on the CPU no top-level
+    operator of this thread: the host's own time between them), its share, its gaps, and the operators that take the
+    device's time, by their total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    _sync(device)
+    with profile(activities=activities) as prof:
+        for _ in range(n):
+            fn()
+        _sync(device)
+    return idle_summary(prof.events(), device.type == "cuda", top)
+
+
+def idle_summary(events, on_gpu: bool, top: int = 8) -> dict:
+    """:func:`idle_profile`'s figures from the profiler's events (each with a ``time_range`` in microseconds, a
+    ``name``, a ``device_type`` and a ``cpu_parent``)."""
+    from torch.autograd import DeviceType
+
+    def device_side(e) -> bool:
+        return getattr(e, "device_type", DeviceType.CPU) != DeviceType.CPU
+
+    work = [e for e in events if device_side(e)] if on_gpu else [e for e in events if not device_side(e) and
+                                                                  e.cpu_parent is None]
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events)
+    if not work or not spans:
+        return {"work": "none recorded"}
+    start, end = spans[0][0], max(e for _, e in spans)
+    busy, gaps, at = 0.0, [], start
+    for a, b in sorted((e.time_range.start, e.time_range.end) for e in work):
+        if a > at:
+            gaps.append(a - at)
+        busy += max(0.0, b - max(a, at))
+        at = max(at, b)
+    if end > at:
+        gaps.append(end - at)
+    totals: dict[str, float] = {}
+    for e in work:
+        totals[e.name] = totals.get(e.name, 0.0) + (e.time_range.end - e.time_range.start)
+    window = max(end - start, 1e-9)
+    return {"work": "GPU kernels" if on_gpu else "top-level CPU operators", "span (ms)": round(window / 1e3, 3),
+            "busy (ms)": round(busy / 1e3, 3), "idle fraction": round(1 - busy / window, 4),
+            "gaps": len(gaps), "largest gap (ms)": round(max(gaps, default=0.0) / 1e3, 3),
+            "top": [{"name": name[:120], "share of busy": round(t / max(busy, 1e-9), 4)}
+                    for name, t in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]}
+
+
+def sweep(run: PlannedRun, batches: Sequence[int], steps: int = 10, warmup: int = 3, allowance_s: float = math.inf,
+          profile_steps: int = 0, clock=time.perf_counter) -> dict:
+    """:func:`bench` of ``run`` at each micro-batch of ``batches`` (smallest first; each a fresh session, compiled
+    afresh where the run compiles, Dynamo's cache emptied between them), each with ``profile_steps`` profiled steps.
+    A micro-batch is started only while the time spent plus the longest micro-batch so far stays within
+    ``allowance_s``; the first that does not fit in memory ends the sweep. Returns the fastest micro-batch's figures,
+    and ``sweep``: an entry per micro-batch (its figures, or why it was not measured)."""
+    if not batches or list(batches) != sorted(set(batches)) or batches[0] < 1:
+        raise ConfigError(f"sweep needs increasing micro-batches of at least 1, got {list(batches)}")
+    t0, longest, entries, stop = clock(), 0.0, [], None
+    for mb in batches:
+        spent = clock() - t0
+        if stop is None and entries and spent + longest > allowance_s:
+            stop = (f"not started: {spent:.0f} s of the {allowance_s:.0f} s allowance spent, and the longest "
+                    f"micro-batch so far took {longest:.0f} s")
+        if stop is not None:
+            entries.append({"micro_batch": mb, "not measured": stop})
+            continue
+        cfg = run.config.replace(train=run.config.train.replace(batch_size=mb))
+        started = clock()
+        try:
+            result = bench(PlannedRun(cfg, run.procedure, run.profile), steps, warmup, profile_steps=profile_steps)
+        except OutOfMemory as exc:
+            entries.append({"micro_batch": mb, "not measured": f"out of memory: {str(exc)[:200]}"})
+            stop = f"not started: micro-batch {mb} did not fit in memory"
+            continue
+        finally:
+            _release(cfg)
+        longest = max(longest, clock() - started)
+        entries.append({"micro_batch": mb, "seconds": round(clock() - started, 1), **result})
+    measured = [e for e in entries if "tokens/s" in e]
+    if not measured:
+        raise OutOfMemory(f"{run.name}: no micro-batch of {list(batches)} fit: {entries[0]['not measured']}")
+    best = max(measured, key=lambda e: e["tokens/s"])
+    return {**best, "sweep": entries, "allowance_s": allowance_s, "sweep_s": round(clock() - t0, 1)}
+
+
+def _release(cfg) -> None:
+    """What one bench's session left: its graphs (so that the next micro-batch compiles afresh, its own static
+    shapes) and, on a GPU, its cached memory."""
+    gc.collect()
+    if cfg.train.compile:
+        torch._dynamo.reset()
+    if cfg.device == "cuda":
+        torch.cuda.empty_cache()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,11 @@ independent training script on the same shape) first in the first slot, and one 
 memory and MFU (:func:`lmcompanion.recorded.export`), so the chapters' speed does not wait for these.
 
 Each bench is :func:`lmcompanion.bench.bench` (tokens/s, MFU against the device's dense bf16 peak, peak memory),
-written into ``DIR/campaign/<profile>/bench.json``.
+written into ``DIR/campaign/<profile>/bench.json``. The GPT-2-small bench is a sweep (:func:`lmcompanion.bench.sweep`,
+issue 49, item 8): micro-batches 12 (nanoGPT's, slot 1's MFU of 0.361), 16, 24 and 32, each compiled afresh and timed,
+then profiled for a few steps (the share of the time the GPU ran no kernel, its gaps, the kernels that take it), in
+the one command, within :data:`SWEEP_ALLOWANCE_S` (the plan's estimate of the step); its figures are the fastest
+micro-batch's.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import dataclasses
 import torch
 
 from .. import estimate, experiments
-from ..bench import bench
+from ..bench import bench, sweep
 from ..config import TrainConfig, check_profile
 from ..data import LMDataConfig
 from ..experiments import PlannedRun, Procedure
@@ -33,6 +37,14 @@ BENCH_SETUP_S, BENCH_COMPILE_S = 15.0, 45.0
 BENCH_STEPS, BENCH_WARMUP = 10, 3
 # At the small profiles (the rehearsal) a bench only has to run its code path: 2 timed steps after 1 untimed.
 REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP = 2, 1
+# The GPT-2-small sweep (issue 49, item 8: toward an MFU of 0.5 from slot 1's 0.361 at micro-batch 12): the micro-batches,
+# the steps each is profiled for, and the time it may take. Slot 1's whole bench took 0.38 min on an H200 (the model
+# and its data built, one compile, 14 steps), so four micro-batches, each compiled afresh, take about 1.5 min; no
+# micro-batch starts that the longest so far says would end past the allowance, and the plan counts the step at the
+# allowance and the set-up. The rehearsal's stand-in sweeps two micro-batches.
+SWEEP_BATCHES, REHEARSAL_SWEEP_BATCHES = (12, 16, 24, 32), (4, 8)
+SWEEP_ALLOWANCE_S, PROFILE_STEPS = 120.0, 3
+GPT2 = "bench/gpt2_small"
 
 
 class RandomTokens:
@@ -68,10 +80,12 @@ def gpt2_small(profile: str, device: str = "auto") -> PlannedRun:
     small = check_profile(profile) in ("smoke", "cpu")
     model = (BaselineConfig(vocab_size=512, context_size=64, n_embed=64, n_head=2, n_layer=2) if small else
              BaselineConfig(vocab_size=50_304, context_size=1024, n_embed=768, n_head=12, n_layer=12))
-    train = TrainConfig(batch_size=4 if small else 12, grad_accum=1, max_steps=BENCH_STEPS + BENCH_WARMUP + 1,
+    # its steps: every micro-batch's warm-up, timed and profiled steps (sweep)
+    train = TrainConfig(batch_size=4 if small else 12, grad_accum=1,
+                        max_steps=BENCH_STEPS + BENCH_WARMUP + PROFILE_STEPS + 1,
                         lr=6e-4, min_lr=6e-5, warmup_steps=0, weight_decay=0.1, grad_clip=1.0,
                         compile=not small)
-    cfg = RunConfig(name="bench/gpt2_small", model=model, data=LMDataConfig(corpus="synthetic", tokenizer="char"),
+    cfg = RunConfig(name=GPT2, model=model, data=LMDataConfig(corpus="synthetic", tokenizer="char"),
                     train=train, device=device)
     return PlannedRun(cfg, RANDOM_TOKENS, profile)
 
@@ -85,14 +99,20 @@ def step_name(run: PlannedRun) -> str:
     return f"bench/{run.name.removeprefix('bench/')}"
 
 
+def _small(profile: str) -> bool:
+    return check_profile(profile) in ("smoke", "cpu")
+
+
 def counts(profile: str) -> tuple[int, int]:
     """(timed steps, untimed warm-up steps) of a bench at ``profile``."""
-    small = check_profile(profile) in ("smoke", "cpu")
-    return (REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP) if small else (BENCH_STEPS, BENCH_WARMUP)
+    return (REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP) if _small(profile) else (BENCH_STEPS, BENCH_WARMUP)
 
 
 def minutes(cfg: RunConfig, profile: str) -> float:
-    """The stated estimate of one bench of ``cfg`` on one H100 (see :data:`BENCH_SETUP_S`)."""
+    """The stated estimate of one bench of ``cfg`` on one H100 (see :data:`BENCH_SETUP_S`); the GPT-2-small sweep's,
+    at the profiles that run it on a GPU, its allowance (:data:`SWEEP_ALLOWANCE_S`) and the set-up."""
+    if cfg.name == GPT2 and not _small(profile):
+        return (BENCH_SETUP_S + SWEEP_ALLOWANCE_S) / 60
     n = sum(counts(profile)) + 1
     timed = cfg.replace(train=cfg.train.replace(max_steps=n, eval_interval=n, eval_batches=1, warmup_steps=0,
                                                 decay_steps=None))
@@ -101,17 +121,24 @@ def minutes(cfg: RunConfig, profile: str) -> float:
 
 
 def bench_step(run: PlannedRun) -> dict:
-    """One bench of ``run``: :func:`lmcompanion.bench.bench`'s figures, its shape, batch and config hash."""
+    """One bench of ``run``: :func:`lmcompanion.bench.bench`'s figures (for GPT-2 small, the sweep's: the fastest
+    micro-batch's, with every micro-batch's and its profile), its shape, batch and config hash."""
     n, warmup = counts(run.profile)
-    result = bench(run, steps=n, warmup=warmup)
+    if run.name == GPT2:
+        batches = REHEARSAL_SWEEP_BATCHES if _small(run.profile) else SWEEP_BATCHES
+        result = sweep(run, batches, steps=n, warmup=warmup, allowance_s=SWEEP_ALLOWANCE_S,
+                       profile_steps=PROFILE_STEPS)
+    else:
+        result = bench(run, steps=n, warmup=warmup)
     m = run.config.model
     result["shape"] = {k: v for k, v in dataclasses.asdict(m).items()
                        if k in ("n_layer", "n_embed", "n_head", "context_size", "vocab_size")}
     result["config_hash"] = run.config.hash()
-    result["batch"] = {"micro_batch": run.config.train.batch_size, "grad_accum": run.config.train.grad_accum}
+    result["batch"] = {"micro_batch": result.get("micro_batch", run.config.train.batch_size),
+                       "grad_accum": run.config.train.grad_accum}
     result["ok"] = True
     return result
 
 
-__all__ = ["BENCH", "FORMAT", "RANDOM_TOKENS", "RandomTokens", "bench_step", "benched", "counts", "gpt2_small",
-           "minutes", "step_name"]
+__all__ = ["BENCH", "FORMAT", "GPT2", "PROFILE_STEPS", "RANDOM_TOKENS", "RandomTokens", "SWEEP_ALLOWANCE_S",
+           "SWEEP_BATCHES", "bench_step", "benched", "counts", "gpt2_small", "minutes", "step_name"]
