@@ -84,6 +84,7 @@ class Verdict:
     arms: tuple[Arm, ...] = ()  # the gated arms, each with its distance to its reference line (lmcompanion.learning)
     form: str = ""  # the claim's shape (one of FORMS; lmcompanion.chapters.verdict_forms)
     size: float | None = None  # our effect as a number, in the unit of ``effect`` (a log ratio where it is a ratio)
+    log_size: bool = False  # ``size`` and ``published_size`` are log ratios (the effect is a ratio, "x1.02")
     published_size: float | None = None  # the write-up's effect in the same sense and unit, where it prints one
     flags: tuple[str, ...] = ()  # what a reader must see beside a decided row (:func:`sized`, :func:`cross_profile`)
     trend: str = ""  # a headline row: the gap between its arms against step (:func:`gap_trend`)
@@ -339,7 +340,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
     if ratio:
         ours += f"; ratio {span([u / v for u, v in zip(a, b)], '.3f')}" if paired else ""
     return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse), form=SAME,
-                   size=diff)
+                   size=diff, log_size=ratio)
 
 
 def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
@@ -407,7 +408,8 @@ def sized(v: Verdict) -> Verdict:
         flags = (tenfold,) + flags
     parts = []
     if v.size is not None and v.published_size is not None:
-        parts.append(f"the write-up's {v.published_size:+.3g}" + (  # its numbers' own digits (-0.028, not -0.0280)
+        theirs = f"x{math.exp(v.published_size):.3g}" if v.log_size else f"{v.published_size:+.3g}"  # its digits
+        parts.append(f"the write-up's {theirs}" + (
             "" if ratio is None else f", ours {_decimal(abs(ratio))}× it"
             + (" with the other sign" if ratio < 0 else "")))
     parts += [f"⚑ {f}" for f in flags] + ([f"gap {v.trend}"] if v.trend else [])

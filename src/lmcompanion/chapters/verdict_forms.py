@@ -111,7 +111,7 @@ def _exceeds_by_at_most(text: str, published: str, a: Sequence[float], b: Sequen
     effect = f"x{number(math.exp(c.effect))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
     return Verdict(text, published, _labels(first, second, names, fmt), verdict, seeds=f"{c.n_a} vs {c.n_b}",
                    effect=f"{effect}; {_margin_text(margin, ratio)}", chance=chance_text(p, verdict == FAILS),
-                   form=form, size=c.effect)
+                   form=form, size=c.effect, log_size=ratio)
 
 
 def no_gain(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],

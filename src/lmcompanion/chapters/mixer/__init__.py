@@ -340,7 +340,8 @@ def _not_comparable(text: str, published: str, ours: str, why: str, form: str) -
     """A computed row whose count cannot be judged against the write-up's measured figure (a count is a lower bound of
     it, :data:`LOWER_BOUND`): *not decided*, with the reason, never a verdict on the measurement. ``form``: the
     claim's (a ratio at least a bound, a limit exact)."""
-    return verdicts.not_decided(text, published, ours, f"not comparable: {why}", kind=COMPUTED, form=form)
+    v = verdicts.not_decided(text, published, ours, f"not comparable: {why}", kind=COMPUTED, form=form)
+    return dataclasses.replace(v, verdict=v.verdict.replace(NOT_DECIDED, "not decided", 1))  # at any scale
 
 
 def batch16_rows() -> list[Verdict]:
