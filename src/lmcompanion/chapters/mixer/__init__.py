@@ -205,10 +205,12 @@ def small_data(v: Verdict, runs: Mapping[str, Sequence], *names: str) -> Verdict
                                        f"{cfg.data.sequences_per_epoch(cfg.model):,} training stories")
 
 
-def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence]) -> Verdict:
+def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence],
+                   quote: Sequence[vf.Quote] = ()) -> Verdict:
     """The claim "``better`` reaches a lower validation loss than ``worse`` after the same training time", read on
     each run's curve at the comparison's equal time measured where the runs were made (the shortest run's,
-    :func:`compute.equal_time`), both arms gated there."""
+    :func:`compute.equal_time`), both arms gated there; the write-up's effect from the numbers it quotes
+    (``quote``: its validation losses after the same 12 hours)."""
     pair = {better: runs[better], worse: runs[worse]}
     t = compute.equal_time(pair)
     a, b = compute.at_time(runs[better], t, "val"), compute.at_time(runs[worse], t, "val")
@@ -217,7 +219,8 @@ def equal_time_row(text: str, published: str, better: str, worse: str, runs: Map
         return verdicts.not_decided(text, published, f"{labels[0]}: {span(a)}; {labels[1]}: {span(b)}",
                                     "an arm has no evaluation before the equal time")
     v = claim(text, published, a, b, labels)
-    v = dataclasses.replace(v, ours=f"{v.ours} after {number(t)} s of training measured here")
+    v = dataclasses.replace(v, ours=f"{v.ours} after {number(t)} s of training measured here",
+                            published_size=published_size(Pair(text, "fixed", better, worse, "", tuple(quote))))
     return gate(v, arms_of(runs, "val", better, worse, values={better: a, worse: b},
                            at=f"{number(t)} s of training"))
 
@@ -443,8 +446,8 @@ def _rows() -> list[Row]:
         out.append(Row(text, notebook, decide, arms=(fast, slow), kind=COST, published=published))
     for text, better, worse, parts, notebook, _ in EQUAL_TIME:
         published = vf.quote(parts, "validation after the same 12 hours on one RTX 3060")
-        out.append(Row(text, notebook, lambda ctx, t=text, b=better, w=worse, p=published: equal_time_row(
-            t, p, b, w, ctx.runs), arms=(better, worse), published=published))
+        out.append(Row(text, notebook, lambda ctx, t=text, b=better, w=worse, p=published, q=parts: equal_time_row(
+            t, p, b, w, ctx.runs, q), arms=(better, worse), published=published))
     for text, faster, slower, notebook, _ in HEADS_TIME:
         out.append(Row(text, notebook, lambda ctx, t=text, f=faster, w=slower: cost.time_lower(
             t, rows_.HEADS_TIME_QUOTE, ctx.timing(f, w), f, w, ctx.runs), arms=(faster, slower), kind=COST,
