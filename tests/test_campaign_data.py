@@ -63,8 +63,14 @@ def test_its_fingerprint_names_each_file_from_its_bytes_or_else_the_data_folder_
     monkeypatch.setenv("LMC_DATA_DIR", str(elsewhere))
     assert cfg.fingerprint() == here
     (elsewhere / joined.SUMS).write_text((two_files / joined.SUMS).read_text().splitlines()[0] + "\n")
-    with pytest.raises(DataError, match="b.txt does not exist"):
+    with pytest.raises(DataError, match="b.txt is not in the data folder"):
         cfg.fingerprint()
+    # a machine that knows none of the files reads the corpus's hub copy, as a corpus's own file does (offline here)
+    (elsewhere / joined.SUMS).unlink()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match="hub is not reachable"):
+        cfg.fingerprint()
+    assert cfg.sequences_per_epoch(experiments.config("ar_ed/baseline", "smoke", device="cpu").model) is None
     # a changed file is other data
     monkeypatch.setenv("LMC_DATA_DIR", str(two_files))
     (two_files / SECOND).write_text((two_files / SECOND).read_text() + _doc(300, "more"))

@@ -408,7 +408,9 @@ def write_up_passes(cfg: RunConfig) -> str:
     """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
     the number in the book's format. The data kinds write it with fixed decimals ("≈ 550.00"); the number is
     rewritten here rather than there, because a data module's code is part of every run's key (editing it would
-    retrain every cached run of that kind)."""
+    retrain every cached run of that kind). A setting the book adds (the mixer's Wikipedia arms) has none."""
+    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
+        return "no experiment in the write-up (the book's setting)"
     text = cfg.data.write_up_passes(cfg)
     return _APPROX.sub(lambda m: "≈ " + _sig3(float(m.group(1).replace(",", ""))), text)
 

@@ -15,8 +15,8 @@ names: every reader goes through :func:`load_tokens` (the data registry's ``load
 **Identity.** The fingerprint digests every file's SHA-256 with its name: from the file's bytes where the file is
 here; where it is not, from the data folder's ``SHA256SUMS``. That is how a GPU machine names the data of a campaign
 pack, which carries the token ids made from the text but not the text (it would not fit the machine's 64 MiB): its
-restored data folder has a ``SHA256SUMS`` of the files it left out. A machine that has neither a file nor its digest
-stops, naming the file.
+restored data folder has a ``SHA256SUMS`` of the files it left out. A machine that knows some of the files and not
+others stops, naming them; one that knows none reads the corpus's hub copy instead, as a corpus's own file does.
 """
 
 from __future__ import annotations
@@ -59,15 +59,25 @@ class JoinedDataConfig(LMDataConfig):
                 "(e.g. chars_90_10)")
 
     def fingerprint(self) -> str:
-        """A digest of every file's name and SHA-256 (see the module doc)."""
+        """A digest of every file's name and SHA-256 (see the module doc); where none of the files is known here, the
+        corpus's hub copy's, as a corpus's own file falls back to it."""
+        known = file_digests(self)
+        if not known and corpora.get(self.corpus).hub is not None:
+            return corpora.fingerprint(self.corpus)
+        missing = [rel for rel in self.files if rel not in known]
+        if missing:
+            root = paths.data_dir()
+            raise DataError(f"corpus {self.corpus!r}: {', '.join(missing)} is not in the data folder ({root}) and its "
+                            f"{SUMS} has no digest of it: point LMC_DATA_DIR at a folder holding {', '.join(self.files)} "
+                            "(e.g. `export LMC_DATA_DIR=../shared/data`)")
         h = hashlib.sha256()
-        for rel, sha in file_digests(self):
-            h.update(f"{rel}={sha};".encode())
+        for rel in self.files:
+            h.update(f"{rel}={known[rel]};".encode())
         return "sha256:" + h.hexdigest()[:16]
 
     def sequences_per_epoch(self, model) -> float | None:
         """Training windows in one pass over the train split; None where neither the text nor its tokens are here."""
-        if not _cached(self) and len(_here(self)) < len(self.files):
+        if (corpora._offline() if _on_hub(self) else len(_here(self)) < len(self.files) and not _cached(self)):
             return None
         return load_tokens(self).splits["train"].size / model.context_size
 
@@ -76,24 +86,19 @@ class JoinedDataConfig(LMDataConfig):
         return super().write_up_passes(run_cfg)
 
 
-def file_digests(cfg: JoinedDataConfig) -> list[tuple[str, str]]:
-    """(file, SHA-256) of each of the config's files: of its bytes where it is here, else its line in the data
-    folder's ``SHA256SUMS``."""
-    root = paths.data_dir()
-    if root is None:
-        raise DataError(f"corpus {cfg.corpus!r}: LMC_DATA_DIR is not set; point it at the folder holding "
-                        f"{', '.join(cfg.files)} (e.g. `export LMC_DATA_DIR=../shared/data`)")
-    sums, here = _sums(root / SUMS), _here(cfg)
-    out = []
-    for rel in cfg.files:
-        if rel in here:
-            out.append((rel, corpora.file_digest(here[rel])))
-        elif rel in sums:
-            out.append((rel, sums[rel]))
-        else:
-            raise DataError(f"corpus {cfg.corpus!r}: {root / rel} does not exist and {root / SUMS} has no digest of "
-                            f"it; point LMC_DATA_DIR at a folder holding {', '.join(cfg.files)}")
-    return out
+def file_digests(cfg: JoinedDataConfig) -> dict[str, str]:
+    """The SHA-256 of each of the config's files known here, by file: of its bytes where it is here, else its line in
+    the data folder's ``SHA256SUMS``."""
+    root, here = paths.data_dir(), _here(cfg)
+    sums = _sums(root / SUMS) if root is not None else {}
+    return {rel: corpora.file_digest(here[rel]) if rel in here else sums[rel] for rel in cfg.files
+            if rel in here or rel in sums}
+
+
+def _on_hub(cfg: JoinedDataConfig) -> bool:
+    """Whether none of the config's files is known here (neither the file nor its digest), and the corpus has a hub
+    copy to read in their place (the paper profile on a machine without the offline copies)."""
+    return corpora.get(cfg.corpus).hub is not None and not file_digests(cfg)
 
 
 def _sums(path: Path) -> dict[str, str]:
@@ -117,7 +122,9 @@ def _cached(cfg: JoinedDataConfig) -> bool:
 
 def load_texts(cfg: JoinedDataConfig) -> dict[str, str]:
     """The joined text cut by the split rule: each file read and cleaned by the corpus's rule, joined by a blank
-    line, its head of ``max_chars`` kept."""
+    line, its head of ``max_chars`` kept (where none of the files is known here, the corpus's hub copy)."""
+    if _on_hub(cfg):
+        return corpora.load_splits(cfg.corpus, cfg.split, cfg.max_chars)
     corpus, here = corpora.get(cfg.corpus), _here(cfg)
     missing = [rel for rel in cfg.files if rel not in here]
     if missing:
