@@ -35,7 +35,7 @@ def test_no_worse_is_the_same_test_the_other_way_on_a_ratio():
     better = vf.no_worse("x", "", LOW, HIGH, ("a", "b"), margin=1.02, ratio=True)
     assert better.verdict == HOLDS and better.log_size
     said = verdicts.sized(verdicts.replace(better, published_size=-0.1))  # a log ratio, said as a ratio
-    assert said.effect.endswith("margin x1.02; the write-up's x0.905, ours 0.67× it")
+    assert said.effect.endswith("margin x1.02; the write-up's x0.9048, ours 0.67× it")
     worse = vf.no_worse("x", "", HIGH, LOW, ("a", "b"), margin=1.02, ratio=True)
     assert worse.verdict == FAILS and worse.form == verdicts.NO_WORSE and "margin x1.02" in worse.effect
 

@@ -408,7 +408,8 @@ def sized(v: Verdict) -> Verdict:
         flags = (tenfold,) + flags
     parts = []
     if v.size is not None and v.published_size is not None:
-        theirs = f"x{math.exp(v.published_size):.3g}" if v.log_size else f"{v.published_size:+.3g}"  # its digits
+        # in the write-up's digits (-0.028, not -0.0280); a ratio to four, which near 1 is where it differs (x1.003)
+        theirs = f"x{math.exp(v.published_size):.4g}" if v.log_size else f"{v.published_size:+.3g}"
         parts.append(f"the write-up's {theirs}" + (
             "" if ratio is None else f", ours {_decimal(abs(ratio))}× it"
             + (" with the other sign" if ratio < 0 else "")))
