@@ -110,12 +110,30 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
     whl = sorted(wheels.glob("*.whl"))
     if not whl:
         raise LMCError(f"no wheels in {wheels}: give --wheels DIR (the folder of ../shared/wheels for Python 3.12)")
-    pack = Path(pack)
-    if pack.exists() and any(pack.iterdir()):
-        if (_own_manifest(pack) or {}).get("format") != PACK_FORMAT:
-            raise LMCError(f"{pack} exists and is not a campaign pack: choose an empty or new folder")
-        shutil.rmtree(pack)  # an older pack: made again whole
-    pack.mkdir(parents=True, exist_ok=True)
+    final = Path(pack)
+    if final.exists() and any(final.iterdir()):
+        if (_own_manifest(final) or {}).get("format") != PACK_FORMAT:
+            raise LMCError(f"{final} exists and is not a campaign pack: choose an empty or new folder")
+    # made whole in a temporary folder beside it (named by this process, so the next command removes it if this one
+    # is killed), which then replaces the older pack: a reader never finds part of a pack at its name
+    pack = final.parent / f".{final.name}.tmp{os.getpid()}"
+    shutil.rmtree(pack, ignore_errors=True)
+    pack.mkdir(parents=True)
+    try:
+        manifest = _fill(pack, profile, budget_min, whl, wheels, seeds, log)
+    except BaseException:
+        shutil.rmtree(pack, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)  # the older pack (checked above), or an empty folder
+    os.replace(pack, final)
+    log(f"pack: written to {final}")
+    return manifest
+
+
+def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: Path, seeds: int | None,
+          log: Callable) -> dict:
+    """Write every file of the pack into the folder ``pack``; returns its manifest."""
     all_steps = plan_mod.steps(profile, device="cpu", seeds=seeds)
     cfgs = _run_configs(all_steps)
     files: dict[str, dict] = {}
@@ -186,7 +204,7 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
     lines.append(f"{hashlib.sha256(mtext.encode()).hexdigest()}  manifest.json")
     (pack / "SHA256SUMS").write_text("\n".join(lines) + "\n")
     size = sum(p.stat().st_size for p in pack.rglob("*") if p.is_file())
-    log(f"pack: {len(files) + 2} files, {size / 2**20:.1f} MiB in {pack} (limit {PACK_LIMIT / 2**20:.0f} MiB)")
+    log(f"pack: {len(files) + 2} files, {size / 2**20:.1f} MiB (limit {PACK_LIMIT / 2**20:.0f} MiB)")
     if size > PACK_LIMIT:
         biggest = sorted(files.items(), key=lambda kv: -kv[1]["bytes"])[:5]
         raise LMCError(f"the pack is {size / 2**20:.1f} MiB, over {PACK_LIMIT / 2**20:.0f} MiB; its largest files: "

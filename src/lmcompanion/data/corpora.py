@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import hashlib
 import os
 import re
@@ -218,7 +219,9 @@ def _read_local(corpus: Corpus, split: str, path: Path) -> str:
     for mode in (None, "force_redownload"):  # a stale `datasets` cache of an edited file is rebuilt once
         try:
             with _quiet_datasets():
-                ds = datasets.load_dataset("text", data_files={"train": str(path)}, sample_by="document",
+                # a path is data, never a pattern: `datasets` globs data_files, so a folder named "a [1]" was
+                # refused; glob.escape makes every character of the path literal
+                ds = datasets.load_dataset("text", data_files={"train": glob.escape(str(path))}, sample_by="document",
                                            cache_dir=_hf_cache(), split="train", download_mode=mode)
         except PermissionError as exc:
             raise DataError(f"corpus {corpus.name!r}: cannot write the `datasets` cache ({exc}); point LMC_CACHE_DIR "
