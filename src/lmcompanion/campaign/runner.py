@@ -405,9 +405,7 @@ def _record(done: Run, out: Path, facts: dict) -> Path:
     added to its summary."""
     record = recorded.export(done)
     record["summary"].update(facts)
-    path = Path(out) / record["profile"] / recorded.file_name(record)
-    reports.write_json(path, record)
-    return path
+    return recorded.write_record(Path(out) / record["profile"] / recorded.file_name(record), record)
 
 
 def _slot_figures(cmd: _Command, finished: dict[str, Run], spans: dict) -> None:
