@@ -37,8 +37,8 @@ BENCH_SETUP_S, BENCH_COMPILE_S = 15.0, 45.0
 BENCH_STEPS, BENCH_WARMUP = 10, 3
 # At the small profiles (the rehearsal) a bench only has to run its code path: 2 timed steps after 1 untimed.
 REHEARSAL_BENCH_STEPS, REHEARSAL_BENCH_WARMUP = 2, 1
-# The GPT-2-small sweep (issue 49, item 8: toward an MFU of 0.5 from slot 1's 0.361 at micro-batch 12): the micro-batches,
-# the steps each is profiled for, and the time it may take. Slot 1's whole bench took 0.38 min on an H200 (the model
+# The GPT-2-small sweep (issue 49, item 8: toward an MFU of 0.5 from slot 1's 0.361 at micro-batch 12): the
+# micro-batches, the steps each is profiled for, and the time it may take. Slot 1's whole bench took 0.38 min on an H200 (the model
 # and its data built, one compile, 14 steps), so four micro-batches, each compiled afresh, take about 1.5 min; no
 # micro-batch starts that the longest so far says would end past the allowance, and the plan counts the step at the
 # allowance and the set-up. The rehearsal's stand-in sweeps two micro-batches.

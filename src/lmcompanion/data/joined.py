@@ -68,8 +68,8 @@ class JoinedDataConfig(LMDataConfig):
         if missing:
             root = paths.data_dir()
             raise DataError(f"corpus {self.corpus!r}: {', '.join(missing)} is not in the data folder ({root}) and its "
-                            f"{SUMS} has no digest of it: point LMC_DATA_DIR at a folder holding {', '.join(self.files)} "
-                            "(e.g. `export LMC_DATA_DIR=../shared/data`)")
+                            f"{SUMS} has no digest of it: point LMC_DATA_DIR at a folder holding "
+                            f"{', '.join(self.files)} (e.g. `export LMC_DATA_DIR=../shared/data`)")
         h = hashlib.sha256()
         for rel in self.files:
             h.update(f"{rel}={known[rel]};".encode())
