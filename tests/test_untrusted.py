@@ -553,7 +553,8 @@ def test_every_reader_of_files_made_elsewhere_goes_through_the_layer():
         "untrusted.py": 4,  # the layer itself
         "train/store.py": 4,  # the run store's own files (a run folder given on the command line: cli._run_folder)
         "train/checkpoint.py": 1,  # checkpoints the trainer wrote (weights_only=True)
-        "recorded.py": 2,  # the store's recorded marker and a run's own metrics when recording it
+        "recorded.py": 3,  # the store's recorded marker, a run's own metrics when recording it, and the measures
+        #                    an import wrote into the store (validated with the recorded file they came from)
         "campaign/check.py": 1,  # the DDP probe's own output (a child process of the check wrote it)
         "campaign/runner.py": 1,  # the archive it writes
         "pages.py": 1,  # glue values inside notebooks this build executed

@@ -440,7 +440,7 @@ def measure(name: str, applies: Callable[[RunConfig], bool], args=((),)):
 
         @functools.wraps(fn)
         def read(run, *a, **kw):
-            if not is_recorded(run):
+            if not isinstance(run, Run) or not is_recorded(run):  # a run made here (or a stand-in for one)
                 return fn(run, *a, **kw)
             key = m.key(m.bound(run, a, kw))
             found = recorded_measures(run).get(key)
