@@ -3,6 +3,7 @@ smoke run end to end through the run store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -356,7 +357,9 @@ def test_rows_quote_the_write_ups_numbers_and_compare_like_with_like():
         assert experiments.config(name, "paper", device="cpu").data.n_pairs == 550_000
 
 
-def test_l1_l2_and_cosine_retrieval_pick_the_nearest_candidate(monkeypatch):
+def test_l1_l2_and_cosine_retrieval_pick_the_nearest_candidate(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
     from lmcompanion.chapters import retrieval as R
 
     q = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
@@ -370,10 +373,11 @@ def test_l1_l2_and_cosine_retrieval_pick_the_nearest_candidate(monkeypatch):
             return torch.arange(2), rows, labels
 
     monkeypatch.setattr(R, "_source", lambda run: (Source(), emb))
-    assert R.metric_top1(None, "l2") == 1.0 and R.metric_top1(None, "l1") == 1.0
-    assert R.metric_top1(None, "cosine") == 0.0  # cosine ignores the norms: both candidates point the query's way
+    run = SimpleNamespace(path=tmp_path)  # a run made here (not a recorded one): the measure is computed
+    assert R.metric_top1(run, "l2") == 1.0 and R.metric_top1(run, "l1") == 1.0
+    assert R.metric_top1(run, "cosine") == 0.0  # cosine ignores the norms: both candidates point the query's way
     with pytest.raises(ValueError, match="unknown metric"):
-        R.metric_top1(None, "dot")
+        R.metric_top1(run, "dot")
 
 
 def test_peak_and_final_rows_read_the_runs_best_and_last_evaluations():
@@ -439,7 +443,7 @@ def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
     assert (folder / "model.pt").read_bytes() == (other / "model.pt").read_bytes()
 
 
-def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated_level(monkeypatch):
+def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated_level(monkeypatch, tmp_path):
     """The sphere row's rule, fixed before any embedding was looked at: norms spread (sd / mean) more than those of
     isotropic Gaussian vectors of the width, 1/sqrt(2d), are not on a sphere."""
     from types import SimpleNamespace
@@ -448,7 +452,7 @@ def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated
 
     d, n = 256, 4000
     gauss = torch.randn(n, d, generator=torch.Generator().manual_seed(0))
-    run = SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(n_embed=d)))
+    run = SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(n_embed=d)), path=tmp_path)
     for emb, expected in ((torch.nn.functional.normalize(gauss, dim=-1), 0.0), (gauss, R.sphere_level(run))):
         half = n // 2
         monkeypatch.setattr(R, "_source", lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]}))
@@ -470,8 +474,19 @@ def test_the_lead_states_bm25_against_the_matchers_from_the_glued_rows():
     text = claims.lead("retrieval", rows)
     assert "BM25 top-1 0.92" in text and "none of the 2 matcher arms" in text and "never more than 0.0340 nats below" in text
     learned = [bm25, {**rows[1], "arms": [arm("flat_d1024_c32", [2.0, 2.1]), arm("llama_d1024_c32", [3.44])]}]
-    assert "1 of the 2 matcher arms trained on embeddings have left chance (flat_d1024_c32)" in claims.lead(
-        "retrieval", learned)
+    assert "1 of the 2 matcher arms trained on embeddings have left chance on their test pairs (flat_d1024_c32)" in (
+        claims.lead("retrieval", learned))
+    # the protocol's check rows: their arms (training pairs, the control's test pairs) are not counted among the
+    # matchers' test losses, and the sentence says whether the headline's matchers fitted and the control learned
+    fits = {"claim": R.FITS, "outcome": "holds", "kind": "check", "profile": "cpu", "ours": "fit 2.2 nats below",
+            "arms": [arm("flat_d1024_c32 (training pairs)", [0.6])]}
+    control = {"claim": R.LEARNS, "outcome": "fails", "kind": "check", "profile": "cpu", "ours": "ctl 0.1 below",
+               "arms": [arm("noisy_copy_d1024_c32", [0.1])]}
+    text = claims.lead("retrieval", rows + [fits, control])
+    assert "none of the 2 matcher arms" in text  # the check rows' arms, far below chance, are not in the tally
+    assert text.endswith("The headline's matchers fit their training pairs (fit 2.2 nats below), and the positive "
+                         "control does not learn a match that is there (ctl 0.1 below).")
+    assert "positive control" not in claims.lead("retrieval", rows + [control])  # said only beside the fit row
     assert claims.lead("retrieval", [{**bm25, "outcome": "inconclusive at this scale"}, rows[1]]) == ""
 
 
@@ -487,23 +502,23 @@ def test_where_the_arms_run_is_generated_from_the_registry():
 
 @pytest.mark.parametrize("related", [True, False])
 def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path, related):
-    """A positive control for a chapter whose matchers all end near chance at cpu: on embeddings whose story is its
-    query plus noise, the smoke matcher, trained by the shared trainer on the matching items, ends far below chance
-    on test pairs; on the same stories shuffled against their queries, it does not."""
+    """The book's positive control (``retrieval/noisy_copy_d1024_c32``), at the smoke profile's protocol: on its
+    embeddings, each story its query plus noise, the matcher trained by the shared trainer ends far below chance on
+    test pairs it never saw; on the same stories shuffled against their queries, it does not."""
     import dataclasses
     import math
 
     from lmcompanion.train.trainer import train
 
-    cfg = experiments.config("retrieval/flat_d1024_c32", "smoke", device="cpu")
-    n, n_train = 200, 180
-    fifty = dataclasses.replace(rexp.scale("smoke"), epochs=50)
-    cfg = dataclasses.replace(cfg, train=rexp.train_config(fifty, n_train))
-    g = torch.Generator().manual_seed(0)
-    q = torch.randn(n, cfg.model.n_embed, generator=g)
-    t = (q if related else q[torch.randperm(n, generator=g)]) + 0.5 * torch.randn(q.shape, generator=g)
-    emb = {"query_train": q[:n_train], "target_train": t[:n_train], "query_test": q[n_train:],
-           "target_test": t[n_train:]}
+    cfg = experiments.config(rexp.CONTROL, "smoke", device="cpu")
+    assert cfg.data.embedding == "noisy_copy" and cfg.model.init == "query" and cfg.data.whiten
+    n_train = cfg.data.sequences_per_epoch(cfg.model)
+    cfg = dataclasses.replace(cfg, train=rexp.train_config(dataclasses.replace(rexp.scale("smoke"), epochs=20),
+                                                           n_train))
+    emb = rdata.noisy_copies(cfg.data.n_pairs, cfg.data.test_fraction, cfg.model.n_embed, 0)
+    if not related:
+        g = torch.Generator().manual_seed(1)
+        emb = {**emb, "target_train": emb["target_train"][torch.randperm(n_train, generator=g)]}
     source = rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, 0)
     summary = train(cfg, tmp_path, source=source, progress=False)
     chance = math.log(cfg.model.context_size - 1)
@@ -512,6 +527,170 @@ def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path,
         assert test < chance - 1.0 and acc >= 0.5, (test, acc)
     else:
         assert test > chance - 0.3 and acc < 0.3, (test, acc)
+
+
+def test_noisy_copies_are_a_seeded_split_of_queries_and_their_noisy_stories():
+    a = rdata.noisy_copies(50, 0.1, 8, seed=3)
+    assert {k: tuple(v.shape) for k, v in a.items()} == {"query_train": (45, 8), "target_train": (45, 8),
+                                                         "query_test": (5, 8), "target_test": (5, 8)}
+    noise = torch.cat([a["target_train"] - a["query_train"], a["target_test"] - a["query_test"]])
+    assert noise.std().item() == pytest.approx(rdata.NOISE, rel=0.2)
+    assert all(torch.equal(v, rdata.noisy_copies(50, 0.1, 8, seed=3)[k]) for k, v in a.items())
+    assert not torch.equal(a["query_train"], rdata.noisy_copies(50, 0.1, 8, seed=4)["query_train"])
+    cfg = experiments.config(rexp.CONTROL, "cpu", device="cpu")  # needs no corpus and no embedder run
+    assert cfg.data.fingerprint().startswith("generated:") and experiments.planned(rexp.CONTROL, "cpu", 0,
+                                                                                    device="cpu").needs == ()
+
+
+def test_the_small_profiles_run_the_book_s_protocol_and_paper_the_write_up_s():
+    for profile in ("smoke", "cpu", "gpu"):
+        cfg = experiments.config("retrieval/llama_d1024_c32", profile, device="cpu")
+        assert (cfg.model.init, cfg.data.whiten, cfg.train.schedule) == ("query", True, "constant")
+        orig = experiments.config(rexp.AS_ORIGINAL, profile, device="cpu")  # the diagnosis's arm: only those differ
+        assert (orig.model.init, orig.data.whiten) == ("default", False)
+        assert dataclasses.replace(orig, name=cfg.name, model=cfg.model, data=cfg.data) == cfg
+    paper = experiments.config("retrieval/llama_d1024_c32", "paper", device="cpu")
+    assert (paper.model.init, paper.data.whiten, paper.train.schedule, paper.train.lr,
+            paper.train.warmup_steps) == ("default", False, "linear", 1e-4, 500)
+    assert not experiments.runs_at(rexp.AS_ORIGINAL, "paper")
+    # the transformer matcher has no token-mixing conv to initialise
+    assert experiments.config("retrieval/transformer_matcher_llama_d1024_c32", "gpu", device="cpu").model.init == "default"
+    with pytest.raises(ConfigError, match="leave it 'default'"):
+        MatcherConfig(kind="transformer", n_embed=8, n_head=2, init="query")
+    # cpu: the rule's 8 epochs of the training pairs (the module doc of lmcompanion.experiments.retrieval)
+    cpu = experiments.config("retrieval/llama_d1024_c32", "cpu", device="cpu")
+    assert cpu.train.max_steps == round(8 * cpu.data.sequences_per_epoch(cpu.model) / cpu.train.batch_size)
+
+
+def test_the_query_initialisation_sets_the_first_block_s_query_column_and_nothing_else():
+    torch.manual_seed(0)
+    default = Matcher(MatcherConfig(n_embed=16, n_layer=2, context_size=8))
+    torch.manual_seed(0)
+    book = Matcher(MatcherConfig(n_embed=16, n_layer=2, context_size=8, init="query"))
+    for (name, a), (_, b) in zip(default.named_parameters(), book.named_parameters()):
+        if name == "blocks.0.conv.weight":
+            assert (b[:, 0] == 1).all() and torch.equal(a[:, 1:], b[:, 1:]) and not (a[:, 0] == 1).any()
+        else:
+            assert torch.equal(a, b), name
+
+
+def test_whitening_centres_each_role_and_whitens_both_with_one_map_fitted_to_the_training_pairs():
+    g = torch.Generator().manual_seed(0)
+    mix = torch.randn(6, 6, generator=g)
+    shared = 5 * torch.randn(6, generator=g)  # a vector every embedding shares
+    emb = {f"{k}_{s}": torch.randn(n, 6, generator=g) @ mix + shared + (1.0 if k == "query" else -2.0)
+           for k in ("query", "target") for s, n in (("train", 400), ("test", 50))}
+    out = rdata.whitening(emb)
+    for k in ("query", "target"):
+        assert out[f"{k}_train"].double().mean(0).abs().max() < 1e-5  # each role centred on its own training mean
+    pooled = torch.cat([out["query_train"], out["target_train"]]).double()
+    # every direction on one scale: the whitened covariance's eigenvalues are l / (l + floor) for the centred
+    # covariance's eigenvalues l (the floor, WHITEN_FLOOR of their mean, keeps near-empty directions from blowing up)
+    centred = torch.cat([emb[f"{k}_train"].double() - emb[f"{k}_train"].double().mean(0) for k in ("query", "target")])
+    eig = torch.linalg.eigvalsh(centred.T @ centred / (len(centred) - 1))
+    expected = eig / (eig + rdata.WHITEN_FLOOR * eig.mean())
+    got = torch.linalg.eigvalsh(pooled.T @ pooled / (len(pooled) - 1))
+    assert torch.allclose(got, expected, atol=1e-5) and got.min() > 0.9
+    # the test split goes through the same map (fitted to the training pairs only), so a query and its story stay
+    # related as before: the map is linear, and its matrix is read back from the training queries
+    x, y = emb["query_train"].double() - emb["query_train"].double().mean(0), out["query_train"].double()
+    zca = torch.linalg.lstsq(x, y).solution
+    expected = (emb["query_test"].double() - emb["query_train"].double().mean(0)) @ zca
+    assert torch.allclose(out["query_test"].double(), expected, atol=1e-4)
+    source = rdata.RetrievalSource(emb, 4, rdata.RetrievalDataConfig(n_pairs=450, whiten=True),
+                                   experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu").train, 0)
+    assert torch.equal(source.sets["test"].targets, out["target_test"])  # a whitened run's items read these
+
+
+def test_the_diagnosis_measures_the_shared_vector_the_directions_and_the_query_s_share():
+    from lmcompanion.chapters import retrieval as R
+
+    g = torch.Generator().manual_seed(0)
+    same = torch.randn(1, 32, generator=g).expand(100, 32) + 1e-6 * torch.randn(100, 32, generator=g)
+    spread = torch.randn(5000, 32, generator=g)
+    assert R.shared_share(same) > 0.999 and R.shared_share(spread) < 2 / 32  # about 1/d: no direction is common
+    assert R.directions(spread) > 28 and R.directions(torch.randn(500, 1, generator=g) @ torch.randn(1, 32,
+                                                                                          generator=g)) < 1.01
+    torch.manual_seed(0)
+    model = Matcher(MatcherConfig(n_embed=32, n_layer=1, context_size=8, init="query"))
+    x = torch.randn(1, 8, 32, generator=g).expand(64, 8, 32).clone()
+    x[:, 0] = torch.randn(64, 32, generator=g)  # only the query varies from item to item
+    assert R.query_share(model, x) == pytest.approx(1.0)
+    x = torch.randn(64, 8, 32, generator=g)
+    x[:, 0] = x[0, 0]  # the query never varies
+    assert R.query_share(model, x) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_protocol_s_check_rows_hold_only_when_every_seed_clears_half_a_nat():
+    from types import SimpleNamespace
+
+    from lmcompanion.chapters import retrieval as R
+    from lmcompanion.data.retrieval import RetrievalDataConfig
+    from lmcompanion.verdicts import FAILS, HOLDS
+
+    def run(train, test):
+        return SimpleNamespace(summary={"final": {"train": train, "test": test}},
+                               config=SimpleNamespace(model=SimpleNamespace(context_size=32),
+                                                      data=RetrievalDataConfig()))
+
+    rows = {r.kind: r for r in R.ROWS if r.kind in ("learns", "fits")}
+    chance = R.chance(32)
+    ok, short = chance - 0.6, chance - 0.4
+    runs = {rexp.CONTROL: [run(3.0, ok), run(3.0, ok)]}
+    assert R.row_verdict(rows["learns"], runs).verdict == HOLDS
+    assert R.row_verdict(rows["learns"], {rexp.CONTROL: [run(3.0, ok), run(3.0, short)]}).verdict == FAILS
+    fits = {"retrieval/flat_d1024_c32": [run(ok, 5.0)], "retrieval/llama_d1024_c32": [run(ok, 5.0)]}
+    assert R.row_verdict(rows["fits"], fits).verdict == HOLDS  # on the training pairs, whatever the test loss
+    fits["retrieval/llama_d1024_c32"] = [run(short, 3.0)]
+    assert R.row_verdict(rows["fits"], fits).verdict == FAILS
+
+
+def test_wikipedia_leads_drop_the_title_headings_and_every_copy_of_the_lead(tmp_path, monkeypatch):
+    wiki = tmp_path / "wikipedia"
+    wiki.mkdir()
+    docs = [
+        ("Title Only", ""),
+        ("Jane Roe", "Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer of plays.\n"
+                     "She studied in Paris. Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer "
+                     "of plays.\nEarly life.\nShe was born to J. R. Roe, a teacher who worked in the city."),
+        ("Stub", "The Stub is a river in the north of the country."),
+        ("Acme", "Acme Inc. is a company that makes anvils for many kinds of cartoon characters.\n"
+                 "It was founded in 1920. It is based in the desert."),
+    ]
+    texts = ["".join(f'<doc id="{i}" url="?curid={i}" title="{t}">\n{t}\n\n{b}\n</doc>\n' for i, (t, b) in
+                     enumerate(docs[:2])), "".join(f'<doc id="{i}" title="{t}">\n{t}\n\n{b}\n</doc>\n'
+                                                   for i, (t, b) in enumerate(docs[2:], 2))]
+    for rel, text in zip(rdata.WIKI_FILES, texts):
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path))
+    got = rdata.lead_pairs(10)
+    assert [p.index for p in got] == [1, 3]  # the title-only article and the one-sentence stub give no pair
+    roe, acme = got
+    assert roe.query == "Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer of plays."
+    assert roe.story == "She studied in Paris.\nShe was born to J. R. Roe, a teacher who worked in the city."
+    assert "Jane Roe" not in roe.story.split("\n")[0] and "Early life" not in roe.story  # no title, no heading
+    assert acme.query.startswith("Acme Inc. is a company") and acme.story == "It was founded in 1920. It is based in the desert."
+    cfg = rdata.RetrievalDataConfig(embedder="mixer/flat_d1024", queries="lead", corpus="wikipedia", n_pairs=20)
+    before = cfg.fingerprint()
+    (tmp_path / rdata.WIKI_FILES[1]).write_text(texts[1] + "\n", encoding="utf-8")
+    assert cfg.fingerprint() != before  # the pairs' texts are the files' bytes
+    with pytest.raises(DataError, match="lower data.n_pairs"):
+        rdata.pairs(cfg, [])
+    (tmp_path / rdata.WIKI_FILES[0]).unlink()
+    with pytest.raises(DataError, match="point LMC_DATA_DIR"):
+        rdata.lead_pairs(10)
+    with pytest.raises(ConfigError, match="data.corpus='wikipedia'"):
+        rdata.RetrievalDataConfig(queries="lead")
+
+
+def test_wikipedia_leads_from_the_data_folder_never_occur_in_their_targets(data_dir):
+    got = rdata.lead_pairs(2000)
+    assert len(got) == 2000 and got == rdata.lead_pairs(2000)
+    for p in got:
+        assert p.query not in p.story and len(p.query.split()) >= rdata.MIN_WORDS
+    cfg = experiments.config("retrieval/wiki_flat_d1024_c32", "gpu", device="cpu")
+    assert (cfg.data.queries, cfg.data.corpus, cfg.data.n_pairs) == ("lead", "wikipedia", rexp.WIKI_PAIRS)
+    assert experiments.get("retrieval/wiki_flat_d1024_c32").profiles == ("gpu", "paper")
 
 
 def test_a_matcher_s_key_covers_the_procedure_s_code_and_not_the_registrations_or_headlines_prose():

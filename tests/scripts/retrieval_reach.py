@@ -1,6 +1,8 @@
-"""What it would take for the retrieval headline's matchers to learn at a profile (issue 34), measured outside the
-book: one matcher arm at one seed, with its embedder trained for more steps, the matcher for more epochs, and more
-of the usable summary-story pairs than the profile takes, each at the profile's value unless given. Prints how far
+"""What it would take for the retrieval headline's matchers to learn at a profile (issues 34 and 53), measured outside
+the book: one matcher arm at one seed, with its embedder trained for more steps, the matcher for more epochs, more
+of the usable summary-story pairs than the profile takes, or the Wikipedia setting's pairs (``--setting
+wikipedia``), and with any part of the small profiles' protocol undone (``--init``, ``--whiten``, ``--schedule``),
+each at the profile's value unless given. Prints how far
 the embedder learned, the matcher's train and test cross-entropy and top-1 accuracy at its last evaluation, against
 chance, and the wall times; with ``--probe``, also a bilinear probe fitted to the same training pairs (every training
 story a candidate of every query, full batch), scored on the test pairs like the matcher: whether the embeddings hold
@@ -8,6 +10,10 @@ a match that generalises at all, whatever the matcher's optimisation.
 
     LMC_DATA_DIR=../shared/data python tests/scripts/retrieval_reach.py retrieval/flat_d1024_c32 \\
         --embedder-steps 800 --epochs 50 --pairs all --probe --store /tmp/reach
+    LMC_DATA_DIR=../shared/data python tests/scripts/retrieval_reach.py retrieval/llama_d1024_c32 \\
+        --init default --whiten no --geometry      # the write-up's initialisation and inputs, and the diagnosis
+    LMC_DATA_DIR=../shared/data python tests/scripts/retrieval_reach.py retrieval/llama_d1024_c32 \\
+        --setting wikipedia --pairs 6000           # Wikipedia leads: 5,400 training pairs, 600 test
 
 The embedder's steps are not a setting of a retrieval run (it reads its embedder at the profile, as planned), so the
 script replaces, in this process only, the function of the procedure (:mod:`lmcompanion.experiments.matching`) that
@@ -53,6 +59,14 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=_pairs,
                     help="summary-story pairs, at least 20, or 'all' for every usable one (default: the profile's)")
     ap.add_argument("--probe", action="store_true", help="also fit the bilinear probe")
+    ap.add_argument("--setting", choices=("stories", "wikipedia"), default="stories",
+                    help="the pairs: the profile's stories, or Wikipedia leads (the book's own setting)")
+    ap.add_argument("--init", choices=("default", "query"), help="the matcher's initialisation (default: the profile's)")
+    ap.add_argument("--whiten", choices=("yes", "no"), help="whiten the embeddings (default: the profile's)")
+    ap.add_argument("--schedule", choices=("linear", "constant"), help="after warm-up (default: the profile's)")
+    ap.add_argument("--geometry", action="store_true",
+                    help="also print the diagnosis: the embeddings' shared share and directions, and the query's "
+                         "share of a candidate row at initialisation")
     ap.add_argument("--store", type=argtypes.output_dir,
                     help="the folder for the runs and embeddings (default: a new temporary folder)")
     args = ap.parse_args(argv)
@@ -83,11 +97,23 @@ def main(argv=None) -> int:
                                                                   eval_interval=max(1, steps // 4)))
 
     matching.embedder_run_config = embedder  # this process only: the procedure names its embedder's run with it
+    if args.setting == "wikipedia":  # the Wikipedia leads, embedded by the arm's embedder at this profile
+        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, queries="lead", corpus="wikipedia",
+                                                                n_pairs=R.WIKI_PAIRS))
+    if args.init is not None:
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, init=args.init))
+    if args.whiten is not None:
+        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, whiten=args.whiten == "yes"))
     if args.pairs is not None:
-        if args.pairs == "all" and cfg.data.queries != "extractive":
+        if args.pairs == "all" and cfg.data.queries == "instruct":
             ap.error("--pairs all counts the pairs of the extractive rule; give a count for this profile")
-        stories = load_stories(planned(cfg).data)["train"] if args.pairs == "all" else []
-        usable = len(rdata.extractive_pairs(stories, len(stories))) if args.pairs == "all" else args.pairs
+        if args.pairs != "all":
+            usable = args.pairs
+        elif cfg.data.queries == "lead":
+            usable = len(rdata.lead_pairs(10 ** 9))
+        else:
+            stories = load_stories(planned(cfg).data)["train"]
+            usable = len(rdata.extractive_pairs(stories, len(stories)))
         cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, n_pairs=usable))
         need = cfg.model.context_size  # stories a split needs for an item's candidates (rdata.MatchingSet)
         n_test = lambda n: max(1, round(cfg.data.test_fraction * n))  # noqa: E731  (as rdata.pairs splits)
@@ -97,7 +123,7 @@ def main(argv=None) -> int:
                      f"give at least {least}")
     n_train = cfg.data.sequences_per_epoch(cfg.model)
     s = R.scale(args.profile)  # the profile's matcher protocol, over the pairs and epochs asked for
-    s = dataclasses.replace(s, epochs=args.epochs or s.epochs)
+    s = dataclasses.replace(s, epochs=args.epochs or s.epochs, schedule=args.schedule or s.schedule)
     cfg = dataclasses.replace(cfg, train=R.train_config(s, n_train))
     steps = cfg.train.max_steps
     store = RunStore(root / "runs")
@@ -110,7 +136,10 @@ def main(argv=None) -> int:
     train(cfg, folder, source=source, progress=False)
     t2 = time.perf_counter()
     k = cfg.model.context_size - 1
-    print(f"{args.arm} at {args.profile}, seed {args.seed}: {len(source.sets['train']):,} training pairs, "
+    protocol = (f"init {cfg.model.init}, {'whitened' if cfg.data.whiten else 'raw'} embeddings, {cfg.train.schedule} "
+                f"learning rate {cfg.train.lr:g}, batch {cfg.train.batch_size}")
+    print(f"{args.arm} at {args.profile} ({args.setting}; {protocol}), seed {args.seed}: "
+          f"{len(source.sets['train']):,} training pairs, "
           f"{len(source.sets['test']):,} test pairs, {k} candidates (chance: loss ln {k} = {math.log(k):.3f}, "
           f"top-1 {1 / k:.3f})")
     if erun is not None:
@@ -125,6 +154,8 @@ def main(argv=None) -> int:
     print(f"  matcher: {steps:,} steps ({steps * cfg.train.batch_size / n_train:.1f} epochs); at its last evaluation "
           f"train {last['eval/train']:.3f} (top-1 {last['eval/train_acc']:.3f}), test {last['eval/test']:.3f} "
           f"(top-1 {last['eval/test_acc']:.3f} = {last['eval/test_acc'] * k:.2f} x chance); {t2 - t1:.0f} s")
+    if args.geometry:
+        diagnose(cfg, store)
     if args.probe:
         emb, _ = R.embeddings(cfg, store)
         train_top1, test_top1, cosine = probe(emb, k, args.seed)
@@ -132,6 +163,34 @@ def main(argv=None) -> int:
               f"on test pairs; whitened cosine, fitted to nothing: {cosine * k:.2f} x chance on test pairs")
     print(f"  runs and embeddings under {root}")
     return 0
+
+
+def diagnose(cfg, store) -> None:
+    """The chapter's diagnosis on this arm's embeddings (:mod:`lmcompanion.chapters.retrieval`): how much of a
+    LayerNorm-ed query and story is the shared vector, in how many directions each varies, and the query's share of
+    what varies in a candidate row's first token mixing, at the write-up's initialisation on raw embeddings and at
+    the book's on whitened ones (a matcher initialised from the run's seed, the run's fixed test items)."""
+    import torch
+
+    from lmcompanion import models
+    from lmcompanion.chapters import retrieval as C
+    from lmcompanion.data import retrieval as rdata
+    from lmcompanion.experiments import retrieval as R
+
+    emb, _ = R.embeddings(cfg, store)
+    for key in ("query", "target"):
+        x = emb[f"{key}_train"]
+        print(f"  {key} embeddings: shared share after LayerNorm {C.shared_share(x):.3f}, "
+              f"{C.directions(x):.1f} directions of {x.size(1)}")
+    for init, whiten in (("default", False), ("default", True), ("query", False), ("query", True)):
+        data = dataclasses.replace(cfg.data, whiten=whiten)
+        src = rdata.RetrievalSource(emb, cfg.model.context_size, data, cfg.train, cfg.seed)
+        x = src.eval_inputs("test")
+        torch.manual_seed(cfg.seed)
+        share = C.query_share(models.build(dataclasses.replace(cfg.model, init=init)), x)
+        print(f"  query's share of a candidate row's first token mixing, init {init}, "
+              f"{'whitened' if whiten else 'raw'}: {share:.4f} (one row of {cfg.model.context_size}: "
+              f"{1 / cfg.model.context_size:.4f})")
 
 
 def probe(emb: dict, k: int, seed: int, rank: int = 64, steps: int = 600) -> tuple[float, float, float]:

@@ -17,8 +17,18 @@ Those summaries are not published. Two sources stand in for them (``queries``):
   A sentence of the story is an easier query than an abstractive summary in one way (it shares the story's
   names and words) and a harder one in another (it is one event, not the gist).
 
-Stories are taken in the corpus's order (the CLM's training stories, as the original's); the first ``n_pairs``
-usable ones are kept and split by story: the first ``1 - test_fraction`` (90%) train, the rest test.
+- ``"lead"`` (the book's own setting, not the write-up's; every profile, offline): Wikipedia articles, the two
+  WikiExtractor files of ``$LMC_DATA_DIR/wikipedia`` (:data:`WIKI_FILES`; about 36,000 articles with body text, 26,000
+  usable), read directly from the data folder. The query is an article's first sentence (its lead: what the
+  article is about, in one sentence, the nearest thing to a summary a Wikipedia article has) and the target is the
+  rest of its body, with the title, section headings (lines of fewer than :data:`HEADING_WORDS` words) and every
+  copy of the query removed (:func:`lead_pair`). An article whose body has nothing left but its lead, or fewer than
+  two sentences after it, is skipped. Sentences are split at ``.``, ``!`` or ``?`` before a capital or a digit,
+  except after an initial or a common abbreviation (:func:`wiki_sentences`).
+
+Stories (or articles) are taken in the corpus's order (the CLM's training stories, as the original's; the articles
+in page-id order); the first ``n_pairs`` usable ones are kept and split by story: the first ``1 - test_fraction``
+(90%) train, the rest test.
 
 **Matching items** (:class:`MatchingSet`, the original's ``RetrievalDataset``). Item i is an (n_ctx, d) matrix: row
 0 the query embedding of pair i; rows 1 .. n_ctx - 1 random story embeddings of the same split, drawn uniformly
@@ -30,6 +40,17 @@ Evaluation reads fixed items: the first ``eval_items`` pairs of each split, thei
 from a generator seeded by (run seed, 11, split), so every evaluation of a run, and the baselines of the chapter,
 score exactly the same candidate sets.
 
+**Whitened inputs** (``whiten=True``, the book's, not the write-up's; the chapter says at which profiles, and why).
+Before any item is built, the queries and the stories of both splits are each centred on their own training-split
+mean (:func:`whitening`), which removes the vector every query (or every story) shares: after LayerNorm about 90%
+of a small mixer's query embedding is that shared vector, and a transformer embedder that has not learned varies
+in two or three directions only. Both are then whitened with one map, the ZCA matrix of the pooled covariance of
+the centred training queries and stories (its eigenvalues floored at :data:`WHITEN_FLOOR` of their mean), so every
+direction in which the embeddings vary starts on the same scale. It is a fixed invertible linear map of the
+embeddings, fitted to the training split only, the same for every arm: it changes how easily a matcher starts to
+learn, not what the embeddings hold. The chapter's metric baselines (cosine, L1, L2) and the exports read the
+embeddings as the embedder made them.
+
 The embeddings themselves come from another run (a CLM of the mixer chapter): the retrieval procedure
 (``lmcompanion.experiments.matching.match``) computes and caches them and builds :class:`RetrievalSource` from
 them; this data kind alone cannot build its source, and says so.
@@ -37,15 +58,16 @@ them; this data kind alone cannot build its source, and says so.
 
 from __future__ import annotations
 
-import math
-
 import functools
+import html
+import math
 import re
 from dataclasses import dataclass
 from typing import ClassVar, Iterator, Literal, Sequence
 
 import torch
 
+from .. import paths
 from ..config import ConfigBase, require
 from ..errors import ConfigError, DataError
 from . import corpora
@@ -61,6 +83,16 @@ up down out over into onto as if not no yes very too all some one day said says 
 would will just also again oh
 """.split())
 INSTRUCT_HUB = "roneneldan/TinyStoriesInstruct"
+# The lead-sentence setting's articles: both WikiExtractor files of the data folder, in page-id order.
+WIKI_FILES = ("wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt",
+              "wikipedia/enwiki-pages.wikiextractor-AA-wiki_20-63.txt")
+NOISE = 0.5  # the positive control: a story's embedding is its query's plus this much Gaussian noise per feature
+WHITEN_FLOOR = 1e-3  # whitening: eigenvalues of the covariance below this fraction of their mean are raised to it
+HEADING_WORDS = 6  # a body line of fewer words is a section heading ("Early life and education."), dropped
+# Words after which a period does not end a sentence (with single capitals: initials such as "J. R.")
+ABBREVIATIONS = frozenset("""
+mr mrs ms dr st jr sr no co inc ltd vs etc mt ft lt col gen gov sen rep rev prof corp bros dept est approx fr
+""".split())
 
 
 @dataclass(frozen=True)
@@ -78,12 +110,13 @@ class RetrievalDataConfig(ConfigBase):
     unit: ClassVar[str] = "items"  # what RunConfig.tokens() counts for this data: one target per query item
     embedder: str = "mixer/flat_d1024"  # the experiment whose model embeds the texts (a mixer-chapter CLM, or an autoencoder)
     embedder_profile: str = "paper"  # the profile of that experiment (its run: this run's seed and device)
-    embedding: Literal["trained", "untrained"] = "trained"  # untrained: the embedder's initial weights (the write-up's control)
-    queries: Literal["extractive", "instruct"] = "extractive"  # see the module doc: a substitute offline, TinyStories' own summaries online
-    corpus: str = "tinystories"  # the embedder's stories (the pairs are built from its training stories)
+    embedding: Literal["trained", "untrained", "noisy_copy"] = "trained"  # untrained: the embedder's initial weights (the write-up's control); noisy_copy: no text, synthetic embeddings that carry the match (the book's positive control, :func:`noisy_copies`; the embedder gives only the width)
+    queries: Literal["extractive", "instruct", "lead"] = "extractive"  # see the module doc: a substitute offline, TinyStories' own summaries online, or Wikipedia's leads (the book's own setting)
+    corpus: str = "tinystories"  # where the pairs' texts come from: the embedder's stories, or "wikipedia" (queries="lead")
     n_pairs: int = 200_000  # the original's first 200k stories
     test_fraction: float = 0.1  # the last 10% of the pairs are the test split (the original: 180k-200k)
     eval_items: int = 1024  # items per split and evaluation (fixed items and negatives; the whole split if smaller)
+    whiten: bool = False  # centre queries and stories on their training means and whiten both (the module doc)
 
     def validate(self) -> None:
         require("/" in self.embedder, f"data.embedder must name an experiment such as 'mixer/flat_d1024', got "
@@ -94,6 +127,9 @@ class RetrievalDataConfig(ConfigBase):
         if self.queries == "instruct":
             require(self.corpus == "tinystories", "data.queries='instruct' reads TinyStoriesInstruct: set "
                                                   "data.corpus='tinystories'")
+        require((self.queries == "lead") == (self.corpus == "wikipedia"),
+                "data.queries='lead' reads Wikipedia articles and only it does: set data.corpus='wikipedia' with "
+                "data.queries='lead', or data.corpus='tinystories' with the other query rules")
 
     def chance_line(self, model, metric: str) -> tuple[str, float, str]:
         """The learning gate's reference line of ``metric`` for a matcher over this data (:mod:`lmcompanion.learning`):
@@ -110,16 +146,25 @@ class RetrievalDataConfig(ConfigBase):
         return self.queries == "extractive"
 
     @property
+    def own_setting(self) -> bool:
+        """True for the book's own setting (Wikipedia leads), which the write-up does not have."""
+        return self.queries == "lead"
+
+    @property
     def tokenizer_name(self) -> str:
         return f"embeddings by {self.embedder} ({self.embedding})"
 
     def fingerprint(self) -> str:
         """The texts the pairs come from (the query rule and the embedder are part of the config)."""
+        if self.embedding == "noisy_copy":
+            return f"generated:noisy-copies-{NOISE}"
         if self.queries == "instruct":
             if corpora._offline():
                 raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is "
                                 "disabled: go online, or use data.queries='extractive' (a substitute)")
             return f"hub:{INSTRUCT_HUB}@{_instruct_revision()}"
+        if self.queries == "lead":
+            return "sha256:" + ";".join(corpora.file_digest(p)[:16] for p in _wiki_paths())
         return corpora.fingerprint(self.corpus)
 
     def check_model(self, model) -> None:
@@ -135,6 +180,8 @@ class RetrievalDataConfig(ConfigBase):
 
     def write_up_passes(self, run_cfg) -> str:
         seen = run_cfg.train.max_steps * run_cfg.train.global_batch
+        if self.queries == "lead":
+            return "the book's own setting (Wikipedia leads): the write-up has none"
         return f"≈ {seen / 180_000:.2f} (of 180,000 queries; the write-up trained 100-200 epochs)"
 
 
@@ -211,6 +258,79 @@ def parse_instruct(lines: Sequence[str]) -> list[Pair]:
     return out
 
 
+# Wikipedia leads (the book's own setting)
+
+_SENTENCE_END = re.compile(r"([.!?])[\"'\u201d)]?\s+(?=[\"'\u201c(]?[A-Z0-9])")
+_LAST_WORD = re.compile(r"([A-Za-z]+)\.?$")
+_DOC = re.compile(r"<doc[^>]*>\n(.*?)</doc>", flags=re.S)
+
+
+def wiki_sentences(text: str) -> list[str]:
+    """The sentences of a Wikipedia paragraph: a split after ``.``, ``!`` or ``?`` (and a closing quote or
+    parenthesis) followed by a space and a capital, a digit or an opening quote, except after an initial ("J.") or
+    one of :data:`ABBREVIATIONS` ("St.", "Jr.")."""
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        word = _LAST_WORD.search(text[max(start, m.start(1) - 12):m.start(1)])
+        prev = word.group(1) if word else ""
+        if m.group(1) == "." and ((len(prev) == 1 and prev.isupper()) or prev.lower() in ABBREVIATIONS):
+            continue
+        out.append(text[start:m.end()].strip())
+        start = m.end()
+    if text[start:].strip():
+        out.append(text[start:].strip())
+    return out
+
+
+def lead_pair(body: str) -> tuple[str, str] | None:
+    """(query, target) from a Wikipedia article's body (without its title line) by the rule of the module doc, or
+    None when the article has no usable pair. Deterministic."""
+    paras = [line.strip() for line in html.unescape(body).split("\n") if len(line.split()) >= HEADING_WORDS]
+    if not paras:
+        return None
+    sents = wiki_sentences(paras[0])
+    query = sents[0] if sents else ""
+    if len(query.split()) < MIN_WORDS:
+        return None
+    rest = "\n".join(p for p in [" ".join(sents[1:])] + paras[1:] if p).replace(query, " ")
+    rest = "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in rest.split("\n")).strip()
+    if query in rest or not _SENTENCE_END.search(rest):  # no second sentence: too little to match
+        return None
+    return query, rest
+
+
+def _wiki_paths():
+    root = paths.data_dir()
+    found = [root / f for f in WIKI_FILES] if root is not None else []
+    if not found or not all(p.is_file() for p in found):
+        where = f"{root}/wikipedia/" if root is not None else "LMC_DATA_DIR (not set)"
+        raise DataError(f"data.queries='lead' reads the Wikipedia articles {', '.join(f.split('/')[-1] for f in WIKI_FILES)} "
+                        f"from {where}, and they are not there: point LMC_DATA_DIR at the data folder (../shared/data)")
+    return found
+
+
+@functools.lru_cache(maxsize=2)
+def _lead_pairs(n: int, fingerprint: str) -> tuple[Pair, ...]:
+    out: list[Pair] = []
+    article = 0
+    for path in _wiki_paths():
+        for doc in _DOC.findall(path.read_text(encoding="utf-8")):
+            _, _, body = doc.partition("\n")
+            got = lead_pair(body) if body.strip() else None
+            if got is not None:
+                out.append(Pair(got[0], got[1], article))
+                if len(out) == n:
+                    return tuple(out)
+            article += 1
+    return tuple(out)
+
+
+def lead_pairs(n: int) -> list[Pair]:
+    """The first ``n`` usable (lead, rest of the body) pairs of the Wikipedia articles (:data:`WIKI_FILES`), in
+    page-id order; ``Pair.index`` is the article's position among all articles of both files."""
+    return list(_lead_pairs(n, RetrievalDataConfig(queries="lead", corpus="wikipedia").fingerprint()))
+
+
 def _instruct_revision() -> str:
     """The commit of TinyStoriesInstruct on the hub now (what the fingerprint names and the loader pins)."""
     return corpora._hub_revision(corpora.HubSource(INSTRUCT_HUB))
@@ -248,9 +368,15 @@ def _instruct_pairs(n: int) -> list[Pair]:
 def pairs(cfg: RetrievalDataConfig, stories: Sequence[str]) -> dict[str, list[Pair]]:
     """{"train": [...], "test": [...]}: the config's pairs split by story (``stories``: the embedder's training
     stories, used by the extractive rule)."""
-    got = _instruct_pairs(cfg.n_pairs) if cfg.queries == "instruct" else extractive_pairs(stories, cfg.n_pairs)
+    if cfg.queries == "instruct":
+        got = _instruct_pairs(cfg.n_pairs)
+    elif cfg.queries == "lead":
+        got = lead_pairs(cfg.n_pairs)
+    else:
+        got = extractive_pairs(stories, cfg.n_pairs)
     if len(got) < cfg.n_pairs:
-        raise DataError(f"data.n_pairs={cfg.n_pairs:,} but only {len(got):,} usable pairs exist in the stories: "
+        where = "Wikipedia articles" if cfg.queries == "lead" else "stories"
+        raise DataError(f"data.n_pairs={cfg.n_pairs:,} but only {len(got):,} usable pairs exist in the {where}: "
                         "lower data.n_pairs")
     n_test = max(1, round(cfg.test_fraction * len(got)))
     return {"train": got[:-n_test], "test": got[-n_test:]}
@@ -293,6 +419,33 @@ class MatchingSet:
         return {"x": x, "targets": labels}
 
 
+def noisy_copies(n_pairs: int, test_fraction: float, width: int, seed: int) -> dict[str, torch.Tensor]:
+    """The positive control's embeddings (no text): ``n_pairs`` queries drawn from N(0, I) of ``width`` features and
+    their stories, each its query plus N(0, NOISE**2 I) noise, split as :func:`pairs` splits pairs (the last
+    ``test_fraction`` for testing); seeded by the run's seed. A matcher that learns finds each story from its query
+    on test pairs it never saw: the match is there, and it generalises."""
+    g = torch.Generator().manual_seed(mix_seed(seed, 13))
+    q = torch.randn(n_pairs, width, generator=g)
+    t = q + NOISE * torch.randn(n_pairs, width, generator=g)
+    n_test = max(1, round(test_fraction * n_pairs))
+    return {"query_train": q[:-n_test], "target_train": t[:-n_test], "query_test": q[-n_test:],
+            "target_test": t[-n_test:]}
+
+
+def whitening(embeddings: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The embeddings with queries and stories each centred on their own training-split mean and both whitened by
+    the ZCA matrix of the pooled covariance of the centred training queries and stories (eigenvalues floored at
+    :data:`WHITEN_FLOOR` of their mean): every key of ``embeddings`` (``query_train``, ``target_test``, ...)
+    transformed, as float32."""
+    mean = {kind: embeddings[f"{kind}_train"].double().mean(0) for kind in ("query", "target")}
+    centred = torch.cat([embeddings[f"{kind}_train"].double() - mean[kind] for kind in ("query", "target")])
+    cov = centred.T @ centred / (centred.size(0) - 1)  # (d, d)
+    eig, vec = torch.linalg.eigh(cov)
+    eig = eig.clamp(min=0) + WHITEN_FLOOR * eig.clamp(min=0).mean()
+    zca = vec @ torch.diag(eig.rsqrt()) @ vec.T  # symmetric: the whitened axes stay the embedding's own
+    return {k: ((v.double() - mean[k.split("_")[0]]) @ zca).float() for k, v in embeddings.items()}
+
+
 class RetrievalSource:
     """Training and evaluation batches of matching items (the trainer's source interface). Each split is scored by
     the cross-entropy and the top-1 accuracy of every item (:meth:`score`), from step 0 on (``eval_at_start``)."""
@@ -302,6 +455,8 @@ class RetrievalSource:
 
     def __init__(self, embeddings: dict[str, torch.Tensor], n_ctx: int, data_cfg: RetrievalDataConfig, train_cfg,
                  seed: int):
+        if data_cfg.whiten:
+            embeddings = whitening(embeddings)
         self.sets = {s: MatchingSet(embeddings[f"query_{s}"], embeddings[f"target_{s}"], n_ctx)
                      for s in ("train", "test")}
         self.cfg, self.train_cfg, self.seed = data_cfg, train_cfg, seed
@@ -334,6 +489,10 @@ class RetrievalSource:
             out.append({"x": x, "targets": labels[i:i + B]})
         return out
 
+    def eval_inputs(self, split: str) -> torch.Tensor:
+        """(n, n_ctx, d): every fixed evaluation item of ``split`` as the matcher reads it (whitened if the data are)."""
+        return torch.cat([b["x"] for b in self._eval_items(split)])
+
     def eval_batches(self, split: str, step: int) -> Iterator[dict[str, torch.Tensor]]:
         yield from self._eval_items(split)
 
@@ -351,5 +510,6 @@ def build_source(run_cfg, rank: int = 0, world: int = 1):
                       f"`python -m lmcompanion train {run_cfg.name}`")
 
 
-__all__ = ["MIN_SENTENCES", "MIN_WORDS", "MatchingSet", "Pair", "RetrievalDataConfig", "RetrievalSource",
-           "build_source", "extract_query", "extractive_pairs", "pairs", "parse_instruct", "sentences"]
+__all__ = ["ABBREVIATIONS", "HEADING_WORDS", "MIN_SENTENCES", "MIN_WORDS", "MatchingSet", "NOISE", "Pair",
+           "RetrievalDataConfig", "RetrievalSource", "WHITEN_FLOOR", "WIKI_FILES", "build_source", "extract_query", "extractive_pairs", "lead_pair",
+           "lead_pairs", "noisy_copies", "pairs", "parse_instruct", "sentences", "whitening", "wiki_sentences"]

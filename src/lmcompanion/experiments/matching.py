@@ -6,7 +6,8 @@ the registrations are not executed by a run, and editing them should not retrain
 
 **The procedure** (:func:`match`, a run-store procedure): (1) the embedder's run at this run's profile, seed and
 device is reused from the store or trained (the untrained control only builds its initial weights); (2) the pairs'
-texts are embedded by it (:func:`lmcompanion.models.matcher.embed`) and cached under ``$LMC_CACHE_DIR/retrieval``,
+texts are embedded by it (:func:`lmcompanion.models.matcher.embed`; the positive control's synthetic embeddings,
+:func:`lmcompanion.data.retrieval.noisy_copies`, need no embedder) and cached under ``$LMC_CACHE_DIR/retrieval``,
 named by the embedder run's key, the pairs' config and the digest of the code that makes them; (3) the matcher is
 trained on :class:`~lmcompanion.data.retrieval.RetrievalSource` with the shared trainer's step (AdamW, schedule,
 clipping), evaluated on fixed items of each split (cross-entropy and top-1 accuracy). The run's key covers the
@@ -59,10 +60,12 @@ EMBED_CODE = ("lmcompanion.data.retrieval", "lmcompanion.models.matcher", "lmcom
 
 def embeddings_path(cfg: RunConfig) -> Path:
     """Where the embeddings of ``cfg``'s pairs by its embedder run are cached: named by the embedder run's key,
-    the pairs' config and the digest of the code that makes them."""
+    the pairs' config (but how many items are evaluated and whether they are whitened, which do not change the
+    file) and the digest of the code that makes them."""
     ecfg = embedder_run_config(cfg)
     d = dataclasses.asdict(cfg.data)
     d.pop("eval_items")
+    d.pop("whiten")  # the file holds the embeddings as made; whitening is applied when the items are built
     key = digest({"embedder_key": spec(ecfg).key, "data": d, "data_fp": cfg.data.fingerprint(),
                   "code": code_digest(closure(*EMBED_CODE))})
     slug = cfg.data.embedder.replace("/", "_")
@@ -107,6 +110,10 @@ def _embeddings(cfg: RunConfig, path: Path, store: RunStore | None) -> tuple[dic
         except Exception:  # noqa: BLE001  (a truncated or foreign file: torch raises several types)
             pass
         path.unlink(missing_ok=True)  # a damaged or foreign cache: made again
+    if cfg.data.embedding == "noisy_copy":  # the positive control: no embedder, no text
+        out = rdata.noisy_copies(cfg.data.n_pairs, cfg.data.test_fraction, cfg.model.n_embed, cfg.seed)
+        atomic_write(path, lambda f: torch.save(out, f))
+        return out, path
     store = store or RunStore()
     ecfg = embedder_run_config(cfg)
     device = torch.device(cfg.device)

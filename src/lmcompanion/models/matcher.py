@@ -19,6 +19,17 @@ trained causal language model without its LM head, at one position:
 
 ``kind="mixer"``: the write-up's ``RetrievalMixer``, mixer blocks (pre-LN, an n_ctx x n_ctx token conv with bias,
 FF x4 with GELU) with the causal mask *off* (``MixerConfig(causal=False)``), the same block the CLM uses.
+
+**Where a candidate's score can see the query.** The head reads candidate rows only, and the only path from the
+query row to a candidate row is the token-mixing conv: in the first block, row j gets ``W[j, 0] * LN(q)`` besides
+its own story and ``W[j, t] * LN(c_t)`` of the 30 other candidates. With PyTorch's default initialisation (the
+original's) ``W[j, 0]`` is uniform in +-1/sqrt(n_ctx), a different sign and size for every row, and the other
+candidates' terms are about sqrt(30) times the query's: the feed-forward layers, shared by all rows, see almost no
+query, so the loss stays at chance until the conv has learned to route the query into every row (a plateau that
+the write-up's hundreds of thousands of steps cross, and a few hundred steps do not). ``init="query"`` starts
+the first block's query column at 1 (``W[j, 0] = 1`` for every row j; everything else PyTorch's default), so every
+candidate row reads the query from the first step. It is the book's, not the write-up's (the chapter says which
+profiles use it, and why).
 ``kind="transformer"``: the bidirectional transformer it is compared with. The original stacks 8 PyTorch
 ``TransformerDecoderLayer(d, 4 heads, 4d)`` called as ``layer(x, x)`` with no mask; we use the shared Llama-style
 block with the mask off (``TransformerConfig(causal=False)``, RoPE, RMSNorm, a final norm), so the query row is
@@ -79,6 +90,8 @@ class MatcherConfig(ConfigBase):
     context_size: int = 32  # n_ctx: the query row plus n_ctx - 1 candidates (the write-up: 32 or 128)
     n_head: int = 4  # attention heads (kind="transformer"; the original's 4)
     batch_axis: bool = False  # kind="transformer": attend across the batch axis, as the original's batch_first=False
+    init: Literal["default", "query"] = "default"  # kind="mixer": PyTorch's default (the original), or the first
+    # block's query column at 1, so that every candidate row reads the query from the start (the module doc)
 
     def validate(self) -> None:
         for name in ("n_embed", "n_layer", "n_head"):
@@ -91,6 +104,9 @@ class MatcherConfig(ConfigBase):
                     "(RoPE): pick another n_head")
         else:
             require(not self.batch_axis, "model.batch_axis applies to kind='transformer' only: leave it False")
+        require(self.init == "default" or self.kind == "mixer",
+                "model.init='query' sets a mixer matcher's token-mixing weights: leave it 'default' for "
+                "kind='transformer'")
 
     @property
     def candidates(self) -> int:
@@ -115,6 +131,9 @@ class Matcher(Model):
         if c.kind == "mixer":
             self.blocks = nn.ModuleList(MixerBlock(bc) for _ in range(c.n_layer))
             self.norm_f = None  # the write-up's RetrievalMixer has no final norm
+            if c.init == "query":  # after the default draws, so that the rest of the weights are the same
+                with torch.no_grad():
+                    self.blocks[0].conv.weight[:, 0] = 1.0  # (out row, in row 0 = the query, tap): every row reads q
         else:
             self.blocks = nn.ModuleList(TransformerBlock(bc) for _ in range(c.n_layer))
             self.norm_f = norm_layer(bc)
