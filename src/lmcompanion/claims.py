@@ -188,7 +188,8 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
                                            "no test is possible)")
     v = _stamp(v, row, chapter)
     if v.headline and row.gap is not None and have(runs, *row.gap[:2]):
-        return with_trend(v, gap_trend(runs[row.gap[0]], runs[row.gap[1]], row.gap[2])[1])
+        points, line = gap_trend(runs[row.gap[0]], runs[row.gap[1]], row.gap[2])
+        return with_trend(v, line, points)
     return sized(v)
 
 

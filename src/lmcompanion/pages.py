@@ -26,10 +26,12 @@ import pkgutil
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Sequence
 
 import nbformat
 
-from . import chapters, claims, experiments, ledger, learning, paths
+from . import chapters, claims, experiments, ledger, learning, paths, plots
+from .chapters import scale as scale_
 from .config import PROFILES
 from .errors import LMCError
 from .formats import count, number
@@ -348,17 +350,145 @@ def _other_profiles(chapter: str, profile: str) -> str:
         seeds = sorted({len(experiments.seeds_of(n, p)) for n in ran})
         seed_text = "–".join(map(str, (seeds[0], seeds[-1]) if len(seeds) > 1 else seeds))
         if chapter in experiments.TRAINED_NOTHING:
-            scale = "larger models"
+            scale = "larger models than this profile's"
         elif p == "paper":
             scale = "the write-up's own settings"
         else:
             from_cfg = [experiments.config(n, p, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
                         for n in ran]
             lo, hi = percent(min(from_cfg)), percent(max(from_cfg))
-            scale = f"the write-up's model sizes and {lo if lo == hi else f'{lo[:-1]}–{hi}'} of its tokens"
+            scale = f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
+        sizes = scale_.size_text(headline_arms(chapter), p, chapter in experiments.TRAINED_NOTHING)
         parts.append(f"`{p}` runs {len(ran)} of the chapter's {len(names)} experiments at {scale}, {seed_text} "
-                     f"seed{'s' if seeds[-1] != 1 else ''} per arm")
+                     f"seed{'s' if seeds[-1] != 1 else ''} per arm"
+                     + (f", its {_models_word(chapter)} {'at ' if sizes.startswith('the ') else ''}{sizes}"
+                        if sizes else ""))
     return "; ".join(parts)
+
+
+def headline_arms(chapter: str) -> list[str]:
+    """The experiments of the chapter's headline comparisons (declared in the registry), or, for a chapter with none,
+    all of its experiments: the models a conclusion's size statement counts."""
+    arms = [a for h in experiments.headlines(chapter) for a in h.arms]
+    return list(dict.fromkeys(arms)) or experiments.chapter_names(chapter)
+
+
+def _models_word(chapter: str) -> str:
+    return "headline models" if experiments.headlines(chapter) else "models"
+
+
+def sizes_line(chapter: str, profile: str) -> str:
+    """The model-size statement of a chapter at ``profile``, counted by the models' own count
+    (:func:`lmcompanion.chapters.scale.size_text`), never typed."""
+    sizes = scale_.size_text(headline_arms(chapter), profile, chapter in experiments.TRAINED_NOTHING)
+    return f"**Its {_models_word(chapter)} at `{profile}`:** {sizes}." if sizes else ""
+
+
+DECIDED = (HOLDS, FAILS)
+
+
+def agreement(row: dict, own: dict | None) -> str:
+    """How a row decided on another profile's runs (``row``) stands against the same row at the build's profile
+    (``own``; None where the build has no such row): "agrees", "disagrees" (both decided, in the other direction),
+    "decided at `gpu` only", "decided at `cpu` only", or "decided at neither"."""
+    theirs, mine = row["outcome"] in DECIDED, own is not None and own["outcome"] in DECIDED
+    if theirs and mine:
+        return "agrees" if row["outcome"] == own["outcome"] else "disagrees"
+    if theirs:
+        return f"decided at `{row['profile']}` only"
+    if mine:
+        return f"decided at `{own['profile']}` only"
+    return "decided at neither"
+
+
+def _row_arms(chapter: str, claims_: Sequence[str]) -> list[str]:
+    """The experiments of the registered rows whose texts are ``claims_`` (their arms), each once."""
+    by_text = {r.text: r.arms for r in rows_of(chapter)}
+    return list(dict.fromkeys(a for c in claims_ for a in by_text.get(c, ())))
+
+
+def rows_of(chapter: str) -> list:
+    """The registered rows of ``chapter`` (:func:`lmcompanion.claims.rows`; none for a chapter without rows)."""
+    registered_claims()
+    try:
+        return claims.rows(chapter)
+    except LMCError:
+        return []
+
+
+def recorded_conclusion(rows: list[dict], recorded: list[dict], chapter: str) -> list[str]:
+    """What each other profile's recorded runs decided, in the conclusion's sentences: how many of the chapter's claims
+    about training they cover and how they come out; the headline and every row they decide, each with its effect and
+    size and beside the build's verdict of the same row, saying whether the two agree; the cost rows measured on the
+    machine that made them; why the rest is not decided; the data caveat where their runs go over their data more
+    times than the write-up's (:func:`lmcompanion.chapters.scale.passes_caveat`); and their models' sizes, counted,
+    where they are not the headline's (said above)."""
+    if not rows:
+        return []
+    profile = rows[0]["profile"]
+    own = {r["claim"]: r for r in rows if group_of(r) in (TRAINING, COST)}
+    n_training = sum(group_of(r) == TRAINING for r in rows)
+    out = []
+    for p in _book_order_profiles({r["profile"] for r in recorded} - {profile}):
+        rec = [r for r in recorded if r["profile"] == p and group_of(r) == TRAINING]
+        cost = [r for r in recorded if r["profile"] == p and group_of(r) == COST]
+        if not rec and not cost:
+            continue
+        arms = list(dict.fromkeys(a["label"] for r in rec + cost for a in (r.get("arms") or [])))
+        text = f"**What the recorded `{p}` runs decided.** Runs recorded at `{p}`" + (
+            f" (of {', '.join(arms)})" if arms else "")
+        if rec:
+            text += (f" cover {plural(len(rec), 'row')} of the chapter's {n_training or len(rec)} about training: "
+                     f"{_counts(rec)}.")
+            shown = [r for r in rec if r.get("headline") or r["outcome"] in DECIDED]
+            if shown:
+                said = "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in shown)
+                text += f" {said[0].upper()}{said[1:]}."
+            words = [agreement(r, own.get(r["claim"])) for r in rec]
+            tally = {w: words.count(w) for w in dict.fromkeys(words)}
+            text += (f" Against `{profile}`: "
+                     + ", ".join(f"{n} {w if n == 1 else _plural_verb(w)}" for w, n in tally.items()) + ".")
+            bad = [r["claim"] for r, w in zip(rec, words) if w == "disagrees"]
+            if bad:
+                text += (f" **The two profiles disagree on {plural(len(bad), 'row')}** ({'; '.join(bad)}): the "
+                         f"`{profile}` verdict {'does' if len(bad) == 1 else 'do'} not carry to `{p}`'s scale.")
+            why = _undecided(rec, p)
+            if why:
+                text += f" Not decided at `{p}`: " + "; ".join(why) + "."
+        else:
+            text += " decide no claim about training."
+        if cost:
+            text += (f" Cost measured on the machine that made them: "
+                     + "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in cost) + ".")
+        out.append(text)
+        names = _row_arms(chapter, [r["claim"] for r in rec + cost])
+        caveat = scale_.passes_caveat(names, p)
+        if caveat:
+            out.append(caveat)
+        if not set(names) <= set(headline_arms(chapter)):
+            sizes = scale_.size_text(names, p, chapter in experiments.TRAINED_NOTHING)
+            if sizes:
+                out.append(f"**The recorded `{p}` models:** {sizes}.")
+    return out
+
+
+def _beside(r: dict, own: dict | None, p: str, profile: str) -> str:
+    """A row decided at ``p`` beside the build's verdict of it: "the headline, <claim>: *does not hold* at `gpu`
+    (<effect>), *holds* at `cpu` (disagrees)"."""
+    effect = r.get("effect") or ""
+    return ((("the headline, " if r.get("headline") else "") + f"{r['claim']}: *{WORD[r['outcome']]}* at `{p}`"
+             + (f" ({effect})" if effect and r["outcome"] != NOT_DECIDED else "") + ", ")
+            + (f"*{WORD[own['outcome']]}* at `{profile}`" if own else f"no row at `{profile}`")
+            + f" ({agreement(r, own)})")
+
+
+def _plural_verb(word: str) -> str:
+    return {"agrees": "agree", "disagrees": "disagree"}.get(word, word)
+
+
+def _book_order_profiles(profiles) -> list[str]:
+    order = list(PROFILES)
+    return sorted(profiles, key=lambda p: (order.index(p) if p in order else len(order), p))
 
 
 def lead(chapter: str, rows: list[dict]) -> str:
@@ -425,13 +555,14 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     if why:
         out.append(f"**What it cannot decide, and why.** Of {plural(len(training), 'claim')} about training, "
                    + "; ".join(why) + ".")
+    sizes = sizes_line(chapter, profile)
+    if sizes:
+        out.append(sizes)
     more = _other_profiles(chapter, profile)
     if more:
         out.append(f"**What the larger profiles would decide.** {more.capitalize() if more[0] == '`' else more}: "
                    "the same rows, decided by the same rule once their runs are made and recorded.")
-    rec = [r for r in (recorded or []) if r["profile"] != profile and group_of(r) == TRAINING]
-    for p in sorted({r["profile"] for r in rec}):
-        out.append(f"Recorded `{p}` runs: {_counts([r for r in rec if r['profile'] == p])}.")
+    out += recorded_conclusion(rows, recorded or [], chapter)
     return " ".join(out)
 
 
@@ -577,14 +708,15 @@ def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str
     return "\n".join(lines) + "\n"
 
 
-def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -> str:
+def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks", figures: Path | None = None) -> str:
     """The first screen of the intro (``chapter=None``: its title, what the book decides and what it does not, each
     chapter's headline verdicts, then each chapter's conclusion folded) or of a chapter's landing page (its lead, its
     headline verdicts and what its scale decides, in the page's flow; then the method, folded, and its rows: the
     headline's, then the other claims grouped by the notebook that decides them, each group folded with one line
     saying what it found), generated from the verdict rows the executed notebooks glued at their own profile. Counts
     keep the write-ups' claims about training apart from cost, statements checked by computation, checks of our code
-    and the book's own claims."""
+    and the book's own claims. ``figures``: the folder (beside the summary) where a landing page's headline gap
+    figures are written (:func:`gap_figures`); None draws none."""
     every = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)
              if chapter is None or r["chapter"] == chapter]
     rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
@@ -617,6 +749,8 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
     if head_rows:
         lines += ["**The headline comparison.**", "", *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in head_rows],
                   ""]
+        if figures is not None:
+            lines += gap_figures(head_rows, chapter, Path(figures))
     rest = [r for r in rows if r not in head_rows]
     if rest:
         lines += ["**Every other claim, by the page that decides it** (click a line to open it).", "", SIGN, ""]
@@ -629,6 +763,90 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks") -
             lines += _fold(f"{title}: {plural(len(group), 'row')}, {found}{note}",
                            [*TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group]])
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The trend of every headline gap (issue 50, item 3): the gap between a headline row's arms against training, one
+# figure per row, drawn beside the row on its chapter's landing page from the series the row was glued with
+# (lmcompanion.verdicts.Verdict.gap), with the one-word trend the row's effect already gives.
+
+METRIC_WORDS = {"val": "validation loss", "train": "train loss"}
+
+
+def gap_of(chapter: str, claim: str) -> tuple[str, str, str] | None:
+    """(the claimed-better arm, the other arm, the metric) whose gap a headline row's series follows: its registered
+    row's ``gap`` (:class:`lmcompanion.claims.Row`), None where it has none."""
+    return next((r.gap for r in rows_of(chapter) if r.text == claim), None)
+
+
+def _x(row: dict) -> tuple[list[float], str]:
+    """The x of a gap series and its label: the first run's steps where the trend names steps (every run evaluated at
+    the same steps), else the share of training in percent (arms of different lengths, read at the same share)."""
+    points = row.get("gap") or []
+    if "at step" in (row.get("trend") or ""):
+        return [float(s) for _, s, _ in points], "training step"
+    return [100 * f for f, _, _ in points], "share of each arm's training (%)"
+
+
+def gap_caption(row: dict, chapter: str) -> tuple[str, str]:
+    """(caption, alt text) of a headline row's gap figure, both from the row: what is drawn, the row's claim and
+    verdict, and the trend; the alt text says where the gap starts and ends."""
+    a, b, metric = gap_of(chapter, row["claim"]) or ("the claimed-better arm", "the other arm", "")
+    a, b = a.split("/")[-1], b.split("/")[-1]
+    what = METRIC_WORDS.get(metric, metric or "the compared metric")
+    x, xlabel = _x(row)
+    g = [p[2] for p in row.get("gap") or []]
+    word = (row.get("trend") or "").split(":")[0] or "no trend"
+    caption = (f"The gap between the headline arms against training: {a}'s {what} minus {b}'s (seed means; below "
+               f"zero, {a} is ahead), for the claim that {row['claim']}. {WORD[row['outcome']].capitalize()} at "
+               f"`{row['profile']}`; the gap over the second half of training is {row.get('trend') or 'not measured'}.")
+    unit = (lambda v: f"step {v:,.0f}") if xlabel == "training step" else (lambda v: f"{v:.0f}% of training")
+    alt = (f"Line chart of {a}'s {what} minus {b}'s against {xlabel}: {number(g[0], sign='+')} at {unit(x[0])}, "
+           f"{number(g[-1], sign='+')} at {unit(x[-1])}; {word}." if g else f"Line chart of {a}'s {what} minus {b}'s.")
+    return caption, alt
+
+
+def gap_figure(row: dict, chapter: str):
+    """A headline row's gap against training (:attr:`lmcompanion.verdicts.Verdict.gap`), in the book's figure style
+    (:mod:`lmcompanion.plots`): the series as glued, zero marked, the second half (which the trend reads) shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    plots.style()
+    a, b, metric = gap_of(chapter, row["claim"]) or ("", "", "")
+    x, xlabel = _x(row)
+    g = [p[2] for p in row["gap"]]
+    fig, (ax,) = plots.panel_figure(1, height=2.6)
+    ax.axhline(0.0, color="#7f7f7f", lw=0.8)
+    half = [xi for xi, (f, _, _) in zip(x, row["gap"]) if f >= 0.5]
+    if half:
+        ax.axvspan(half[0], x[-1], color="#7f7f7f", alpha=0.08, lw=0)
+    ax.plot(x, g, color=plots.COLORS[0], marker="o", ms=3.5, lw=1.4,
+            label=f"{a.split('/')[-1]} minus {b.split('/')[-1]}")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"gap in {METRIC_WORDS.get(metric, metric)}" if metric else "gap")
+    fig.tight_layout()
+    return fig
+
+
+def gap_figures(rows: list[dict], chapter: str, folder: Path) -> list[str]:
+    """Each headline row's gap figure (:func:`gap_figure`) written to ``folder`` and its MyST figure (caption and alt
+    text generated, :func:`gap_caption`), as lines of the landing page; a row glued without a series (or with fewer
+    than two points) draws none."""
+    import matplotlib.pyplot as plt
+
+    out = []
+    drawn = [r for r in rows if len(r.get("gap") or []) >= 2]
+    for i, r in enumerate(drawn, start=1):
+        name = f"gap-{chapter}-{i}.png"
+        folder.mkdir(parents=True, exist_ok=True)
+        fig = gap_figure(r, chapter)
+        fig.savefig(folder / name, dpi=2 * fig.dpi, metadata={"Software": None})
+        plt.close(fig)
+        caption, alt = gap_caption(r, chapter)
+        out += [f":::{{figure}} ../{folder.name}/{name}", f":alt: {alt}", f":name: gap-{chapter}-{i}", "",
+                caption, ":::", ""]
+    return out
 
 
 def registered_claims() -> dict[str, list[ledger.Claim]]:
@@ -801,7 +1019,7 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     # the one-screen summaries the intro and the landing pages include
     paths.atomic_write(out / "summary.md", summary(root, None, prefix))
     for chapter in CHAPTER_TITLES:
-        paths.atomic_write(out / f"summary-{chapter}.md", summary(root, chapter, prefix))
+        paths.atomic_write(out / f"summary-{chapter}.md", summary(root, chapter, prefix, figures=out))
         # where each arm runs, from the registry: the one description the landing pages include
         paths.atomic_write(out / f"where-{chapter}.md", experiments.where_they_run(chapter) + "\n")
     return mark_stale(root, sources) if sources is not None else []

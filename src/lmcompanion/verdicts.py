@@ -88,6 +88,7 @@ class Verdict:
     published_size: float | None = None  # the write-up's effect in the same sense and unit, where it prints one
     flags: tuple[str, ...] = ()  # what a reader must see beside a decided row (:func:`sized`, :func:`cross_profile`)
     trend: str = ""  # a headline row: the gap between its arms against step (:func:`gap_trend`)
+    gap: tuple[tuple[float, int, float], ...] = ()  # that gap's series: (fraction of training, step, gap) per point
     size_note: str = ""  # the text :func:`sized` appended to ``effect`` (kept so that it is replaced, not repeated)
 
     def __post_init__(self) -> None:
@@ -447,8 +448,8 @@ def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, 
     otherwise. The runs are aligned by the fraction of
     their own steps (arms trained for different steps, as at equal compute, compare at the same point of their runs):
     the points are the first run's evaluations, every other run read there by linear interpolation between its own
-    evaluations. Returns (the points (fraction, gap), the line); no line with fewer than two points in the second
-    half."""
+    evaluations. Returns (the points (fraction of training, the first run's step there, gap), the line); no line
+    with fewer than two points in the second half."""
     def curve(run) -> tuple[list[float], list[float], list[int]]:
         e = run.evals()
         if metric not in e:
@@ -466,12 +467,12 @@ def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, 
     def at(c, f: float) -> float:
         return float(np.interp(f, c[0], c[1]))
 
-    points = [(f, stats.mean([at(c, f) for c in ca]) - stats.mean([at(c, f) for c in cb])) for f, _ in grid]
+    points = [(f, s, stats.mean([at(c, f) for c in ca]) - stats.mean([at(c, f) for c in cb])) for f, s in grid]
     step = dict(grid)
     late = [p for p in points if p[0] >= 0.5]
     if len(late) < 2:
         return points, ""
-    (f0, g0), (f1, g1) = late[0], late[-1]
+    (f0, _, g0), (f1, _, g1) = late[0], late[-1]
     same = all(c[2] == ca[0][2] for c in ca + cb)  # every run evaluated at the same steps: name them
     where = (lambda f: f"at step {step[f]:,}") if same else (lambda f: f"at {f:.0%} of training")
     change = (abs(g1) - abs(g0)) / abs(g0) if g0 else math.inf
@@ -482,15 +483,17 @@ def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, 
     return points, f"{word}: {number(g0, sign='+')} {where(f0)}, {number(g1, sign='+')} {where(f1)} ({shown})"
 
 
-def with_trend(v: Verdict, trend: str) -> Verdict:
-    """``v`` with its headline gap's trend (:func:`gap_trend`) beside its effect; a row that does not hold whose gap
-    is closing says so in its verdict, since a longer run may reverse it."""
+def with_trend(v: Verdict, trend: str, points: Sequence[tuple[float, int, float]] = ()) -> Verdict:
+    """``v`` with its headline gap's trend (:func:`gap_trend`) beside its effect and its series (``points``, which the
+    chapter's landing page draws beside the row); a row that does not hold whose gap is closing says so in its
+    verdict, since a longer run may reverse it."""
     if not trend:
         return sized(v)
     if v.outcome == FAILS and trend.startswith("closing") and "closing" not in v.verdict:
         v = replace(v, verdict=f"{v.verdict} (the gap between the arms is closing, so a longer run may reverse it; "
                                "its trend is beside the effect)")
-    return sized(replace(v, trend=trend))
+    gap = tuple((float(f), int(s), float(g)) for f, s, g in points)
+    return sized(replace(v, trend=trend, gap=gap))
 
 
 def have(runs: Mapping[str, Sequence], *names: str) -> bool:
