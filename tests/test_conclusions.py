@@ -119,6 +119,7 @@ def test_a_headline_row_carries_its_gap_series_and_the_figure_draws_that_series(
     assert (tmp_path / "generated" / "gap-mixer-1.png").is_file() and not (tmp_path / "generated" / "gap-mixer-2.png").exists()
     text = "\n".join(lines)
     assert lines[0] == ":::{figure} ../generated/gap-mixer-1.png"
+    assert lines[2].startswith(":width: ") and lines[2].endswith("px")  # its own size, not the column's
     assert (":alt: Line chart of flat_d512's validation loss minus llama_d512's against training step: +0.500 at step "
             "100, +0.200 at step 500; closing.") in text
     assert f"for the claim that {HEADLINE}" in text and f"is {v.trend}." in text

@@ -833,6 +833,7 @@ def gap_figures(rows: list[dict], chapter: str, folder: Path) -> list[str]:
     """Each headline row's gap figure (:func:`gap_figure`) written to ``folder`` and its MyST figure (caption and alt
     text generated, :func:`gap_caption`), as lines of the landing page; a row glued without a series (or with fewer
     than two points) draws none."""
+    import matplotlib.image
     import matplotlib.pyplot as plt
 
     out = []
@@ -841,11 +842,12 @@ def gap_figures(rows: list[dict], chapter: str, folder: Path) -> list[str]:
         name = f"gap-{chapter}-{i}.png"
         folder.mkdir(parents=True, exist_ok=True)
         fig = gap_figure(r, chapter)
-        fig.savefig(folder / name, dpi=2 * fig.dpi, metadata={"Software": None})
+        fig.savefig(folder / name, dpi=2 * plots.DPI, metadata={"Software": None})  # sharp on high-DPI screens
         plt.close(fig)
+        width = matplotlib.image.imread(folder / name).shape[1] // 2  # shown at the figure's own size, not stretched
         caption, alt = gap_caption(r, chapter)
-        out += [f":::{{figure}} ../{folder.name}/{name}", f":alt: {alt}", f":name: gap-{chapter}-{i}", "",
-                caption, ":::", ""]
+        out += [f":::{{figure}} ../{folder.name}/{name}", f":alt: {alt}", f":width: {width}px",
+                f":name: gap-{chapter}-{i}", "", caption, ":::", ""]
     return out
 
 
