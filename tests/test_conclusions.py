@@ -152,3 +152,14 @@ def test_a_landing_page_shows_each_headline_gap_figure_below_its_table(tmp_path)
 def test_the_decided_headline_row_s_gap_is_the_one_its_trend_reads():
     rows = {r.text: r for r in claims.rows("mixer")}
     assert rows[HEADLINE].gap == pages.gap_of("mixer", HEADLINE)
+
+
+def test_a_recorded_cost_row_not_timed_side_by_side_gives_the_runs_own_times(monkeypatch):
+    monkeypatch.setattr(scale, "passes", lambda names, profile: [])
+    claim = "the best repeat model (512-32, 6 soft experts) is a lot faster than the vanilla transformer"
+    times = "not timed side by side at this profile (the runs' own training time: repeat: 0.142 s/step; vanilla: 0.121 s/step)"
+    own = [_row("cpu", "does not hold", claim=claim, group="cost")]
+    rec = [_row("gpu", "inconclusive at this scale", claim=claim, group="cost", ours=times)]
+    text = pages.conclusion(own, "hourglass", own + rec, with_lead=False)
+    assert f"Cost measured on the machine that made them: {claim}: *inconclusive* at `gpu` ({times}), *does not hold* " \
+           "at `cpu` (decided at `cpu` only)." in text

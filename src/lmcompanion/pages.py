@@ -474,8 +474,10 @@ def recorded_conclusion(rows: list[dict], recorded: list[dict], chapter: str) ->
 
 def _beside(r: dict, own: dict | None, p: str, profile: str) -> str:
     """A row decided at ``p`` beside the build's verdict of it: "the headline, <claim>: *does not hold* at `gpu`
-    (<effect>), *holds* at `cpu` (disagrees)"."""
+    (<effect>), *holds* at `cpu` (disagrees)"; a cost row with no effect there gives its measured values instead."""
     effect = r.get("effect") or ""
+    if not effect and group_of(r) == COST:  # a cost not timed side by side there: the runs' own times, as measured
+        effect = r.get("ours") or ""
     return ((("the headline, " if r.get("headline") else "") + f"{r['claim']}: *{WORD[r['outcome']]}* at `{p}`"
              + (f" ({effect})" if effect and r["outcome"] != NOT_DECIDED else "") + ", ")
             + (f"*{WORD[own['outcome']]}* at `{profile}`" if own else f"no row at `{profile}`")
@@ -558,6 +560,9 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     sizes = sizes_line(chapter, profile)
     if sizes:
         out.append(sizes)
+    caveat = scale_.passes_caveat(headline_arms(chapter), profile)  # the build's own headline runs' data
+    if caveat:
+        out.append(caveat)
     more = _other_profiles(chapter, profile)
     if more:
         out.append(f"**What the larger profiles would decide.** {more.capitalize() if more[0] == '`' else more}: "
