@@ -814,9 +814,12 @@ def gap_caption(row: dict, chapter: str) -> tuple[str, str]:
 def gap_figure(row: dict, chapter: str):
     """A headline row's gap against training (:attr:`lmcompanion.verdicts.Verdict.gap`), in the book's figure style
     (:mod:`lmcompanion.plots`): the series as glued, zero marked, the second half (which the trend reads) shaded."""
+    import sys
+
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "matplotlib.pyplot" not in sys.modules:  # the page build draws to files; a notebook keeps its own backend
+        matplotlib.use("Agg")
     plots.style()
     a, b, metric = gap_of(chapter, row["claim"]) or ("", "", "")
     x, xlabel = _x(row)
