@@ -54,7 +54,8 @@ def test_a_conclusion_whose_recorded_gpu_headline_disagrees_with_cpu_says_so(mon
 def test_the_data_caveat_is_said_where_the_recorded_runs_pass_over_their_data_more_than_the_write_up_s(monkeypatch):
     made = {"mixer/flat_d512": (5.21, 3.12), "mixer/llama_d512": (1.2, 1.64)}
     monkeypatch.setattr(experiments, "passes", lambda cfg: made[cfg.name][0])
-    monkeypatch.setattr(scale, "write_up_passes", lambda name: (made[name][1], f"≈ {made[name][1]} (of 2,000,000 stories)"))
+    monkeypatch.setattr(scale, "write_up_passes",
+                        lambda name: (made[name][1], f"≈ {made[name][1]} (of 2,000,000 stories)"))
     caveat = scale.passes_caveat(["mixer/flat_d512", "mixer/llama_d512"], "gpu")
     assert "flat_d512: 5.21 passes here, ≈ 3.12 (of 2,000,000 stories) in the write-up" in caveat
     assert "llama_d512" not in caveat and "its arm go" in caveat  # fewer passes than the write-up's: no caveat
@@ -66,7 +67,8 @@ def test_the_data_caveat_is_said_where_the_recorded_runs_pass_over_their_data_mo
 
 def test_the_write_up_s_passes_are_read_from_its_data_s_own_words(monkeypatch):
     cfg = experiments.config("mixer/flat_d512", "paper", device="cpu")
-    for text, number in (("≈ 3.12 (of 2,000,000 stories)", 3.12), ("1,536 (2.0 epochs of every stride-1 window)", 1536.0),
+    for text, number in (("≈ 3.12 (of 2,000,000 stories)", 3.12),
+                         ("1,536 (2.0 epochs of every stride-1 window)", 1536.0),
                          ("unknown", None), ("no experiment in the write-up", None)):
         monkeypatch.setattr(type(cfg.data), "write_up_passes", lambda self, run_cfg, text=text: text)
         assert scale.write_up_passes("mixer/flat_d512") == (number, text)
@@ -108,7 +110,8 @@ def test_a_headline_row_carries_its_gap_series_and_the_figure_draws_that_series(
     a, b = [run([5.5, 4.3, 4.0, 3.8])], [run([5.0, 4.0, 3.8, 3.6])]
     points, line = verdicts.gap_trend(a, b, "val")
     v = verdicts.with_trend(verdicts.claim(HEADLINE, "", [4.3, 4.4, 4.45], [4.0, 4.1, 4.2]), line, points)
-    assert [g for _, _, g in v.gap] == pytest.approx([0.5, 0.3, 0.2, 0.2]) and [s for _, s, _ in v.gap] == [100, 250, 375, 500]
+    assert [g for _, _, g in v.gap] == pytest.approx([0.5, 0.3, 0.2, 0.2])
+    assert [s for _, s, _ in v.gap] == [100, 250, 375, 500]
     row = json.loads(json.dumps(_row("cpu", v.outcome, trend=v.trend, gap=v.gap)))  # as glued
     fig = pages.gap_figure(row, "mixer")
     drawn = fig.axes[0].lines[-1]
@@ -116,7 +119,8 @@ def test_a_headline_row_carries_its_gap_series_and_the_figure_draws_that_series(
     assert list(drawn.get_xdata()) == [100, 250, 375, 500]  # against step (every run evaluated at the same steps)
     assert fig.axes[0].get_xlabel() == "training step" and fig.axes[0].get_ylabel() == "gap in validation loss"
     lines = pages.gap_figures([row, _row("cpu", "holds")], "mixer", tmp_path / "generated")  # the second: no series
-    assert (tmp_path / "generated" / "gap-mixer-1.png").is_file() and not (tmp_path / "generated" / "gap-mixer-2.png").exists()
+    folder = tmp_path / "generated"
+    assert (folder / "gap-mixer-1.png").is_file() and not (folder / "gap-mixer-2.png").exists()
     text = "\n".join(lines)
     assert lines[0] == ":::{figure} ../generated/gap-mixer-1.png"
     assert lines[2].startswith(":width: ") and lines[2].endswith("px")  # its own size, not the column's
@@ -157,9 +161,10 @@ def test_the_decided_headline_row_s_gap_is_the_one_its_trend_reads():
 def test_a_recorded_cost_row_not_timed_side_by_side_gives_the_runs_own_times(monkeypatch):
     monkeypatch.setattr(scale, "passes", lambda names, profile: [])
     claim = "the best repeat model (512-32, 6 soft experts) is a lot faster than the vanilla transformer"
-    times = "not timed side by side at this profile (the runs' own training time: repeat: 0.142 s/step; vanilla: 0.121 s/step)"
+    times = ("not timed side by side at this profile (the runs' own training time: repeat: 0.142 s/step; vanilla: "
+             "0.121 s/step)")
     own = [_row("cpu", "does not hold", claim=claim, group="cost")]
     rec = [_row("gpu", "inconclusive at this scale", claim=claim, group="cost", ours=times)]
     text = pages.conclusion(own, "hourglass", own + rec, with_lead=False)
-    assert f"Cost measured on the machine that made them: {claim}: *inconclusive* at `gpu` ({times}), *does not hold* " \
-           "at `cpu` (decided at `cpu` only)." in text
+    assert (f"Cost measured on the machine that made them: {claim}: *inconclusive* at `gpu` ({times}), *does not "
+            "hold* at `cpu` (decided at `cpu` only).") in text

@@ -52,8 +52,9 @@ def sizes(names: Sequence[str], profile: str) -> list[Size]:
 def size_text(names: Sequence[str], profile: str, trained_nothing: bool = False) -> str:
     """What the models of ``names`` are at ``profile`` in one clause, counted: "the write-up's sizes, 16,036,800
     parameters" where each has the ``paper`` profile's count, else each model's count and its share of the
-    write-up's ("flat_d512 with 4,207,616 parameters (18% of the write-up's 23,109,632) and ..."). ``trained_nothing``: the
-    write-up trained no model, so the ``paper`` profile's count is the book's choice, not the write-up's."""
+    write-up's ("flat_d512 with 4,207,616 parameters (18% of the write-up's 23,109,632) and ...").
+    ``trained_nothing``: the write-up trained no model, so the ``paper`` profile's count is the book's choice, not
+    the write-up's."""
     found = sizes(names, profile)
     if not found:
         return ""
