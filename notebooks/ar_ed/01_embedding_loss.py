@@ -35,6 +35,7 @@ print(S.describe())
 # %%
 ARMS = ["ar_ed/cosine", "ar_ed/mse", "ar_ed/no_loss"]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedding loss"))
 
 # %% [markdown]
@@ -42,7 +43,8 @@ tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedd
 # write-up. *final* is the last estimate, which is what the write-up's tables report; *best* is the lowest.
 # Each cell is the mean over seeds with the [lowest, highest] seed.
 
-# %% mystnb={"figure": {"caption": "Train and validation loss with a cosine, an MSE, or no embedding loss (mean over seeds; bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-embedding-loss-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss with a cosine, an MSE, or no embedding loss ({glue:md}`seeds-ar-ed-embedding-loss-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-embedding-loss-curves"}}
+nb.caption("ar-ed-embedding-loss-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The embedding loss during training (unscaled, logged every step it is recorded), for the two runs that have one. Log scale.", "name": "ar-ed-embedding-loss-values"}}
@@ -54,6 +56,15 @@ fig = plots.train_metric({k: v for k, v in runs.items() if k != "no embedding lo
 # learnable scale and bias that are not weight-decayed. The encoder output is detached, so the loss can only move
 # the embeddings and those two LayerNorms, and it has a cheap way out: shrinking the scales drives both sides
 # toward their biases. The curve above shows how far that collapse goes at this profile.
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "ar_ed", "01_embedding_loss")
 
 # %% [markdown]
 # ## Provenance

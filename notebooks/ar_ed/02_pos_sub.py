@@ -35,10 +35,21 @@ print(S.describe())
 # %%
 ARMS = ["ar_ed/pos_sub", "ar_ed/no_loss"]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss with and without positional-embedding subtraction (no embedding loss in either; mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-pos-sub-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss with and without positional-embedding subtraction (no embedding loss in either; {glue:md}`seeds-ar-ed-pos-sub-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-pos-sub-curves"}}
+nb.caption("ar-ed-pos-sub-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "ar_ed", "02_pos_sub")
 
 # %% [markdown]
 # ## Provenance

@@ -36,15 +36,26 @@ print(S.describe())
 # %%
 ARMS = ["ar_ed/pos_sub", "ar_ed/mse", "ar_ed/mse_pos_sub", "ar_ed/no_loss"]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS), aux=("aux/embedding", "embedding loss"))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of subtraction alone, the MSE embedding loss alone, both combined, and neither (the bare encoder-decoder) (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-combined-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of subtraction alone, the MSE embedding loss alone, both combined, and neither (the bare encoder-decoder) ({glue:md}`seeds-ar-ed-combined-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-combined-curves"}}
+nb.caption("ar-ed-combined-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The embedding loss (unscaled) of the MSE runs with coefficient 1 (no subtraction) and coefficient 8 (with subtraction). Log scale.", "name": "ar-ed-combined-embedding-loss"}}
 fig = plots.train_metric({k: v for k, v in runs.items() if v[0].config.model.embedding_loss_type != "NONE"},
                          "aux/embedding",
                          ylabel="embedding loss (unscaled)")
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "ar_ed", "03_combined")
 
 # %% [markdown]
 # ## Provenance

@@ -55,7 +55,8 @@ HEADLINE = list(experiments.headlines("ar_ed")[0].arms)
 head = S.arms(HEADLINE)
 tables.results(head, published=nb.published(HEADLINE))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the decoder-only baseline, the headline's runs (each arm's mean over its seeds, the band spanning them; the table above gives how many). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-headline-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the decoder-only baseline, the headline's runs ({glue:md}`seeds-ar-ed-headline-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-headline-curves"}}
+nb.caption("ar-ed-headline-curves", head)
 fig = plots.loss_curves(head, reference=nb.unigram(head))
 
 # %% [markdown]
@@ -66,9 +67,11 @@ fig = plots.loss_curves(head, reference=nb.unigram(head))
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the three decoder-only baselines (each arm's mean over its seeds, with a band spanning them where it has more than one: the table above gives how many; an arm that illustrates runs one). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-baselines-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of the combined encoder-decoder and the three decoder-only baselines ({glue:md}`seeds-ar-ed-baselines-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-baselines-curves"}}
+nb.caption("ar-ed-baselines-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% [markdown]
@@ -95,6 +98,15 @@ cost.memory_table(ARMS[:2], S.profile, by_name)
 # %% tags=["nbval-ignore-output", "hide-input"]
 # (a sentence computed from the runs; the order of close arms can differ between machines)
 nb.shows(tables.ranking_sentence(runs, published=nb.published(ARMS)))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "ar_ed", "04_baselines")
 
 # %% [markdown]
 # ## Provenance

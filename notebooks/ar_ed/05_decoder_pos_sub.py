@@ -35,10 +35,21 @@ print(S.describe())
 # %%
 ARMS = ["ar_ed/baseline_pos_sub", "ar_ed/baseline"]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs)
 
-# %% mystnb={"figure": {"caption": "The decoder-only baseline with and without positional-embedding subtraction (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-decoder-pos-sub-curves"}}
+# %% mystnb={"figure": {"caption": "The decoder-only baseline with and without positional-embedding subtraction ({glue:md}`seeds-ar-ed-decoder-pos-sub-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "ar-ed-decoder-pos-sub-curves"}}
+nb.caption("ar-ed-decoder-pos-sub-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "ar_ed", "05_decoder_pos_sub")
 
 # %% [markdown]
 # ## Provenance

@@ -35,14 +35,25 @@ print(S.describe())
 # %%
 ARMS = ["deepsight/cosine_d11", "deepsight/mse_d11", "deepsight/no_loss"]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "planning loss"))
 
-# %% mystnb={"figure": {"caption": "Train and validation loss with an MSE, a cosine, or no planning loss at delta = 11 (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-loss-types-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss with an MSE, a cosine, or no planning loss at delta = 11 ({glue:md}`seeds-deepsight-loss-types-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-loss-types-curves"}}
+nb.caption("deepsight-loss-types-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "The planning loss (unscaled) during training. Log scale.", "name": "deepsight-planning-loss-curves"}}
 fig = plots.train_metric(S.arms(["deepsight/cosine_d11", "deepsight/mse_d11"]), "aux/planning",
                          ylabel="planning loss (unscaled)")
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "deepsight", "02_loss_types")
 
 # %% [markdown]
 # ## Provenance

@@ -37,15 +37,18 @@ from lmcompanion.experiments.deepsight import DELTAS
 
 ARMS = [f"deepsight/mse_d{d}" for d in DELTAS]
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS), aux=("aux/planning", "planning loss"))
 
-# %% mystnb={"figure": {"caption": "Validation loss against training step for each future context size delta, as the write-up draws its comparison (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-delta-curves"}}
+# %% mystnb={"figure": {"caption": "Validation loss against training step for each future context size delta, as the write-up draws its comparison ({glue:md}`seeds-deepsight-delta-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-delta-curves"}}
+nb.caption("deepsight-delta-curves", runs)
 fig = plots.loss_curves(runs, splits=("val",), reference=nb.unigram(runs))
 
 # %% [markdown]
 # The final values of those curves, and of the train loss, against δ:
 
-# %% mystnb={"figure": {"caption": "Final train and validation loss against the future context size delta (mean over seeds, bars span the seeds).", "name": "deepsight-delta-sweep"}}
+# %% mystnb={"figure": {"caption": "Final train and validation loss against the future context size delta ({glue:md}`seeds-deepsight-delta-sweep`).", "name": "deepsight-delta-sweep"}}
+nb.caption("deepsight-delta-sweep", runs, spread="bars")
 fig = plots.sweep(DELTAS, {split: [tables.final(r, split) for r in runs.values()] for split in ("train", "val")},
                   xlabel="future context size delta", ylabel="final loss (eval mode)")
 
@@ -57,6 +60,15 @@ fig = plots.sweep(DELTAS, {split: [tables.final(r, split) for r in runs.values()
 from lmcompanion.chapters import deepsight
 
 deepsight.delta_correlations(S.arms(ARMS, by="name"))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "deepsight", "03_future_context")
 
 # %% [markdown]
 # ## Provenance

@@ -38,9 +38,11 @@ nb.params_table(ARMS, S.profile)
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "DeepSight (delta = 11, MSE) against the decoder-only baseline at the long context (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-baseline-curves"}}
+# %% mystnb={"figure": {"caption": "DeepSight (delta = 11, MSE) against the decoder-only baseline at the long context ({glue:md}`seeds-deepsight-baseline-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "deepsight-baseline-curves"}}
+nb.caption("deepsight-baseline-curves", runs)
 fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 
 # %% [markdown]
@@ -62,6 +64,15 @@ fig = plots.loss_curves(runs, reference=nb.unigram(runs))
 from lmcompanion.chapters import cost
 
 cost.memory_table(ARMS, S.profile, dict(zip(ARMS, runs.values())))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "deepsight", "04_baseline")
 
 # %% [markdown]
 # ## Provenance

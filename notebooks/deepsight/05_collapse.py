@@ -39,8 +39,10 @@ print(S.describe())
 from lmcompanion.chapters.deepsight import PLANNING
 
 runs = S.arms(PLANNING)
+display(nb.this_page(S, runs))
 
-# %% mystnb={"figure": {"caption": "The planning loss (unscaled) of every run with one, mean over seeds. Log scale.", "name": "deepsight-collapse-curves"}}
+# %% mystnb={"figure": {"caption": "The planning loss (unscaled) of every arm with one ({glue:md}`seeds-deepsight-collapse-curves`). Log scale.", "name": "deepsight-collapse-curves"}}
+nb.caption("deepsight-collapse-curves", runs)
 fig = plots.train_metric(runs, "aux/planning", ylabel="planning loss (unscaled)")
 
 # %%
@@ -57,6 +59,15 @@ deepsight.collapse_table(runs)
 # %% tags=["nbval-ignore-output", "hide-input"]
 # (a sentence computed from the runs; its last digits can differ between machines)
 nb.shows(deepsight.collapse_sentence(runs))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "deepsight", "05_collapse")
 
 # %% [markdown]
 # ## Provenance

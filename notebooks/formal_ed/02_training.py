@@ -99,8 +99,10 @@ literal_runs = S.runs(LITERAL, settings=lit)
 
 # %%
 adamw_runs = S.runs(NAME)
+display(nb.this_page(S, {"ED-Training as written": literal_runs, "AdamW": adamw_runs}))
 
-# %% mystnb={"figure": {"caption": "Loss against the number of training examples seen (log scale), for ED-Training as written (plain SGD, one example at a time, summed loss) and for batched AdamW through the shared trainer, from the same initial weights. Left: the training loss (ED-Training: the mean of J/(ℓ_X−1) since the previous point). Right: the held-out loss in eval mode on fixed batches. Lines are means over seeds; bands span the lowest to the highest seed. The dashed line is the unigram loss of the answer tokens (their frequencies alone), the learning gate's reference line.", "name": "formal-ed-training-curves"}}
+# %% mystnb={"figure": {"caption": "Loss against the number of training examples seen (log scale), for ED-Training as written (plain SGD, one example at a time, summed loss) and for batched AdamW through the shared trainer, from the same initial weights. The 'training loss' panel: ED-Training's is the mean of J/(ℓ_X−1) since the previous point; the 'held-out loss (eval mode)' panel: the loss on fixed held-out batches. Lines: {glue:md}`seeds-formal-ed-training-curves`. The dashed line is the unigram loss of the answer tokens (their frequencies alone), the learning gate's reference line.", "name": "formal-ed-training-curves"}}
+nb.caption("formal-ed-training-curves", {"ED-Training as written": literal_runs, "AdamW": adamw_runs})
 fig = plots.curves(fe.curves(literal_runs, adamw_runs), "examples",
                    {"loss": "training loss", "val": "held-out loss (eval mode)"},
                    xlabel="training examples seen", ylabel="cross-entropy (nats/token)", logx=True,

@@ -48,6 +48,7 @@ from lmcompanion.models.formal_ed import tempered
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
 cfg, P = S.config(NAME), protocol(S.profile)
 runs = S.runs(NAME)  # the AdamW runs of the training notebook, reused from the run store
+display(nb.this_page(S, {"AdamW": runs}))
 trained = {r.seed: r.load_model(S.device) for r in runs}
 model = trained[S.seeds[0]]
 print(S.describe())
@@ -105,8 +106,9 @@ sweep = fe.temperature_sweep(trained, cfg.data, P.temperatures, prompts=P.prompt
 print(f"{min(P.prompts, cfg.data.n_val)} held-out sources × {P.samples} draws per τ and seed")
 fe.sweep_table(sweep)
 
-# %% mystnb={"figure": {"caption": "ED-Inference on held-out sources against the temperature τ (0 and ∞ are the limits: argmax and uniform). One panel per measure: 'exact match', the exact-match accuracy; 'entropy of q', the mean entropy of q, the distribution each token is drawn from (at τ = ∞ it is ln|V|); 'distinct outputs / draws', distinct outputs per source, as a share of the draws. Each point is the mean over seeds; its bar spans the lowest to the highest seed.", "name": "formal-ed-temperature"}}
+# %% mystnb={"figure": {"caption": "ED-Inference on held-out sources against the temperature τ (0 and ∞ are the limits: argmax and uniform). One panel per measure: 'exact match', the exact-match accuracy; 'entropy of q', the mean entropy of q, the distribution each token is drawn from (at τ = ∞ it is ln|V|); 'distinct outputs / draws', distinct outputs per source, as a share of the draws. Each point: {glue:md}`seeds-formal-ed-temperature`.", "name": "formal-ed-temperature"}}
 labels, series = fe.sweep_series(sweep)
+nb.caption("formal-ed-temperature", {"ED-Inference": runs}, spread="bars")
 fig = plots.sweep(labels, series, xlabel="temperature τ", ylabel="mean over seeds (bar: min to max)")
 
 # %% [markdown]

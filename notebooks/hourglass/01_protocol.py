@@ -58,10 +58,12 @@ fig = plots.curves(hourglass.lr_schedules([hourglass.ANCHOR, hourglass.CONSTANT[
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 by_name = dict(zip(ARMS, runs.values()))
 tables.results(runs, published=nb.published(ARMS))
 
-# %% mystnb={"figure": {"caption": "Validation and train loss (last 32 positions of each window) of the anchor and the vanilla transformer under the two schedules, and of the anchor with a final norm (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-protocol-curves"}}
+# %% mystnb={"figure": {"caption": "Validation and train loss (last 32 positions of each window) of the anchor and the vanilla transformer under the two schedules, and of the anchor with a final norm ({glue:md}`seeds-hourglass-protocol-curves`); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-protocol-curves"}}
+nb.caption("hourglass-protocol-curves", runs)
 fig = plots.loss_curves(runs, reference=hourglass.unigram_reference(runs))
 
 # %% [markdown]
@@ -123,6 +125,15 @@ hourglass.head_input_table({k: v for k, v in runs.items() if v[0].config.model.l
 # %%
 display(hourglass.test_table(runs))
 hourglass.protocol_table(runs, ("test",))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "01_protocol")
 
 # %% [markdown]
 # ## Provenance

@@ -72,6 +72,7 @@ nb.params_table([hourglass.BASE], S.profile)
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
 # %% [markdown]
@@ -91,8 +92,9 @@ counts, series = hourglass.experts_per_compute(by_name, hourglass.twins(hourglas
                                                hourglass.twin(hourglass.SWEEP[0]))
 fig = plots.sweep(counts, series, xlabel="soft experts (every 4th latent block)", ylabel="cross-entropy (nats/token)")
 
-# %% mystnb={"figure": {"caption": "Validation loss during training with attention upsampling: every arm of this notebook run at this profile (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-experts-curves"}}
+# %% mystnb={"figure": {"caption": "Validation loss during training with attention upsampling: every arm of this notebook run at this profile ({glue:md}`seeds-hourglass-experts-curves`); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-experts-curves"}}
 attn = {label: rs for name, (label, rs) in zip(ARMS, runs.items()) if "/attn_" in name}
+nb.caption("hourglass-experts-curves", attn)
 fig = plots.loss_curves(attn, splits=("val",), reference=hourglass.unigram_reference(runs))
 
 # %% mystnb={"figure": {"caption": "The same with repeat upsampling.", "name": "hourglass-experts-curves-repeat"}}
@@ -113,6 +115,15 @@ hourglass.cost_table(runs)
 
 # %%
 hourglass.test_table(runs)
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "02_experts")
 
 # %% [markdown]
 # ## Provenance

@@ -65,6 +65,7 @@ nb.params_table(list(hourglass.LENGTHS_NB), S.profile)
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
 # %% [markdown]
@@ -74,8 +75,9 @@ tables.results(runs, published=nb.published(ARMS))
 display(hourglass.sources_table(ARMS))
 Markdown(hourglass.sources_note())
 
-# %% mystnb={"figure": {"caption": "Validation loss during training with attention upsampling: the lengths and the anchor's variants run at this profile (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-lengths-curves"}}
+# %% mystnb={"figure": {"caption": "Validation loss during training with attention upsampling: the lengths and the anchor's variants run at this profile ({glue:md}`seeds-hourglass-lengths-curves`); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-lengths-curves"}}
 attn = {label: rs for name, (label, rs) in zip(ARMS, runs.items()) if "/attn_" in name}
+nb.caption("hourglass-lengths-curves", attn)
 fig = plots.loss_curves(attn, splits=("val",), reference=hourglass.unigram_reference(runs))
 
 # %% mystnb={"figure": {"caption": "The same with repeat upsampling.", "name": "hourglass-lengths-curves-repeat"}}
@@ -87,6 +89,15 @@ fig = plots.loss_curves(repeat, splits=("val",), reference=hourglass.unigram_ref
 
 # %%
 hourglass.test_table(runs)
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "03_lengths")
 
 # %% [markdown]
 # ## Provenance

@@ -48,6 +48,7 @@ nb.params_table(ARMS, S.profile)
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
 # %% [markdown]
@@ -57,7 +58,8 @@ tables.results(runs, published=nb.published(ARMS))
 display(hourglass.sources_table(ARMS))
 Markdown(hourglass.sources_note())
 
-# %% mystnb={"figure": {"caption": "Validation loss with attention and repeat upsampling, with and without DenseFormer, and with the latent loss (mean over seeds, bands span the seeds); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-upsampling-curves"}}
+# %% mystnb={"figure": {"caption": "Validation loss with attention and repeat upsampling, with and without DenseFormer, and with the latent loss ({glue:md}`seeds-hourglass-upsampling-curves`); dashed: the unigram loss of the validation split, what character frequencies alone give.", "name": "hourglass-upsampling-curves"}}
+nb.caption("hourglass-upsampling-curves", runs)
 fig = plots.loss_curves(runs, splits=("val",), reference=hourglass.unigram_reference(runs))
 
 # %% [markdown]
@@ -93,6 +95,15 @@ hourglass.cost_table(runs)
 
 # %%
 hourglass.test_table(runs)
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "04_upsampling")
 
 # %% [markdown]
 # ## Provenance

@@ -73,6 +73,7 @@ nb.params_table(ARMS, S.profile)
 
 # %%
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 tables.results(runs, published=nb.published(ARMS))
 
 # %% [markdown]
@@ -91,8 +92,9 @@ nb.scale_table(S, ARMS)
 # %%
 hourglass.protocol_table(runs, ("val",))
 
-# %% mystnb={"figure": {"caption": "Validation loss against training FLOPs (counted: updates x tokens per update x training FLOPs per token). Mean over seeds, bands span the seeds. Dashed: the unigram loss, what character frequencies alone give.", "name": "hourglass-headline-flops"}}
+# %% mystnb={"figure": {"caption": "Validation loss against training FLOPs (counted: updates x tokens per update x training FLOPs per token). Lines: {glue:md}`seeds-hourglass-headline-flops`. Dashed: the unigram loss, what character frequencies alone give.", "name": "hourglass-headline-flops"}}
 curves = hourglass.cost_curves(runs)
+nb.caption("hourglass-headline-flops", runs)
 fig = plots.curves(curves, "FLOPs", {"val": "validation loss against training FLOPs"}, xlabel="training FLOPs",
                    ylabel="cross-entropy (nats/token)", logx=True, reference=nb.unigram(runs, ("val",)))
 
@@ -122,6 +124,15 @@ hourglass.test_table(runs)
 # %% tags=["nbval-ignore-output", "hide-input"]
 # (a sentence computed from the runs; the order of close arms can differ between machines)
 nb.shows(tables.ranking_sentence(runs, published=nb.published(ARMS)))
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "05_headline")
 
 # %% [markdown]
 # ## Provenance

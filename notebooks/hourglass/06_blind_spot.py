@@ -43,9 +43,11 @@ ARMS = list(hourglass.BLIND_SPOT)
 blind, group = hourglass.blind_offsets(S.profile)
 print(f"groups of {group} tokens; in repeat mode offsets 0-{blind - 1} of each group are blind")
 runs = S.arms(ARMS)
+display(nb.this_page(S, runs))
 
-# %% mystnb={"figure": {"caption": "Validation loss by offset within the group, every position of every window scored (mean over seeds, bands span the seeds). In repeat mode the first offsets see only the previous group's context and their own character. Dashed: the unigram loss.", "name": "hourglass-blind-spot"}}
+# %% mystnb={"figure": {"caption": "Validation loss by offset within the group, every position of every window scored ({glue:md}`seeds-hourglass-blind-spot`). In repeat mode the first offsets see only the previous group's context and their own character. Dashed: the unigram loss.", "name": "hourglass-blind-spot"}}
 frames = hourglass.blind_spot_frames(runs, n_groups=S.config(ARMS[0]).model.n_groups)
+nb.caption("hourglass-blind-spot", runs)
 fig = plots.curves(frames, "offset", {"loss": "validation loss by offset within the group"},
                    xlabel="offset within the group", ylabel="cross-entropy (nats/token)",
                    reference=("unigram loss", nb.unigram(runs, ("val",))[1]["val"]))
@@ -57,6 +59,15 @@ hourglass.blind_spot_table(frames, blind)
 # How to read the write-up's numbers: the repeat models' last-token validation losses measure the one position per
 # window that is never blind; over every position they are worse by the gap in the table. A repeat model "achieving
 # the same validation loss" as the transformer in the write-up's plots is a statement about the last position only.
+
+# %% [markdown]
+# ## The verdict rows of this page
+#
+# The rows of the chapter's verdict table that this page's comparisons decide, with their verdicts and, folded, the runs that
+# decide them (each arm's own runs, as on the verdict page).
+
+# %%
+nb.page_verdicts(S, "hourglass", "06_blind_spot")
 
 # %% [markdown]
 # ## Provenance

@@ -13,12 +13,19 @@
 # %% [markdown]
 # # Verdicts
 #
-# Every claim of the write-up beside our measurement, judged by the book's rule (see the prologue's
-# [verdict rule](verdict-rule)): each row gives the seeds per arm, the effect (mean difference, our claimed-better
+# Every claim of the write-up beside our measurement, judged by the book's rule (the prologue's
+# [verdict rule](verdict-rule)). Each verdict is a badge in words with the scale it was reached at, then the effect
+# and p; every row's numbers, how far its arms learned and the runs that decided it are folded under the table.
+#
+# :::{dropdown} How a row is decided
+# :class-container: lmc-fold
+#
+# Each row gives the seeds per arm, the effect (mean difference, our claimed-better
 # arm minus the other) with its standard error, and the chance that a difference at least this large would appear if
 # the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is at most 5%;
 # otherwise it is **inconclusive at this scale**, with the direction the data lean. The runs are the ones the
 # previous notebooks made, reused from the run store.
+# :::
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -29,8 +36,6 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from IPython.display import Markdown
-
 from lmcompanion import claims, nb
 from lmcompanion.chapters import hourglass
 
@@ -44,7 +49,12 @@ print(hourglass.skipped_note(hourglass.ALL, S.profile))
 # Four claims are about time: the write-up's two best models are "a lot faster than the vanilla transformer
 # architecture" (here: under 0.8 of its time per step, beyond the book's margin of a similar time), repeat
 # upsampling is faster than attention upsampling, and the Perceiver compressor is faster than the transformer
-# compressor. Each pair (the best attention and the best repeat model against the vanilla transformer, the 448-96
+# compressor.
+#
+# :::{dropdown} How the time per step is measured
+# :class-container: lmc-fold
+#
+# Each pair (the best attention and the best repeat model against the vanilla transformer, the 448-96
 # anchor against its repeat-mode and its Perceiver variants) is timed in one process: each model from its run's
 # initial weights on the first batch of its run, 8 rounds of 5 training steps per model, the model that goes first
 # alternating from round to round, so that both see the same load of the machine (`lmcompanion.bench.side_by_side`).
@@ -54,6 +64,7 @@ print(hourglass.skipped_note(hourglass.ALL, S.profile))
 # follows the FLOPs and the number of small operations, and a GPU's time does not; the rows on counted FLOPs say
 # what does not depend on the machine. The chapter's runs are the ones the previous notebooks made, reused from the
 # run store.
+# :::
 
 # %% tags=["nbval-ignore-output"]
 runs, rows = nb.verdict_page(S, "hourglass", hourglass.ALL)
@@ -72,8 +83,7 @@ nb.show_verdicts(S, "hourglass", rows, apart=claims.timed_claims("hourglass"))
 # Where each comes from:
 
 # %%
-display(hourglass.sources_table(hourglass.ALL))
-Markdown(hourglass.sources_note())
+nb.fold("Where each published number comes from", hourglass.sources_table(hourglass.ALL), hourglass.sources_note())
 
 # %% [markdown]
 # ## Appendix

@@ -34,7 +34,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -53,6 +53,7 @@ mixer.compute.arm_table(mixer.FIRST + mixer.MAIN, S.profile)
 
 # %%
 runs = S.arms(mixer.FIRST + mixer.MAIN, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 mixer.results(runs)
 
 # %% [markdown]
@@ -65,7 +66,8 @@ mixer.results(runs)
 print(f"unigram loss on these examples: validation {tables.number(mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'val'))}, "
       f"training {tables.number(mixer.facts.unigram_of(runs[mixer.MAIN[0]], 'train'))} (nats per token)")
 
-# %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair (mean over seeds, bands span the seeds). Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-vs-llama-curves"}}
+# %% mystnb={"figure": {"caption": "Loss against step for the write-up's first comparison and the d=512 pair ({glue:md}`seeds-mixer-vs-llama-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "mixer-vs-llama-curves"}}
+nb.caption("mixer-vs-llama-curves", mixer.by_title(runs))
 fig = plots.loss_curves(mixer.by_title(runs), reference=nb.unigram(runs))
 
 # %% mystnb={"figure": {"caption": "Loss against counted training compute: the fixed-compute view. Every arm ends at the same budget.", "name": "mixer-vs-llama-compute"}}
@@ -98,13 +100,13 @@ fig = mixer.compute.loss_vs_time(mixer.by_title(runs))
 
 # %%
 rows = nb.page_rows(S, "mixer", "01_mixer_vs_llama", runs)
-verdicts.table(mixer.timed(rows, keep=False))
+nb.verdict_table(mixer.timed(rows, keep=False), "mixer", S.profile, S)
 
 # %% [markdown]
 # The claims about time per step, decided by the time measured on this machine (they can differ on another).
 
 # %% tags=["nbval-ignore-output"]
-verdicts.table(mixer.timed(rows))
+nb.verdict_table(mixer.timed(rows), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

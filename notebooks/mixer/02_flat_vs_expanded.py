@@ -33,7 +33,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -73,6 +73,7 @@ mixer.compute.arm_table(mixer.FLAT_EXPANDED, S.profile)
 
 # %%
 runs = S.arms(mixer.FLAT_EXPANDED, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 mixer.results(runs)
 
 # %% mystnb={"figure": {"caption": "Flat and expanded mixers at d=256 and d=512 (scaled by the profile): loss against counted compute.", "name": "mixer-flat-expanded-compute"}}
@@ -98,13 +99,13 @@ mixer.compute.speed_ratio_table(runs, [tuple(mixer.FLAT_EXPANDED[:2]), tuple(mix
 
 # %%
 rows = nb.page_rows(S, "mixer", "02_flat_vs_expanded", runs)
-verdicts.table(mixer.timed(rows, keep=False))
+nb.verdict_table(mixer.timed(rows, keep=False), "mixer", S.profile, S)
 
 # %% [markdown]
 # The claims about time per step, decided by the time measured on this machine (they can differ on another).
 
 # %% tags=["nbval-ignore-output"]
-verdicts.table(mixer.timed(rows))
+nb.verdict_table(mixer.timed(rows), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

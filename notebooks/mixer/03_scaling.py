@@ -46,7 +46,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -69,6 +69,7 @@ mixer.compute.arm_table(mixer.SCALING, S.profile)
 
 # %%
 runs = S.arms(mixer.SCALING, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 
 # %% [markdown]
 # ## The transformer table
@@ -120,9 +121,11 @@ mixer.compute.equal_time_table({n: runs[n] for n in mixer.HEADS})
 # %%
 mixer.results({n: runs[n] for n in mixer.DEEP if n in runs})
 
-# %% mystnb={"figure": {"caption": "Final validation loss against the write-up's d_model (scaled here by the profile's width divisor), per family (mean over seeds, bars span the seeds); the mixers' 384 and 768 are the book's widths between the table's.", "name": "mixer-scaling"}}
-fig = mixer.compute.scaling_figure(runs, {"Llama": mixer.LLAMA_D, "flat mixer": mixer.FLAT_D + mixer.BETWEEN[:2],
-                                          "expanded mixer": mixer.EXPANDED_D + mixer.BETWEEN[2:]})
+# %% mystnb={"figure": {"caption": "Final validation loss against the write-up's d_model (scaled here by the profile's width divisor), per family ({glue:md}`seeds-mixer-scaling`); the mixers' 384 and 768 are the book's widths between the table's.", "name": "mixer-scaling"}}
+FAMILIES = {"Llama": mixer.LLAMA_D, "flat mixer": mixer.FLAT_D + mixer.BETWEEN[:2],
+            "expanded mixer": mixer.EXPANDED_D + mixer.BETWEEN[2:]}
+nb.caption("mixer-scaling", {n: runs[n] for names in FAMILIES.values() for n in names if runs.get(n)}, spread="bars")
+fig = mixer.compute.scaling_figure(runs, FAMILIES)
 
 # %% mystnb={"figure": {"caption": "Loss against counted compute for the flat mixers of every width.", "name": "mixer-scaling-flat-compute"}}
 fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.FLAT_D if n in runs}))
@@ -134,14 +137,14 @@ fig = mixer.compute.loss_vs_compute(mixer.by_title({n: runs[n] for n in mixer.FL
 
 # %%
 rows = nb.page_rows(S, "mixer", "03_scaling", runs)
-verdicts.table(mixer.timed(rows, keep=False))
+nb.verdict_table(mixer.timed(rows, keep=False), "mixer", S.profile, S)
 
 # %% [markdown]
 # The claims about the heads at equal training time, decided by the time measured on this machine (they can differ on
 # another).
 
 # %% tags=["nbval-ignore-output"]
-verdicts.table(mixer.timed(rows))
+nb.verdict_table(mixer.timed(rows), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

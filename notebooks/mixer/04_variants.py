@@ -32,7 +32,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -47,6 +47,7 @@ mixer.compute.arm_table(NAMES, S.profile)
 
 # %%
 runs = S.arms(NAMES, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 
 # %% [markdown]
 # ## Parallel convolutions
@@ -79,13 +80,13 @@ fig = plots.loss_curves(mixer.by_title({n: runs[n] for n in mixer.POSITIONAL}), 
 
 # %%
 rows = nb.page_rows(S, "mixer", "04_variants", runs)
-verdicts.table(mixer.timed(rows, keep=False))
+nb.verdict_table(mixer.timed(rows, keep=False), "mixer", S.profile, S)
 
 # %% [markdown]
 # The claim about time per step, decided by the time measured on this machine (it can differ on another).
 
 # %% tags=["nbval-ignore-output"]
-verdicts.table(mixer.timed(rows))
+nb.verdict_table(mixer.timed(rows), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

@@ -41,7 +41,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -56,6 +56,7 @@ mixer.compute.arm_table(NAMES, S.profile)
 
 # %%
 runs = S.arms(NAMES, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 mixer.results({n: runs[n] for n in mixer.V100})
 
 # %% mystnb={"figure": {"caption": "The 4×V100 set at this profile: loss against counted compute.", "name": "mixer-v100-compute"}}
@@ -115,7 +116,7 @@ mixer.compute.equal_time_table({n: runs[n] for n in mixer.V100})
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table(nb.page_rows(S, "mixer", "05_v100", runs))
+nb.verdict_table(nb.page_rows(S, "mixer", "05_v100", runs), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

@@ -39,7 +39,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -101,7 +101,7 @@ mixer.facts.memory_table(measured_amp)
 # The claims this page decides (the verdict notebook gathers every claim of the chapter).
 
 # %%
-verdicts.table(nb.page_rows(S, "mixer", "06_memory", {}, memory=counted))
+nb.verdict_table(nb.page_rows(S, "mixer", "06_memory", {}, memory=counted), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

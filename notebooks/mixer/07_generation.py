@@ -45,6 +45,7 @@ print(S.describe())
 
 # %%
 runs = S.arms(mixer.GENERATION, by="name")
+display(nb.this_page(S, mixer.by_title(runs)))
 mixer.analysis.prompt_table(runs[mixer.FIRST[0]][0])
 
 # %% [markdown]

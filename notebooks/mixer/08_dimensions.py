@@ -31,7 +31,7 @@ max_steps = None  # override the number of training steps (None: the profile's)
 overrides = {}  # any other config field, by dotted key, e.g. {"train.lr": 1e-3}
 
 # %%
-from lmcompanion import experiments, nb, plots, tables, verdicts
+from lmcompanion import experiments, nb, plots, tables
 from lmcompanion.chapters import mixer
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)
@@ -56,7 +56,7 @@ mixer.facts.width_estimates_table()
 # "$\approx 1312$" drops the factor 8 (its other three estimates keep it). The verdicts say which numbers agree.
 
 # %%
-verdicts.table(nb.page_rows(S, "mixer", "08_dimensions", {}))
+nb.verdict_table(nb.page_rows(S, "mixer", "08_dimensions", {}), "mixer", S.profile, S)
 
 # %% [markdown]
 # ## Provenance

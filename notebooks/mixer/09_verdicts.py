@@ -13,8 +13,15 @@
 # %% [markdown]
 # # Verdicts
 #
-# Every claim of the write-up's causal-language-model part beside our measurement, judged by the book's rule (see
-# the prologue's [verdict rule](verdict-rule)): each row gives the seeds per arm, the effect (mean difference, our
+# Every claim of the write-up's causal-language-model part beside our measurement, judged by the book's rule (the
+# prologue's [verdict rule](verdict-rule)). Each verdict is a badge in words with the scale it was reached at, then
+# the effect and p; every row's numbers, how far its arms learned and the runs that decided it are folded under
+# the table.
+#
+# :::{dropdown} How a row is decided
+# :class-container: lmc-fold
+#
+# Each row gives the seeds per arm, the effect (mean difference, our
 # claimed-better arm minus the other) with its standard error, and the chance that a difference at least this large
 # would appear if the two arms were in truth equal. A claim **holds** or **does not hold** only when that chance is
 # at most 5%; otherwise it is **inconclusive** at the profile's scale (each verdict names it), with the direction the
@@ -30,6 +37,7 @@
 # mask, memory, the estimates) are exact. Which claim of the write-up each row tests, and why the others are not
 # tested, is the [claims ledger](claims-ledger). The runs are the ones the previous notebooks made, reused from the
 # run store.
+# :::
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -62,7 +70,7 @@ nb.show_verdicts(S, "mixer", rows, apart=claims.timed_claims("mixer"))
 # fixed-compute comparison rests on). Arms the `cpu` budget would give fewer than forty steps are not run there.
 
 # %%
-mixer.compute.proportions_table(NAMES, S.profile)
+nb.fold(f"Each arm's proportions at `{S.profile}` and in the write-up", mixer.compute.proportions_table(NAMES, S.profile))
 
 # %% [markdown]
 # ## The compute of the gpu and paper profiles
@@ -72,19 +80,13 @@ mixer.compute.proportions_table(NAMES, S.profile)
 # a fixed cost per step and per run), for the runs planned there, in all and by notebook.
 
 # %%
-mixer.compute.budget_table("gpu")
+nb.fold("The compute budget and estimated time of the `gpu` profile (in all and by notebook)",
+        mixer.compute.budget_table("gpu"), mixer.compute.time_estimate("gpu").loc[["chapter (sum)"]],
+        mixer.notebook_estimates("gpu"))
 
 # %%
-mixer.compute.budget_table("paper")
-
-# %%
-mixer.compute.time_estimate("gpu").loc[["chapter (sum)"]]
-
-# %%
-mixer.notebook_estimates("gpu")
-
-# %%
-mixer.compute.time_estimate("paper").loc[["chapter (sum)"]]
+nb.fold("The compute budget and estimated time of the `paper` profile", mixer.compute.budget_table("paper"),
+        mixer.compute.time_estimate("paper").loc[["chapter (sum)"]])
 
 # %% [markdown]
 # ## Appendix

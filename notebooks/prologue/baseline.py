@@ -69,9 +69,11 @@ nb.data_table(cfg)
 
 # %%
 runs = S.runs("ar_ed/baseline")
+display(nb.this_page(S, {"baseline": runs}))
 tables.results({"baseline": runs})
 
-# %% mystnb={"figure": {"caption": "Train and validation loss of the baseline against optimizer steps, estimated in eval mode (mean over seeds; the band spans the lowest to the highest seed). Dashed: the unigram loss, what token frequencies alone give.", "name": "prologue-loss-curves"}}
+# %% mystnb={"figure": {"caption": "Train and validation loss of the baseline against optimizer steps, estimated in eval mode ({glue:md}`seeds-prologue-loss-curves`). Dashed: the unigram loss, what token frequencies alone give.", "name": "prologue-loss-curves"}}
+nb.caption("prologue-loss-curves", {"baseline": runs})
 fig = plots.loss_curves({"baseline": runs}, reference=nb.unigram({"baseline": runs}))
 
 # %% [markdown]

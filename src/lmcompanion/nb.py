@@ -10,6 +10,12 @@ Everything a notebook shows comes from those runs (metrics, summaries, weights) 
 A chapter's verdict notebook shows its rows with :func:`show_verdicts` (which also hands them to the generated
 scorecard), the recorded runs of other profiles with :func:`recorded_arms`, how far its profile is from the write-up
 with :func:`scale_table`; every notebook ends with :func:`provenance`.
+
+What a reader meets on a page is generated here for every chapter alike: a verdict table is :func:`verdict_table`
+(the generated pages' badge and cell, its rows' numbers and deciding runs folded), long parts fold with
+:func:`fold`, an illustration page opens with :func:`this_page` (its arms, seeds, steps, and which have not
+learned), shows the rows that rest on its comparisons with :func:`page_verdicts`, and a figure's caption pastes its
+seed count from :func:`caption`.
 """
 
 from __future__ import annotations
@@ -438,10 +444,9 @@ def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verd
 
     profile = profile or settings.profile
     rows = scaled(chapter, rows, profile)
-    payload = [{"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome,
-                "group": v.group, "learned": v.learned} for v in rows]
+    payload = [glued_row(v, chapter, profile) for v in rows]
     glue(f"verdicts:{profile}", json.dumps(payload), display=False)
-    return verdicts.table([v for v in rows if v.claim not in set(apart)])
+    return verdict_table([v for v in rows if v.claim not in set(apart)], chapter, profile, settings)
 
 
 def scaled(chapter: str, rows: Sequence[verdicts.Verdict], profile: str) -> list[verdicts.Verdict]:
@@ -475,13 +480,15 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     # a row that compares a headline arm with illustrating ones reads the headline arm's run at their protocol
     short = [n for n in names if experiments.has_short_run(n, settings.profile)]
     illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
-    timings = []
+    timings, shown = [], []
     for a, b in claims.timed_pairs(chapter, settings.profile):
         t = bench.side_by_side(settings.planned(a), settings.planned(b), steps=5, rounds=rounds)
-        display(Markdown(f"**{a} against {b}**: {t.device}, {t.threads} thread(s), {t.steps} steps per model per "
-                         "round"))
-        display(t.table())
+        shown += [f"**{a} against {b}**: {t.device}, {t.threads} thread(s), {t.steps} steps per model per round",
+                  t.table()]
         timings.append(t)
+    if shown:
+        display(fold(f"The side-by-side timings ({len(timings)} pair{'s' if len(timings) != 1 else ''} of arms, "
+                     "round by round)", *shown))
     rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra, illustrating))
     # a decided row whose effect has the other sign on the recorded runs of another profile says so
     rows = verdicts.cross_profile(rows, recorded_rows(settings, chapter, names))
@@ -490,7 +497,8 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     if timed:
         display(Markdown("**The rows decided by these timings** (their outcome moves with the load of the machine "
                          "that executes the page; the table of every other row follows)."))
-        display(timed_verdicts(scaled(chapter, rows, settings.profile), timed))
+        display(verdict_table([v for v in scaled(chapter, rows, settings.profile) if v.claim in set(timed)],
+                              chapter, settings.profile, settings))
     return runs, rows
 
 
@@ -636,39 +644,321 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
       ``cost_names`` (default ``names``; :func:`cost_table`);
     - the page's provenance (:func:`provenance`).
     """
-    from IPython.display import Markdown, display
-
-    def section(title: str, text: str) -> None:
-        display(Markdown(f"**{title}** {text}"))
+    from IPython.display import display
 
     found = recorded_arms(settings, names)
     if not found:
-        section("Recorded runs at other profiles:", "none yet (runs made on a GPU and committed under `book/recorded/` "
-                "appear here).")
+        display(fold("Recorded runs at other profiles: none yet", "Runs made on a GPU and committed under "
+                     "`book/recorded/` appear here."))
     else:
-        section("Recorded runs at other profiles.", "Runs made elsewhere and committed as recorded runs (metrics and "
-                "provenance, no weights), judged by the same rule; where they come from, then each profile's verdicts "
-                "(arms not recorded are left out).")
-        display(recorded_table(found))
         own = {settings.profile: settings.decided[settings.profile]} if settings.profile in settings.decided else {}
+        parts = []
         for profile, rows in recorded_rows(settings, chapter, names).items():
-            display(show_verdicts(settings, chapter, verdicts.cross_profile(rows, own), profile=profile))
-    section("How far this profile is from the write-up.", "Model size, tokens seen per run and passes over the "
-            "training data, here and at the `paper` profile: the write-up's settings where it states them, the "
-            "original code's where it does not, counted by the book (no write-up prints these counts). A verdict "
-            "reached far below the write-up's scale may change at its scale.")
-    display(scale_table(settings, names))
-    section("Settings of this profile.", f"Every setting in which the `{settings.profile}` profile differs from the "
-            "write-up's (the `paper` profile); empty at the `paper` profile.")
-    display(config_diff(names, settings.profile))
-    section("Re-running this chapter at the paper's scale.", "The commands re-execute every notebook of the chapter "
-            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table gives, "
-            "for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and training FLOPs, "
-            "its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated assumptions, not a "
-            "measurement), and its measured time: in this build, or once a recorded run is imported.")
-    print(rerun_commands(chapter_notebooks(chapter)) + "\n\n" + rerun_total(experiments.chapter_names(chapter)))
-    display(cost_table(settings, list(cost_names or names), runs))
-    section("Provenance.", "Where this page's numbers came from: the profile and seeds, the package's commit, the "
-            "machine, and the data and tokenizers of the runs it used (each run's own record is its folder in the "
-            "run store).")
-    display(provenance(settings))
+            parts.append(f"**Verdicts at `{profile}`**")
+            parts.append(show_verdicts(settings, chapter, verdicts.cross_profile(rows, own), profile=profile))
+        display(fold(f"Recorded runs at other profiles: {', '.join(f'`{p}`' for p in found)}",
+                     "Runs made elsewhere and committed as recorded runs (metrics and provenance, no weights), judged "
+                     "by the same rule; where they come from, then each profile's verdicts (arms not recorded are "
+                     "left out).", recorded_table(found), *parts))
+    display(fold("How far this profile is from the write-up", "Model size, tokens seen per run and passes over the "
+                 "training data, here and at the `paper` profile: the write-up's settings where it states them, the "
+                 "original code's where it does not, counted by the book (no write-up prints these counts). A verdict "
+                 "reached far below the write-up's scale may change at its scale.", scale_table(settings, names)))
+    display(fold(f"Settings of the `{settings.profile}` profile", f"Every setting in which the `{settings.profile}` "
+                 "profile differs from the write-up's (the `paper` profile); empty at the `paper` profile.",
+                 config_diff(names, settings.profile)))
+    commands = rerun_commands(chapter_notebooks(chapter))
+    display(fold("Re-running this chapter at the paper's scale", "The commands re-execute every notebook of the chapter "
+                 "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table "
+                 "gives, for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and "
+                 "training FLOPs, its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated "
+                 "assumptions, not a measurement), and its measured time: in this build, or once a recorded run is "
+                 "imported.", f"```\n{commands}\n```", rerun_total(experiments.chapter_names(chapter)),
+                 cost_table(settings, list(cost_names or names), runs)))
+    display(fold("Provenance", "Where this page's numbers came from: the profile and seeds, the package's commit, the "
+                 "machine, and the data and tokenizers of the runs it used (each run's own record is its folder in the "
+                 "run store).", provenance(settings)))
+
+
+# --------------------------------------------------------------------------------------------------
+# What a reader meets on a notebook's page (issues 50 and 54): the verdict tables in the pages' badge form, long
+# parts folded, captions and the page's first sentence generated from the runs it reads. One set of functions for
+# every chapter; the badges, the verdict cells and the folds are those of the generated pages
+# (:func:`lmcompanion.pages.badge`, ``pages._cell``, ``book/_static/custom.css``).
+
+_CHEVRON = ('<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
+            'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
+            '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
+            '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span>')
+
+
+def markdown_html(text: str, inline: bool = True) -> str:
+    """Markdown (CommonMark, raw HTML kept: the badges) as HTML, for the parts of a page a notebook writes as HTML."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    return md.renderInline(text) if inline else md.render(text)
+
+
+def fold_html(title: str, *parts) -> str:
+    """``parts`` folded under ``title``, closed until a reader opens it: the generated pages' fold (sphinx-design's
+    dropdown, ``lmc-fold``) written as HTML, so that a notebook's output folds the same way. A part is Markdown
+    text, a DataFrame (:func:`lmcompanion.tables.html`) or an ``IPython.display.HTML``."""
+    import pandas as pd
+
+    body = []
+    for part in parts:
+        if isinstance(part, pd.DataFrame):
+            with pd.option_context("display.max_colwidth", None):  # a fold shows its cells whole
+                body.append(tables.html(part))
+        elif hasattr(part, "_repr_html_"):
+            body.append(part.data if hasattr(part, "data") else part._repr_html_())
+        else:
+            body.append(markdown_html(str(part), inline=False))
+    return ('<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3 lmc-fold">'
+            f'<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">{markdown_html(title)}'
+            f'</span>{_CHEVRON}</summary><div class="sd-summary-content sd-card-body docutils">\n'
+            + "\n".join(body) + "\n</div></details>")
+
+
+def fold(title: str, *parts):
+    """:func:`fold_html` as a notebook output."""
+    from IPython.display import HTML
+
+    return HTML(fold_html(title, *parts))
+
+
+def glued_row(v: verdicts.Verdict, chapter: str, profile: str) -> dict:
+    """A verdict row as the generated pages read it (what :func:`show_verdicts` glues)."""
+    return {"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome, "group": v.group,
+            "learned": v.learned}
+
+
+def _steps(run: train.Run) -> int:
+    return run.summary.get("steps") or run.config.train.max_steps
+
+
+def _runs_of(settings: Settings | None, name: str, short: bool) -> list[train.Run]:
+    """The runs of experiment ``name`` this page read, at one protocol: the shortest (the illustrations') where
+    ``short``, else the longest."""
+    runs = [r for r in (settings.used.values() if settings else ()) if r.config.name == name]
+    if not runs:
+        return []
+    pick = min(map(_steps, runs)) if short else max(map(_steps, runs))
+    return sorted((r for r in runs if _steps(r) == pick), key=lambda r: r.seed)
+
+
+def plural_seeds(n: int) -> str:
+    return "one seed" if n == 1 else f"{n} seeds"
+
+
+def deciding_runs(v: verdicts.Verdict, chapter: str, settings: Settings | None) -> str:
+    """The runs that decided row ``v``, arm by arm: the experiment, its seeds, steps and the values the row compared
+    (its learning gate's values, with the reference line), "; "-joined; "" for a row decided without runs."""
+    row = next((r for r in claims.rows(chapter) if r.text == v.claim), None)
+    arms = {a.label.split(" (")[0]: a for a in v.arms}
+    parts = []
+    for name in (row.arms if row is not None else ()):
+        short = name.split("/")[-1]
+        arm = arms.get(short)
+        runs = _runs_of(settings, name, short=arm is not None and claims.SHORT in arm.label)
+        if not runs:
+            continue
+        steps = sorted(set(map(_steps, runs)))
+        text = (f"`{name}`: {plural_seeds(len(runs))} ({', '.join(str(r.seed) for r in runs)}), "
+                f"{' or '.join(f'{s:,}' for s in steps)} steps")
+        if arm is not None:
+            text += (f", compared {', '.join(tables.number(x) for x in arm.values)} ({arm.at}; {arm.reference} "
+                     f"{tables.number(arm.level)})")
+        parts.append(text)
+    return "; ".join(parts)
+
+
+GROUP_FROM = 12  # a verdict table of more rows than this shows its headline rows and folds the others by page
+
+
+def verdict_table(rows: Sequence[verdicts.Verdict], chapter: str, profile: str, settings: Settings | None = None):
+    """A page's verdict table in the generated pages' form: per row the claim, the write-up's number and one short
+    verdict cell (the badge in words with its scale, the effect and p, and the line beside a learning-gate override:
+    ``pages._cell``, the scorecard's cell); under it, folded, every row's numbers: ours per arm, how far each arm
+    learned, the runs that decided it (:func:`deciding_runs`) and the verdict in full. A table of more than
+    :data:`GROUP_FROM` rows is read as the landing pages are: the headline rows first, then the others by the page
+    that decides them, each page's rows folded under a line that counts their verdicts, with the scorecard's filter
+    by verdict (``book/_static/verdict-filter.js``)."""
+    from IPython.display import HTML
+
+    from . import pages
+
+    if not rows:
+        return HTML("<p><em>No row of this page is decided at this profile.</em></p>")
+    numbered = list(enumerate(rows, start=1))
+    if len(rows) <= GROUP_FROM:
+        return HTML(_verdict_rows(numbered, chapter, profile, settings))
+    glued = [glued_row(v, chapter, profile) for v in rows]
+    parts = ["\n".join(pages._filter(list(verdicts.OUTCOMES)))]
+    head = [(i, v) for i, v in numbered if v.headline]
+    if head:
+        parts += ["<p><strong>The headline comparison.</strong></p>", _verdict_rows(head, chapter, profile, settings)]
+    rest = [(i, v) for i, v in numbered if not v.headline]
+    parts.append("<p><strong>Every other claim, by the page that decides it</strong> (click a line to open it).</p>")
+    for notebook in dict.fromkeys(v.notebook for _, v in rest):
+        group = [(i, v) for i, v in rest if v.notebook == notebook]
+        mine = [glued[i - 1] for i, _ in group]
+        unlearned = pages.unlearned_arms([r for r in mine if r["outcome"] == verdicts.NOT_DECIDED])
+        note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
+        title = (f"{notebook.split('/')[-1] or 'other rows'}: {pages.plural(len(group), 'row')}, "
+                 f"{pages._counts(mine)}{note}")
+        parts.append(fold_html(title, HTML(_verdict_rows(group, chapter, profile, settings))))
+    return HTML("\n".join(parts))
+
+
+def _verdict_rows(numbered: Sequence[tuple[int, verdicts.Verdict]], chapter: str, profile: str,
+                  settings: Settings | None) -> str:
+    """The HTML of :func:`verdict_table`'s rows (numbered as in the whole table), with their numbers folded."""
+    import pandas as pd
+
+    from . import pages
+
+    own = settings is not None and profile == settings.profile
+    body, detail = [], []
+    for i, v in numbered:
+        body.append(f"<tr><th>{i}</th><td>{markdown_html(pages._md(v.claim))}</td>"
+                    f"<td>{markdown_html(pages._md(v.published))}</td>"
+                    f"<td>{markdown_html(pages._cell(glued_row(v, chapter, profile)))}</td></tr>")
+        runs = deciding_runs(v, chapter, settings) if own else ""
+        detail.append({"row": i, "ours (mean [min, max] over seeds)": v.ours,
+                       "seeds · effect ± SE · chance if equal": verdicts.evidence(v),
+                       "how far each arm learned": v.learned or "(no trained arm gated)",
+                       "the runs that decided it": runs or ("(decided without runs)" if v.is_check else
+                                                            "(recorded runs: see their table)" if not own else "-"),
+                       "verdict in full": v.verdict})
+    table = ('<table class="table lmc-verdicts"><thead><tr><th>row</th><th>claim (write-up)</th>'
+             '<th>the write-up</th><th>verdict</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+    n = len(numbered)
+    title = (f"The numbers of {'this row' if n == 1 else f'these {n} rows'}, how far their arms learned and the runs "
+             "that decided them")
+    return tables._math(table) + fold_html(title, pd.DataFrame(detail).set_index("row"))
+
+
+def seeds_phrase(groups: Mapping[str, Sequence], spread: str = "bands") -> str:
+    """What a figure's lines are, from the seeds its runs actually have: "one seed per arm, each line one run",
+    "mean over 3 seeds per arm, bands span the seeds", or, where arms differ, "each arm's mean over its seeds (3 for
+    A and B; 1 for C), bands span them where there is more than one". ``spread``: what shows the seeds' range
+    ("bands", "bars")."""
+    counts = {label: len(rs) for label, rs in groups.items() if rs}
+    ns = sorted(set(counts.values()))
+    if not ns:
+        return "no runs"
+    each = " per arm" if len(counts) > 1 else ""
+    if ns == [1]:
+        return f"one seed{each}, each {'line' if spread == 'bands' else 'point'} one run"
+    if len(ns) == 1:
+        return f"mean over {ns[0]} seeds{each}, {spread} span the seeds"
+    def arms(n: int) -> str:  # the arms with n seeds: named where they are few, counted where they are many
+        labels = [label for label, c in counts.items() if c == n]
+        return _listed(labels, quote=False) if len(labels) <= 3 else f"{len(labels)} arms"
+
+    by_n = "; ".join(f"{n} for {arms(n)}" for n in sorted(ns, reverse=True))
+    return f"each arm's mean over its seeds ({by_n}), {spread} span them where there is more than one"
+
+
+def caption(key: str, groups: Mapping[str, Sequence], spread: str = "bands") -> str:
+    """Glue :func:`seeds_phrase` of ``groups`` as ``seeds-<key>`` for the figure's caption to paste
+    (``{glue:md}`seeds-<key>```): a caption's count of seeds is the runs', never typed. Returns the phrase."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    phrase = seeds_phrase(groups, spread)
+    glue(f"seeds-{key}", Markdown(phrase), display=False)
+    return phrase
+
+
+def learned_arms(groups: Mapping[str, Sequence], metric: str = "val") -> tuple[list[str], list[str], list[str]]:
+    """(learned, not learned, not gated) labels of ``groups`` by the learning gate on each arm's final ``metric``
+    (:mod:`lmcompanion.learning`: every seed at least half a nat below its reference line)."""
+    from . import learning
+
+    ok, bad, none = [], [], []
+    for label, rs in groups.items():
+        if not rs:
+            continue
+        try:
+            arm = learning.arm(label, rs, metric)
+        except (ConfigError, KeyError, TypeError):
+            none.append(label)
+            continue
+        (ok if arm.learned else bad).append(label)
+    return ok, bad, none
+
+
+def _listed(labels: Sequence[str], quote: bool = True) -> str:
+    labels = [f"“{x}”" if quote else str(x) for x in labels]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def page_sentence(settings: Settings, groups: Mapping[str, Sequence], metric: str = "val") -> str:
+    """The one sentence an illustration page states near its top, generated from the runs it reads: the arms it
+    shows at this profile with their seeds and steps, and which have learned by the learning gate (those that have
+    not are said "not learned")."""
+    groups = {k: v for k, v in groups.items() if v}
+    if not groups:
+        return f"**This page** shows no runs at `{settings.profile}`: its arms are not run at this profile."
+    steps = sorted({_steps(r) for rs in groups.values() for r in rs})
+    seeds = sorted({len(rs) for rs in groups.values()})
+    ok, bad, none = learned_arms(groups, metric)
+    parts = []
+    if ok:
+        parts.append(f"{_listed(ok)} learned")
+    if bad:
+        parts.append(f"{_listed(bad)} not learned (a verdict row that rests on an arm that has not learned is not "
+                     "decided)")
+    if none:
+        parts.append(f"{_listed(none)} not gated")
+    seeds_text = " or ".join(plural_seeds(n) for n in seeds) + (" per arm" if len(groups) > 1 else "")
+    return (f"**This page** shows {_listed(list(groups))} at `{settings.profile}` ({seeds_text}, "
+            f"{' or '.join(f'{s:,}' for s in steps)} steps). By the learning gate (every seed at least half a nat "
+            f"below its reference line at the end of training): {'; '.join(parts)}.")
+
+
+def this_page(settings: Settings, groups: Mapping[str, Sequence], metric: str = "val"):
+    """:func:`page_sentence` as a notebook output."""
+    from IPython.display import Markdown
+
+    return Markdown(page_sentence(settings, groups, metric))
+
+
+def rows_of_page(settings: Settings, chapter: str, notebook: str) -> list[verdicts.Verdict]:
+    """The rows the scorecard links to this page (registered with ``notebook``), decided as the chapter's verdict
+    page decides them: on their arms' own runs (their own seeds and steps, not this page's illustrations), read
+    from the run store. Rows timed side by side, or decided from values only the verdict page computes, are left to
+    it."""
+    wanted = [r for r in claims.rows(chapter) if r.notebook == notebook and r.arms and not r.timed]
+    names = list(dict.fromkeys(a for r in wanted for a in r.arms if experiments.runs_at(a, settings.profile)))
+    if not wanted:
+        return []
+    runs = settings.arms(names, by="name", protocol="own") if names else {}
+    short = [n for n in names if experiments.has_short_run(n, settings.profile)]
+    illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
+    ctx = claims.Context(runs, settings.profile, illustrating=illustrating)
+    out = []
+    for row in wanted:
+        try:
+            v = claims.decide(chapter, row, ctx)
+        except claims.NotComputed:
+            continue
+        if v is not None:
+            out.append(v)
+    return scaled(chapter, out, settings.profile)
+
+
+def page_verdicts(settings: Settings, chapter: str, notebook: str):
+    """This page's rows (:func:`rows_of_page`) as a verdict table, each with the runs that decided it, under one line
+    that says where they are decided."""
+    from IPython.display import HTML
+
+    rows = rows_of_page(settings, chapter, notebook)
+    if not rows:
+        return HTML("<p>No verdict row of the chapter rests on this page's runs.</p>")
+    lead = markdown_html(f"**The verdict rows of this page**, decided as on the chapter's verdict page, on each arm's "
+                         f"own runs at `{settings.profile}` (the runs are listed in the fold under the table).")
+    return HTML(f"<p>{lead}</p>" + verdict_table(rows, chapter, settings.profile, settings).data)
