@@ -133,3 +133,38 @@ def test_the_smoke_references_captions_count_the_seeds_of_their_runs():
             said = [int(n) for n in re.findall(r"(\d+) (?:seeds|for)", phrase)] + ([1] if "one seed" in phrase else [])
             assert said and set(said) <= counts, (ref.name, key, phrase, sorted(counts))
     assert found >= 20  # every caption that states its seeds (issue 54: about twenty said "mean over seeds")
+
+
+def _decided_by(html: str) -> list[tuple[str, str]]:
+    """(the runs that decided it, the verdict in full) of every row of every folded numbers table in ``html``."""
+    out = []
+    for table in re.findall(r"<table.*?</table>", html, re.S):
+        head = re.findall(r"<th>([^<]*)</th>", table.split("</thead>")[0])
+        if "the runs that decided it" not in head:
+            continue
+        runs_at, verdict_at = head.index("the runs that decided it") - 1, head.index("verdict in full") - 1
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S):
+            cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+            out.append((cells[runs_at], cells[verdict_at]))
+    return out
+
+
+def test_every_verdict_row_on_a_page_names_the_runs_that_decided_it():
+    """On the smoke references of the verdict pages and of the results pages that show their rows
+    (nb.page_verdicts), every row decided from runs names them (experiment, seeds, steps); a row with none is one
+    decided without runs, of recorded runs, or whose arms do not run at the profile."""
+    seen, missing = 0, []
+    for ref in sorted(REFS.rglob("*.ipynb")):
+        if "retrieval" in ref.parts:
+            continue
+        for cell in json.loads(ref.read_text())["cells"]:
+            for o in cell.get("outputs", []):
+                html = "".join(o.get("data", {}).get("text/html", ""))
+                for runs, verdict in _decided_by(html):
+                    seen += 1
+                    if runs.startswith("(") or "not run at this profile" in verdict or runs.startswith("timed side"):
+                        continue
+                    if not re.search(r"<code>[\w/]+</code>: (one seed|\d+ seeds) \([\d, ]+\), [\d,]+ (or [\d,]+ )?"
+                                     r"steps", runs):
+                        missing.append((ref.name, runs, verdict))
+    assert seen >= 100 and not missing, missing

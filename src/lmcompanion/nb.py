@@ -756,6 +756,10 @@ def deciding_runs(v: verdicts.Verdict, chapter: str, settings: Settings | None) 
     """The runs that decided row ``v``, arm by arm: the experiment, its seeds, steps and the values the row compared
     (its learning gate's values, with the reference line), "; "-joined; "" for a row decided without runs."""
     row = next((r for r in claims.rows(chapter) if r.text == v.claim), None)
+    if row is not None and row.timed:
+        a, b = row.timed
+        return (f"timed side by side on the machine that executed this page: `{a}` against `{b}`, each from its "
+                "run's initial weights on its run's first batch (the timings above)")
     arms = {a.label.split(" (")[0]: a for a in v.arms}
     parts = []
     for name in (row.arms if row is not None else ()):
