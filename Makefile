@@ -173,7 +173,7 @@ tests: test
 # core idle at the end.
 unit: $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
-	  --dist worksteal
+	  --dist worksteal --durations=15
 
 # In a fresh run store, as `make book` does: every run the smoke notebooks read is trained first by the pool (JOBS
 # processes, THREADS threads each; a run trained there is bit for bit the run a notebook trains), then the committed

@@ -17,6 +17,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 SLOWEST_FIRST = (
     "test_reliability.py::test_counting_and_planning_need_neither_network_nor_data",
     "test_retrieval.py::test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically",
+    "test_retrieval.py::test_wikipedia_leads_from_the_data_folder_never_occur_in_their_targets",
     "test_campaign.py::test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of_a_cpu_build",
     "test_reliability.py::test_a_ctrl_c_from_outside_resumes_byte_identical",
     "test_reliability.py::test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_identical",

@@ -663,6 +663,8 @@ def test_wikipedia_leads_drop_the_title_headings_and_every_copy_of_the_lead(tmp_
     for rel, text in zip(rdata.WIKI_FILES, texts):
         (tmp_path / rel).write_text(text, encoding="utf-8")
     monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(rdata, "WIKI_USABLE", (1, 1))  # these files' usable pairs: the first n pairs' files
+    assert rdata.wiki_files(1) == rdata.WIKI_FILES[:1] and rdata.wiki_files(2) == rdata.wiki_files(10) == rdata.WIKI_FILES
     got = rdata.lead_pairs(10)
     assert [p.index for p in got] == [1, 3]  # the title-only article and the one-sentence stub give no pair
     roe, acme = got
@@ -686,10 +688,19 @@ def test_wikipedia_leads_drop_the_title_headings_and_every_copy_of_the_lead(tmp_
 def test_wikipedia_leads_from_the_data_folder_never_occur_in_their_targets(data_dir):
     got = rdata.lead_pairs(2000)
     assert len(got) == 2000 and got == rdata.lead_pairs(2000)
+    # the first file alone gives the first WIKI_USABLE[0] pairs; both give them all: a pack carries only what a run reads
+    first = rdata.lead_pairs(rdata.WIKI_USABLE[0])
+    assert len(first) == rdata.WIKI_USABLE[0] and first[:2000] == got
+    assert len(rdata.lead_pairs(10 ** 9)) == sum(rdata.WIKI_USABLE)
+    assert rdata.wiki_files(rdata.WIKI_USABLE[0]) == rdata.WIKI_FILES[:1]
+    assert rdata.wiki_files(rdata.WIKI_USABLE[0] + 1) == rdata.WIKI_FILES
     for p in got:
         assert p.query not in p.story and len(p.query.split()) >= rdata.MIN_WORDS
     cfg = experiments.config("retrieval/wiki_flat_d1024_c32", "gpu", device="cpu")
-    assert (cfg.data.queries, cfg.data.corpus, cfg.data.n_pairs) == ("lead", "wikipedia", rexp.WIKI_PAIRS)
+    assert (cfg.data.queries, cfg.data.corpus, cfg.data.n_pairs) == ("lead", "wikipedia", rexp.WIKI_PAIRS_GPU)
+    assert rdata.wiki_files(cfg.data.n_pairs) == rdata.WIKI_FILES[:1]  # what the GPU pack carries
+    paper = experiments.config("retrieval/wiki_flat_d1024_c32", "paper", device="cpu")
+    assert paper.data.n_pairs == rexp.WIKI_PAIRS and rdata.wiki_files(paper.data.n_pairs) == rdata.WIKI_FILES
     assert experiments.get("retrieval/wiki_flat_d1024_c32").profiles == ("gpu", "paper")
 
 

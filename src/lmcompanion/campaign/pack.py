@@ -10,7 +10,10 @@ and size and the run keys computed here. :func:`unpack` verifies all of it on ar
 The files of a corpus read joined (:mod:`lmcompanion.data.joined`: the gpu profile's Wikipedia, 66 MB of text in two
 files, 22.6 MiB compressed) are not carried: the token ids made from them are, and a ``SHA256SUMS`` of the files left
 out, restored into the data folder, from which the joined data's fingerprint, and so every key, is the CPU build's.
-The machine receives 64 MiB in all (the working tree and the pack): :data:`PACK_LIMIT`.
+The machine receives 64 MiB in all (the working tree and the pack): :data:`PACK_LIMIT`. The retrieval chapter's
+Wikipedia-lead runs read their articles' text itself; at gpu they read only the first file's pairs
+(:func:`lmcompanion.data.retrieval.wiki_files`), which is carried. Two wheels of the folder are not carried
+(:data:`NOT_PACKED`): a campaign starts no kernel and completes no code, and both are imported only when there.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Callable, Sequence
 import torch
 
 from .. import env, paths, untrusted
-from ..data import JoinedDataConfig, LMDataConfig, corpora, joined, lm, stories
+from ..data import JoinedDataConfig, LMDataConfig, corpora, joined, lm, retrieval, stories
 from ..errors import LMCError
 from ..run import RunConfig
 from . import plan as plan_mod
@@ -37,6 +40,14 @@ from .plan import Step
 
 PACK_FORMAT = "lmcompanion-campaign-pack/1"
 PACK_LIMIT = 48 << 20  # bytes: what a GPU call carries beside the working tree (64 MiB in all)
+# Wheels of the folder a campaign never imports (10 MiB of its 15.7), by project, with the reason; a test imports
+# IPython, ipykernel's kernel and the campaign with both blocked.
+NOT_PACKED = {"debugpy": "ipykernel's debugger (imported only when a debugging client attaches to a kernel)",
+              "jedi": "IPython's code completion (imported only when completing)"}
+
+
+def _packed_wheels(whl: list[Path]) -> list[Path]:
+    return [w for w in whl if w.name.split("-")[0].lower().replace("_", "-") not in NOT_PACKED]
 
 
 def default_data_dir() -> None:
@@ -94,6 +105,8 @@ def _corpus_files(cfgs: Sequence[RunConfig]) -> tuple[list[str], list[str]]:
     for cfg in cfgs:
         if isinstance(cfg.data, JoinedDataConfig):
             named |= set(cfg.data.files)
+        elif isinstance(cfg.data, retrieval.RetrievalDataConfig) and cfg.data.queries == "lead":
+            names |= set(retrieval.wiki_files(cfg.data.n_pairs))  # the articles' text itself, only the files it reads
         else:
             for corpus in plan_mod.corpora_of(cfg):
                 if not corpora.get(corpus).generated:
@@ -146,13 +159,16 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
 
     # the wheels, each checked against its folder's SHA256SUMS
     sums = _sums(wheels.parent)
+    left = sorted(set(whl) - set(_packed_wheels(whl)))
+    whl = _packed_wheels(whl)
     for w in whl:
         blob = w.read_bytes()
         want = sums.get(f"{wheels.name}/{w.name}") or sums.get(w.name)
         if want is not None and hashlib.sha256(blob).hexdigest() != want:
             raise LMCError(f"{w} does not match its SHA256SUMS: restore it before packing")
         add(f"wheels/{w.name}", blob, kind="wheel")
-    log(f"pack: {len(whl)} wheels from {wheels}")
+    log(f"pack: {len(whl)} wheels from {wheels}" + (f" ({len(left)} left out, never imported by a campaign: "
+                                                        f"{', '.join(w.name for w in left)})" if left else ""))
     def add_packed(rel: str, raw: bytes, kind: str, unpacks_to: str) -> None:  # gzip-compressed, restored byte for byte
         add(f"{rel}.gz", gzip.compress(raw, 9, mtime=0), kind=kind, unpacks_to=unpacks_to,
             unpacked_sha256=hashlib.sha256(raw).hexdigest(), unpacked_bytes=len(raw))
@@ -335,5 +351,5 @@ def _own_manifest(pack: Path) -> dict | None:
         return None
 
 
-__all__ = ["PACK_FORMAT", "PACK_LIMIT", "check_keys", "default_data_dir", "default_wheels", "make_pack", "unpack",
+__all__ = ["NOT_PACKED", "PACK_FORMAT", "PACK_LIMIT", "check_keys", "default_data_dir", "default_wheels", "make_pack", "unpack",
            "verify_pack"]

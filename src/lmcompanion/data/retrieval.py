@@ -86,6 +86,10 @@ INSTRUCT_HUB = "roneneldan/TinyStoriesInstruct"
 # The lead-sentence setting's articles: both WikiExtractor files of the data folder, in page-id order.
 WIKI_FILES = ("wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt",
               "wikipedia/enwiki-pages.wikiextractor-AA-wiki_20-63.txt")
+# The usable pairs (:func:`lead_pair`) in each of WIKI_FILES (a test counts them in the data folder): the first
+# ``n_pairs`` pairs need only the files up to the one that holds the n-th, and the data's fingerprint and a campaign's
+# pack name and carry only those (the GPU pack cannot carry both files' text beside the token caches).
+WIKI_USABLE = (8_099, 18_415)
 NOISE = 0.5  # the positive control: a story's embedding is its query's plus this much Gaussian noise per feature
 WHITEN_FLOOR = 1e-3  # whitening: eigenvalues of the covariance below this fraction of their mean are raised to it
 HEADING_WORDS = 6  # a body line of fewer words is a section heading ("Early life and education."), dropped
@@ -164,7 +168,7 @@ class RetrievalDataConfig(ConfigBase):
                                 "disabled: go online, or use data.queries='extractive' (a substitute)")
             return f"hub:{INSTRUCT_HUB}@{_instruct_revision()}"
         if self.queries == "lead":
-            return "sha256:" + ";".join(corpora.file_digest(p)[:16] for p in _wiki_paths())
+            return _lead_fingerprint(self.n_pairs)
         return corpora.fingerprint(self.corpus)
 
     def check_model(self, model) -> None:
@@ -299,21 +303,37 @@ def lead_pair(body: str) -> tuple[str, str] | None:
     return query, rest
 
 
-def _wiki_paths():
-    root = paths.data_dir()
-    found = [root / f for f in WIKI_FILES] if root is not None else []
+def wiki_files(n_pairs: int) -> tuple[str, ...]:
+    """The files of :data:`WIKI_FILES` (relative to the data folder) that the first ``n_pairs`` lead pairs come from:
+    every file up to the one holding the ``n_pairs``-th usable pair (:data:`WIKI_USABLE`)."""
+    held = 0
+    for i, usable in enumerate(WIKI_USABLE):
+        held += usable
+        if n_pairs <= held:
+            return WIKI_FILES[:i + 1]
+    return WIKI_FILES
+
+
+def _wiki_paths(n_pairs: int):
+    root, files = paths.data_dir(), wiki_files(n_pairs)
+    found = [root / f for f in files] if root is not None else []
     if not found or not all(p.is_file() for p in found):
         where = f"{root}/wikipedia/" if root is not None else "LMC_DATA_DIR (not set)"
-        raise DataError(f"data.queries='lead' reads the Wikipedia articles {', '.join(f.split('/')[-1] for f in WIKI_FILES)} "
+        raise DataError(f"data.queries='lead' reads the Wikipedia articles {', '.join(f.split('/')[-1] for f in files)} "
                         f"from {where}, and they are not there: point LMC_DATA_DIR at the data folder (../shared/data)")
     return found
+
+
+def _lead_fingerprint(n_pairs: int) -> str:
+    """The bytes the first ``n_pairs`` lead pairs come from: the digests of the files they are read from."""
+    return "sha256:" + ";".join(corpora.file_digest(p)[:16] for p in _wiki_paths(n_pairs))
 
 
 @functools.lru_cache(maxsize=2)
 def _lead_pairs(n: int, fingerprint: str) -> tuple[Pair, ...]:
     out: list[Pair] = []
     article = 0
-    for path in _wiki_paths():
+    for path in _wiki_paths(n):
         for doc in _DOC.findall(path.read_text(encoding="utf-8")):
             _, _, body = doc.partition("\n")
             got = lead_pair(body) if body.strip() else None
@@ -328,7 +348,7 @@ def _lead_pairs(n: int, fingerprint: str) -> tuple[Pair, ...]:
 def lead_pairs(n: int) -> list[Pair]:
     """The first ``n`` usable (lead, rest of the body) pairs of the Wikipedia articles (:data:`WIKI_FILES`), in
     page-id order; ``Pair.index`` is the article's position among all articles of both files."""
-    return list(_lead_pairs(n, RetrievalDataConfig(queries="lead", corpus="wikipedia").fingerprint()))
+    return list(_lead_pairs(n, _lead_fingerprint(n)))
 
 
 def _instruct_revision() -> str:
@@ -512,4 +532,4 @@ def build_source(run_cfg, rank: int = 0, world: int = 1):
 
 __all__ = ["ABBREVIATIONS", "HEADING_WORDS", "MIN_SENTENCES", "MIN_WORDS", "MatchingSet", "NOISE", "Pair",
            "RetrievalDataConfig", "RetrievalSource", "WHITEN_FLOOR", "WIKI_FILES", "build_source", "extract_query", "extractive_pairs", "lead_pair",
-           "lead_pairs", "noisy_copies", "pairs", "parse_instruct", "sentences", "whitening", "wiki_sentences"]
+           "lead_pairs", "noisy_copies", "wiki_files", "pairs", "parse_instruct", "sentences", "whitening", "wiki_sentences"]
