@@ -85,10 +85,10 @@ GROUPS: tuple[Group, ...] = (
     Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
           tuple(mixer_chapter.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
     Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
+    Group("retrieval", "the book's own setting: Wikipedia leads, 8,000 pairs at d=1024 (31 candidates)",
+          ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32"), 2),  # 7.0 min
     Group("ar_ed", "positional subtraction alone and no embedding loss", ("ar_ed/pos_sub", "ar_ed/no_loss"), 2),  # 7.5
     Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2),  # 12.5
-    Group("retrieval", "the book's own setting: Wikipedia leads, 8,000 pairs at d=1024 (31 candidates)",
-          ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32"), 2),
     Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
           experiments.headline_arms("formal_ed"), 2),  # 12.9 min (headline arms: five seeds)
 )
