@@ -14,9 +14,7 @@ import pytest
 from lmcompanion import learning, nb, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
-# the retrieval chapter's notebooks are rebuilt apart (issue 53) and move to nb.caption with it
-SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.py")
-                 if ".ipynb_checkpoints" not in p.parts and "retrieval" not in p.parts)
+SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.py") if ".ipynb_checkpoints" not in p.parts)
 REFS = ROOT / "tests" / "nbval"
 FIGURE = re.compile(r'^# %% .*mystnb=(\{.*\})\s*$')
 
@@ -155,8 +153,6 @@ def test_every_verdict_row_on_a_page_names_the_runs_that_decided_it():
     decided without runs, of recorded runs, or whose arms do not run at the profile."""
     seen, missing = 0, []
     for ref in sorted(REFS.rglob("*.ipynb")):
-        if "retrieval" in ref.parts:
-            continue
         for cell in json.loads(ref.read_text())["cells"]:
             for o in cell.get("outputs", []):
                 html = "".join(o.get("data", {}).get("text/html", ""))
