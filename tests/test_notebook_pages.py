@@ -48,7 +48,7 @@ def test_the_page_sentence_says_not_learned_where_an_arm_fails_the_gate(unigram_
     settings = nb.Settings("smoke", "cpu", (0, 1))
     groups = {"learns": [_run(4.2, 0), _run(4.4, 1)], "stays": [_run(4.2, 0), _run(4.8, 1)]}
     text = nb.page_sentence(settings, groups)
-    assert "“learns” learned" in text and "“stays” not learned" in text
+    assert "*learns* learned" in text and "*stays* not learned" in text
     assert "(2 seeds per arm, 30 steps)" in text and "at `smoke`" in text
     assert "not learned" not in nb.page_sentence(settings, {"learns": groups["learns"]})
     assert nb.learned_arms(groups) == (["learns"], ["stays"], [])

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
-from . import argtypes, bench, claims, env, estimate, experiments, models, paths, plots, recorded, stats, tables, train, verdicts
+from . import argtypes, bench, claims, env, estimate, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
 from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizer, tokenizers, unigram_loss
 from .errors import ConfigError
@@ -791,8 +791,6 @@ def verdict_table(rows: Sequence[verdicts.Verdict], chapter: str, profile: str, 
     by verdict (``book/_static/verdict-filter.js``)."""
     from IPython.display import HTML
 
-    from . import pages
-
     if not rows:
         return HTML("<p><em>No row of this page is decided at this profile.</em></p>")
     numbered = list(enumerate(rows, start=1))
@@ -820,8 +818,6 @@ def _verdict_rows(numbered: Sequence[tuple[int, verdicts.Verdict]], chapter: str
                   settings: Settings | None) -> str:
     """The HTML of :func:`verdict_table`'s rows (numbered as in the whole table), with their numbers folded."""
     import pandas as pd
-
-    from . import pages
 
     own = settings is not None and profile == settings.profile
     body, detail = [], []
@@ -880,8 +876,6 @@ def caption(key: str, groups: Mapping[str, Sequence], spread: str = "bands") -> 
 def learned_arms(groups: Mapping[str, Sequence], metric: str = "val") -> tuple[list[str], list[str], list[str]]:
     """(learned, not learned, not gated) labels of ``groups`` by the learning gate on each arm's final ``metric``
     (:mod:`lmcompanion.learning`: every seed at least half a nat below its reference line)."""
-    from . import learning
-
     ok, bad, none = [], [], []
     for label, rs in groups.items():
         if not rs:
@@ -896,7 +890,9 @@ def learned_arms(groups: Mapping[str, Sequence], metric: str = "val") -> tuple[l
 
 
 def _listed(labels: Sequence[str], quote: bool = True) -> str:
-    labels = [f"“{x}”" if quote else str(x) for x in labels]
+    """``labels`` joined ("a, b and c"); ``quote``: each set as the book's own term (style: never in quotation marks,
+    which mark the write-up's words): an experiment's name as code, a title in italics."""
+    labels = [(f"`{x}`" if "/" in str(x) else f"*{x}*") if quote else str(x) for x in labels]
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
