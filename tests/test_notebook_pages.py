@@ -164,3 +164,18 @@ def test_every_verdict_row_on_a_page_names_the_runs_that_decided_it():
                                      r"steps", runs):
                         missing.append((ref.name, runs, verdict))
     assert seen >= 100 and not missing, missing
+
+
+def test_a_figure_cell_shows_one_output_so_its_caption_and_name_are_given_once():
+    """A cell with a figure's caption and name (mystnb) gives each of its outputs that caption and that name: a second
+    output (the value of a last line such as ``nb.caption(...)``) makes Sphinx warn of a duplicate target, which fails
+    the warning-free smoke book; glued values are not shown there. Checked on the smoke references."""
+    two = []
+    for ref in sorted(REFS.rglob("*.ipynb")):
+        for cell in json.loads(ref.read_text())["cells"]:
+            if "figure" in cell.get("metadata", {}).get("mystnb", {}):
+                shown = [o for o in cell.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")
+                         and not any(k.startswith("application/papermill.record") for k in o.get("data", {}))]
+                if len(shown) > 1:
+                    two.append(f"{ref.relative_to(REFS)}: {cell['metadata']['mystnb']['figure'].get('name')}")
+    assert not two, two

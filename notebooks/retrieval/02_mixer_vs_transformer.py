@@ -77,12 +77,12 @@ display(nb.this_page(S, runs, metric="test"))
 R.results(runs, MAIN)
 
 # %% mystnb={"figure": {"caption": "Train and test cross-entropy of the matcher with 31 candidates, by embedder ({glue:md}`seeds-retrieval-c32-curves`).", "name": "retrieval-c32-curves"}}
-fig = R.curves(runs, [n for n in MAIN if n.endswith("_c32")])
 nb.caption("retrieval-c32-curves", {n: runs[n] for n in MAIN if n.endswith("_c32") and runs.get(n)})
+fig = R.curves(runs, [n for n in MAIN if n.endswith("_c32")])
 
 # %% mystnb={"figure": {"caption": "The same with 127 candidates ({glue:md}`seeds-retrieval-c128-curves`).", "name": "retrieval-c128-curves"}}
-fig = R.curves(runs, [n for n in MAIN if n.endswith("_c128")])
 nb.caption("retrieval-c128-curves", {n: runs[n] for n in MAIN if n.endswith("_c128") and runs.get(n)})
+fig = R.curves(runs, [n for n in MAIN if n.endswith("_c128")])
 
 # %% tags=["nbval-ignore-output", "hide-input"]
 # (a sentence computed from the runs; the order of close arms can differ between machines)
@@ -110,8 +110,8 @@ fits = S.arms(PROTOCOL, by="name")
 R.fit_table(fits, PROTOCOL)
 
 # %% mystnb={"figure": {"caption": "Train and test cross-entropy of the headline's matchers, the positive control (noisy copies) and the baseline with the write-up's initialisation and unwhitened embeddings ({glue:md}`seeds-retrieval-protocol-curves`); dashed: chance.", "name": "retrieval-protocol-curves"}}
-fig = R.curves(fits, PROTOCOL)
 nb.caption("retrieval-protocol-curves", {n: fits[n] for n in PROTOCOL if fits.get(n)})
+fig = R.curves(fits, PROTOCOL)
 
 # %% [markdown]
 # ## Why the write-up's matcher did not learn here

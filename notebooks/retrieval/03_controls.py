@@ -56,8 +56,8 @@ display(nb.this_page(S, runs, metric="test"))
 R.results(runs, CONTROLS)
 
 # %% mystnb={"figure": {"caption": "Train and test cross-entropy of the controls beside the trained mixer's embeddings with the mixer matcher ({glue:md}`seeds-retrieval-controls-curves`).", "name": "retrieval-controls-curves"}}
-fig = R.curves(runs, CONTROLS)
 nb.caption("retrieval-controls-curves", {n: runs[n] for n in CONTROLS if runs.get(n)})
+fig = R.curves(runs, CONTROLS)
 
 # %% [markdown]
 # The autoencoder itself (trained with the flat d_model=512 mixer's stories, steps and learning rate): its
