@@ -862,15 +862,14 @@ def seeds_phrase(groups: Mapping[str, Sequence], spread: str = "bands") -> str:
     return f"each arm's mean over its seeds ({by_n}), {spread} span them where there is more than one"
 
 
-def caption(key: str, groups: Mapping[str, Sequence], spread: str = "bands") -> str:
+def caption(key: str, groups: Mapping[str, Sequence], spread: str = "bands") -> None:
     """Glue :func:`seeds_phrase` of ``groups`` as ``seeds-<key>`` for the figure's caption to paste
-    (``{glue:md}`seeds-<key>```): a caption's count of seeds is the runs', never typed. Returns the phrase."""
+    (``{glue:md}`seeds-<key>```): a caption's count of seeds is the runs', never typed. Returns nothing, so that as a
+    figure cell's last line it shows no second output (which would repeat the figure's caption and name)."""
     from IPython.display import Markdown
     from myst_nb import glue
 
-    phrase = seeds_phrase(groups, spread)
-    glue(f"seeds-{key}", Markdown(phrase), display=False)
-    return phrase
+    glue(f"seeds-{key}", Markdown(seeds_phrase(groups, spread)), display=False)
 
 
 def learned_arms(groups: Mapping[str, Sequence], metric: str = "val") -> tuple[list[str], list[str], list[str]]:
