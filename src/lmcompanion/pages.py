@@ -369,8 +369,7 @@ def _other_profiles(chapter: str, profile: str) -> str:
 def headline_arms(chapter: str) -> list[str]:
     """The experiments of the chapter's headline comparisons (declared in the registry), or, for a chapter with none,
     all of its experiments: the models a conclusion's size statement counts."""
-    arms = [a for h in experiments.headlines(chapter) for a in h.arms]
-    return list(dict.fromkeys(arms)) or experiments.chapter_names(chapter)
+    return list(experiments.headline_arms(chapter)) or experiments.chapter_names(chapter)
 
 
 def _models_word(chapter: str) -> str:
