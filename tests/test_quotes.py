@@ -115,14 +115,7 @@ def test_every_ledger_quotation_is_the_write_ups_words(chapter):
     assert not wrong, f"{chapter}: ledger quotations that are not in the write-up: {wrong}"
 
 
-# The retrieval chapter is being rebuilt (issue 50 leaves it to that work); its prose quotes four spans that are not
-# the write-up's words ("mean [min, max]"; "far worse than the bidirectional mixer and practically no learning occurs";
-# the lowest-loss transformer's settings twice). Strict: the test fails here once they are fixed, so the mark goes.
-PROSE = [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="the retrieval chapter's prose misquotes, "
-                                                 "left to its rebuild")) if c == "retrieval" else c for c in CHAPTERS]
-
-
-@pytest.mark.parametrize("chapter", PROSE)
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_quotation_in_a_chapters_prose_is_the_write_ups_words(chapter):
     text = _write_up(chapter)
     pages_ = [REPO / "book" / chapter / "index.md", *sorted((REPO / "notebooks" / chapter).glob("*.py"))]

@@ -70,7 +70,7 @@ R.pairs_table(cfg)
 #
 # For each embedder and candidate count: the trained matcher's top-1 accuracy on the test items, cosine similarity's
 # and the nearest candidate's by L1 and by L2 distance on the same items and embeddings, BM25's on the same items'
-# texts, and chance (one over the number of candidates). Each is "mean [min, max]" over the seeds (each seed has its
+# texts, and chance (one over the number of candidates). Each is `mean [min, max]` over the seeds (each seed has its
 # own embedder run and candidate draws). The verdicts on these metrics are in the chapter's last notebook.
 
 # %%

@@ -24,7 +24,7 @@
 #   not give its width; ours is 512 wide, like the untrained control, trained with the flat d_model=512 mixer's
 #   stories, steps and learning rate;
 # - a **bidirectional transformer as the matching model** "to learn the retrieval pairs from the transformer's
-#   embeddings": "far worse than the bidirectional mixer and practically no learning occurs". It is trained on the
+#   embeddings": "far worse than the bidirectional mixer and that practically no learning occurs". It is trained on the
 #   d_model=1024 Llama's embeddings and compared with the mixer matcher on the same embeddings. The original's
 #   transformer matcher runs its attention across the *batch* axis (PyTorch's `batch_first=False` with batch-first
 #   inputs); that behaviour is a second arm. Neither transformer matcher runs at the `cpu` profile: their rows need
