@@ -98,6 +98,19 @@ def test_a_landing_page_shows_its_headline_verdicts_first_and_every_row_once():
     assert "How the headline comparison is run" in page  # the method, folded after the verdicts
 
 
+def test_a_decided_headline_verdict_shows_its_size_on_the_first_screen():
+    """Issue 54, item 1: the first screen gives a decided headline's size (its effect beside the write-up's, their
+    ratio and flags) and that its arms learned; a row not decided shows its badge's reason only."""
+    effect = "-0.446 ± 0.023; the write-up's -0.013, ours 34.3× it; ⚑ 10× the write-up's effect or more"
+    row = {"chapter": "mixer", "claim": "the flat mixer wins", "headline": True, "group": "training",
+           "outcome": "holds", "verdict": "holds", "effect": effect, "profile": "cpu"}
+    (line,) = pages.headline_verdicts([row], "cpu")
+    assert line.endswith(f"the flat mixer wins (effect {effect}; every arm learned)")
+    undecided = {**row, "outcome": pages.NOT_DECIDED, "verdict": "not decided: an arm has not learned"}
+    (line,) = pages.headline_verdicts([undecided], "cpu")
+    assert "every arm learned" not in line and "-0.446" not in line
+
+
 def test_no_generated_page_says_1_claims_or_a_share_with_three_decimals():
     import re
 

@@ -577,8 +577,19 @@ def headline_verdicts(rows: list[dict], profile: str) -> list[str]:
     for r in rows:
         if r.get("headline") and group_of(r) == TRAINING:
             why = override(r)
-            out.append(f"- {badge(r, profile)} {_md(r['claim'])}" + (f"<br>{_md(why)}" if why else ""))
+            out.append(f"- {badge(r, profile)} {_md(r['claim'])}{headline_size(r)}"
+                       + (f"<br>{_md(why)}" if why else ""))
     return out
+
+
+def headline_size(row: dict) -> str:
+    """A decided headline verdict's size for the first screen, after its claim: its effect with the write-up's, their
+    ratio, its flags and its gap's trend (the row's effect text), and that its arms learned (a verdict is only given
+    where they did); "" for a row not decided (its badge says why) or without an effect."""
+    effect = (row.get("effect") or "").strip()
+    if row["outcome"] not in (HOLDS, FAILS) or not effect:
+        return ""
+    return f" (effect {_md(effect)}; every arm learned)"
 
 
 def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
@@ -697,7 +708,7 @@ def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str
         counts = _outcome_counts(claims_about_training(mine))
         found = ", ".join(f"{counts[o]} {(WORD if counts[o] == 1 else WORDS)[o]}" for o in OUTCOMES if counts[o])
         first = lead(c, mine)
-        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}" for r in mine
+        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}{headline_size(r)}" for r in mine
                 if r.get("headline") and group_of(r) == TRAINING]
         lines += [f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
                   + (f"{_md(first)} " if first else "") + ("Headline: " + "; ".join(head) + ". " if head else "")
