@@ -51,12 +51,13 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book runs notebooks test tests unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test test-slow tests unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
 	@echo "make runs [PROFILE=cpu]   train every run the book reads, JOBS processes at a time (make book does this first)"
-	@echo "make test                 unit tests + nbval + warning-free smoke build"
+	@echo "make test                 unit tests + nbval + warning-free smoke build (the slow tier apart)"
+	@echo "make test-slow            the slow tier: process and signal tests, the GPU pack, offline paper plans, the slot rehearsal"
 	@echo "make page-check [HTML=_build/html]  read a built book in headless Chromium at three widths (figures, tables, math, links)"
 	@echo "make references           re-execute the nbval references (tests/nbval) at the smoke profile"
 	@echo "make lock                 regenerate requirements/lock.txt from pyproject.toml (after changing a dependency)"
@@ -173,7 +174,20 @@ tests: test
 # core idle at the end.
 unit: $(INSTALLED)
 	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
-	  --dist worksteal --durations=15
+	  --dist worksteal --durations=15 -m "not slow"
+
+# The slow tier (tests/conftest.py SLOW: each test 9 s or more on the 2-core build machine, about 730 of the unit
+# tests' 1,000 CPU seconds), then the slot rehearsal over a fresh smoke run store (trained by the pool, as make nbval
+# trains its own). CI runs it after make test (.ci/run).
+test-slow: $(INSTALLED)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)python -m pytest -q tests -p no:cacheprovider --numprocesses $(JOBS) \
+	  --dist worksteal --durations=15 -m slow
+	runs=$$(mktemp -d) && export LMC_RUNS_DIR=$$runs LMC_PROGRESS=0 OMP_NUM_THREADS=$(THREADS) \
+	  TORCHINDUCTOR_CACHE_DIR=$$runs-inductor && \
+	  $(BIN)python -m lmcompanion train-chapter all --profile smoke --jobs $(JOBS) --threads $(THREADS) \
+	    --no-progress && \
+	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
+	  status=$$?; rm -rf $$runs $$runs-inductor; exit $$status
 
 # In a fresh run store, as `make book` does: every run the smoke notebooks read is trained first by the pool (JOBS
 # processes, THREADS threads each; a run trained there is bit for bit the run a notebook trains), then the committed
@@ -181,9 +195,9 @@ unit: $(INSTALLED)
 # worker, in order, in one kernel), reading those runs, and their outputs compared (exactly, after the sanitizer
 # removes decimal numbers and verdict words); then every number the runs recorded is compared with
 # tests/nbval/runs.json within the tolerance of tests/regression.py. All run with THREADS threads, as the book's
-# notebooks do and `make references` did, so the check does not depend on the machine's core count. The rehearsal's
-# compiled kernels go to a fresh Inductor cache: a shared one may hold kernels built for another instruction set
-# (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed).
+# notebooks do and `make references` did, so the check does not depend on the machine's core count. Compiled
+# kernels (here and in the rehearsal of make test-slow) go to a fresh Inductor cache: a shared one may hold kernels
+# built for another instruction set (ATEN_CPU_CAPABILITY=avx2 on an AVX-512 machine read them and crashed).
 # The verdict notebooks first: they take longest (benches, the appendix's counts), and started last they would leave
 # one core idle at the end (--no-loadscope-reorder keeps this order; xdist would start the notebooks with most cells).
 NBVAL_NB := $(sort $(wildcard tests/nbval/*/*.ipynb))
@@ -197,8 +211,7 @@ nbval: $(INSTALLED)
 	  $(BIN)python -m pytest -q -p no:cacheprovider --numprocesses $(JOBS) --dist loadfile \
 	    --no-loadscope-reorder --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	    $(NBVAL_ORDER) && \
-	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py && \
-	  LMC_REHEARSAL_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/test_campaign.py -k rehearsal; \
+	  LMC_REGRESSION_RUNS=$$runs $(BIN)python -m pytest -q -p no:cacheprovider tests/check_runs.py; \
 	  status=$$?; rm -rf $$runs $$runs-inductor; exit $$status
 
 # The book rendered from the smoke references, with warnings as errors.

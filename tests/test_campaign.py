@@ -175,13 +175,13 @@ def _cut_off_at(monkeypatch, step):
 
 def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut_off_loses_one_step(
         tmp_path, monkeypatch, capsys):
-    # `make nbval` runs this test over the run store its notebooks have just trained: the campaign's smoke runs are
-    # the runs the notebooks read (tests/test_plan.py), so they are reused, not trained twice (the rehearsal then
-    # takes well under a minute instead of several); what it rehearses is the plan, the check, the benches, the
-    # recording, the cut-off and the resumption. Training itself is what nbval has just checked.
+    # `make test-slow` runs this test over a smoke run store the pool has just trained, as `make nbval` trains the
+    # notebooks' own: the campaign's smoke runs are the runs the notebooks read (tests/test_plan.py), so they are
+    # reused, not trained twice; what it rehearses is the plan, the check, the benches, the recording, the cut-off and
+    # the resumption. Training itself is what nbval checks.
     store = os.environ.get("LMC_REHEARSAL_RUNS")
     if not store:
-        pytest.skip("run by `make nbval` over the notebooks' run store (set LMC_REHEARSAL_RUNS to a smoke store)")
+        pytest.skip("run by `make test-slow` over a smoke run store (set LMC_REHEARSAL_RUNS to a smoke store)")
     monkeypatch.setenv("LMC_RUNS_DIR", store)
     # every step of the plan, each arm with one seed (the smoke profile's two would double the runs and rehearse no
     # other code)
