@@ -156,6 +156,8 @@ def test_the_chance_line_counts_only_the_tested_rows():
     assert "no more than 4 claims each way" in line
     assert "fewer than one of them" in pages.chance_line(rows[:6]) and "6 claims were tested" in pages.chance_line(rows[:6])
     assert pages.chance_line([{"outcome": "not decided at this scale"}]).startswith("No claim")
+    one = pages.chance_line(rows[:1])  # 19 times in 20 no claim of one holds by chance: said in words, not as 0
+    assert one.endswith("and 19 times in 20 none either way.") and "no more than 0" not in one
 
 
 def test_the_scale_a_verdict_names_is_read_back_from_its_words():

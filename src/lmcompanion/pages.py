@@ -311,7 +311,8 @@ def chance_line(rows: list[dict]) -> str:
     return (f"**Many tests at {ALPHA:.0%}.** {plural(n, 'claim')} {'were' if n != 1 else 'was'} tested ({decided} "
             f"decided). Were the arms of every one of them in truth equal, each would hold by chance at most "
             f"{ALPHA:.0%} of the time, and not hold as often: on average {about} of them would hold and as many not "
-            f"hold, and 19 times in 20 no more than {plural(k, 'claim')} each way.")
+            f"hold, and 19 times in 20 " + (f"no more than {plural(k, 'claim')} each way." if k else
+                                             "none either way."))
 
 
 def _link(r: dict, prefix: str) -> str:
