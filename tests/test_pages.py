@@ -146,6 +146,10 @@ def test_badges_say_the_outcome_its_scale_and_why_and_a_gate_override_says_why_i
     assert pages.override(_gated_row([1.67, 1.75], "p = 0.30")) == ""  # the test did not decide: nothing overridden
     assert pages.override(held | {"chance": "p = 0.004"}) == ""
     assert "The test alone says" in pages._cell(row) and pages._row_line(row, "notebooks", "cpu").count("<br>") == 1
+    # the intro's short form beside the claim, and nothing where the gate overrides nothing
+    assert pages.override_short(_gated_row([1.67, 1.75], "p = 0.004")) == (
+        " (the test alone says *holds*, p = 0.004; the learning gate overrides it)")
+    assert pages.override_short(_gated_row([1.67, 1.75], "p = 0.30")) == "" == pages.override_short(held)
 
 
 def test_the_chance_line_counts_only_the_tested_rows():

@@ -242,13 +242,28 @@ def p_value(chance: str | None) -> float | None:
     return float(m.group(2)) if m else None
 
 
-def override(row: dict) -> str:
-    """One line where the learning gate overrides a decisive test: what the test alone would say and why the gate
-    does not let it ("" where it does not override: the test was not decisive, or the row is decided)."""
+def _overridden(row: dict) -> str:
+    """What a decisive test overridden by the learning gate would have said (an outcome), "" where the gate
+    overrides nothing (the test was not decisive, or the row is decided)."""
     p = p_value(row.get("chance"))
     if row["outcome"] != NOT_DECIDED or "not learned" not in row["verdict"] or p is None or p > ALPHA:
         return ""
-    would = FAILS if ("against the claim" in row["verdict"] or "opposite" in (row.get("chance") or "")) else HOLDS
+    return FAILS if ("against the claim" in row["verdict"] or "opposite" in (row.get("chance") or "")) else HOLDS
+
+
+def override_short(row: dict) -> str:
+    """The intro's form of :func:`override`, after the claim: what the test alone says and that the gate overrides
+    it ("" where it overrides nothing); the chapter's page gives the arms' shortfall."""
+    would = _overridden(row)
+    return f" (the test alone says *{WORD[would]}*, {row['chance']}; the learning gate overrides it)" if would else ""
+
+
+def override(row: dict) -> str:
+    """One line where the learning gate overrides a decisive test: what the test alone would say and why the gate
+    does not let it ("" where it does not override: the test was not decisive, or the row is decided)."""
+    would = _overridden(row)
+    if not would:
+        return ""
     short = [a for a in (_arm_of(x) for x in row.get("arms") or []) if not a.learned]
     arms = "; ".join(_shortfall(a) for a in short)
     return (f"The test alone says *{WORD[would]}* ({row['chance']}), but the learning gate overrides it: {arms}, so "
@@ -709,7 +724,7 @@ def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str
         counts = _outcome_counts(claims_about_training(mine))
         found = ", ".join(f"{counts[o]} {(WORD if counts[o] == 1 else WORDS)[o]}" for o in OUTCOMES if counts[o])
         first = lead(c, mine)
-        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}{headline_size(r)}" for r in mine
+        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}{headline_size(r)}{override_short(r)}" for r in mine
                 if r.get("headline") and group_of(r) == TRAINING]
         lines += [f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
                   + (f"{_md(first)} " if first else "") + ("Headline: " + "; ".join(head) + ". " if head else "")
