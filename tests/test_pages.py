@@ -102,10 +102,15 @@ def test_a_decided_headline_verdict_shows_its_size_on_the_first_screen():
     """Issue 54, item 1: the first screen gives a decided headline's size (its effect beside the write-up's, their
     ratio and flags) and that its arms learned; a row not decided shows its badge's reason only."""
     effect = "-0.446 ± 0.023; the write-up's -0.013, ours 34.3× it; ⚑ 10× the write-up's effect or more"
+    arm = {"label": "flat_d512", "reference": "the unigram loss (validation)", "level": 6.0, "values": [4.7, 4.8],
+           "at": "final", "kind": "loss"}
     row = {"chapter": "mixer", "claim": "the flat mixer wins", "headline": True, "group": "training",
-           "outcome": "holds", "verdict": "holds", "effect": effect, "profile": "cpu"}
+           "outcome": "holds", "verdict": "holds", "effect": effect, "profile": "cpu", "arms": [arm]}
     (line,) = pages.headline_verdicts([row], "cpu")
     assert line.endswith(f"the flat mixer wins (effect {effect}; every arm learned)")
+    short = {**arm, "values": [5.7, 4.8]}  # read from the arms: one seed 0.3 nats below its line has not learned
+    (line,) = pages.headline_verdicts([{**row, "arms": [arm, short]}], "cpu")
+    assert line.endswith(f"(effect {effect})")
     undecided = {**row, "outcome": pages.NOT_DECIDED, "verdict": "not decided: an arm has not learned"}
     (line,) = pages.headline_verdicts([undecided], "cpu")
     assert "every arm learned" not in line and "-0.446" not in line

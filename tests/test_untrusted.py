@@ -372,8 +372,7 @@ def test_a_pack_file_that_would_unpack_to_more_than_it_says_stops_at_the_bound(t
 def campaign_steps():
     """The campaign's first step, its first bench, made as ``campaign.steps`` makes it (without planning every run:
     counting their FLOPs took most of this file's time)."""
-    first = campaign.bench.benched("smoke", "cpu")[0]
-    return [campaign.Step(campaign.bench.step_name(first), "bench", 0.0, 1, first)]
+    return [campaign.plan.bench_step(campaign.bench.benched("smoke", "cpu")[0], "smoke")]
 
 
 @SETTINGS

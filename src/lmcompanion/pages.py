@@ -593,19 +593,25 @@ def headline_verdicts(rows: list[dict], profile: str) -> list[str]:
     for r in rows:
         if r.get("headline") and group_of(r) == TRAINING:
             why = override(r)
-            out.append(f"- {badge(r, profile)} {_md(r['claim'])}{headline_size(r)}"
-                       + (f"<br>{_md(why)}" if why else ""))
+            out.append(f"- {_headline_item(r, profile)}" + (f"<br>{_md(why)}" if why else ""))
     return out
 
 
 def headline_size(row: dict) -> str:
     """A decided headline verdict's size for the first screen, after its claim: its effect with the write-up's, their
-    ratio, its flags and its gap's trend (the row's effect text), and that its arms learned (a verdict is only given
-    where they did); "" for a row not decided (its badge says why) or without an effect."""
+    ratio, its flags and its gap's trend (the row's effect text), and, read from its glued arms, that every one
+    learned; "" for a row not decided (its badge says why) or without an effect."""
     effect = (row.get("effect") or "").strip()
     if row["outcome"] not in (HOLDS, FAILS) or not effect:
         return ""
-    return f" (effect {_md(effect)}; every arm learned)"
+    arms = [_arm_of(a) for a in row.get("arms") or []]
+    learned = "; every arm learned" if arms and all(a.learned for a in arms) else ""
+    return f" (effect {_md(effect)}{learned})"
+
+
+def _headline_item(row: dict, profile: str) -> str:
+    """A headline verdict as the first screens show it: its badge, its claim and its size."""
+    return f"{badge(row, profile)} {_md(row['claim'])}{headline_size(row)}"
 
 
 def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
@@ -724,7 +730,7 @@ def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str
         counts = _outcome_counts(claims_about_training(mine))
         found = ", ".join(f"{counts[o]} {(WORD if counts[o] == 1 else WORDS)[o]}" for o in OUTCOMES if counts[o])
         first = lead(c, mine)
-        head = [f"{badge(r, profiles[0])} {_md(r['claim'])}{headline_size(r)}{override_short(r)}" for r in mine
+        head = [f"{_headline_item(r, profiles[0])}{override_short(r)}" for r in mine
                 if r.get("headline") and group_of(r) == TRAINING]
         lines += [f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
                   + (f"{_md(first)} " if first else "") + ("Headline: " + "; ".join(head) + ". " if head else "")

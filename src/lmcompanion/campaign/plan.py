@@ -178,12 +178,18 @@ def slot_device(profile: str, device: str) -> str:
     return "cpu" if check_profile(profile) == "smoke" else "cuda"
 
 
+def bench_step(run: PlannedRun, profile: str) -> Step:
+    """The campaign's step that benches ``run`` (one of :func:`~lmcompanion.campaign.bench.benched`), with its stated
+    estimate; :func:`steps` numbers its priority."""
+    return Step(bench_mod.step_name(run), "bench", bench_mod.minutes(run.config, profile), 0, run)
+
+
 def steps(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None) -> list[Step]:
     """Every step of the campaign at ``profile`` but the check (each slot has its own), in priority order (see the
     module doc), with counted estimates."""
     check_profile(profile)
     benches = bench_mod.benched(profile, device)
-    first = Step(bench_mod.step_name(benches[0]), "bench", bench_mod.minutes(benches[0].config, profile), 0, benches[0])
+    first = bench_step(benches[0], profile)
     runs: list[Step] = []
     seen: set[str] = set()
     decided = group_claims()
@@ -195,7 +201,7 @@ def steps(profile: str = "gpu", *, device: str = "auto", seeds: int | None = Non
             runs.append(Step(r.id, "run", r.minutes(), 0, r, g))
         if group_runs:
             runs[-1].claims = decided[g]
-    tail = [Step(bench_mod.step_name(r), "bench", bench_mod.minutes(r.config, profile), 0, r) for r in benches[1:]]
+    tail = [bench_step(r, profile) for r in benches[1:]]
     out = [first, *runs, *tail]
     for i, s in enumerate(out):
         s.priority = i + 1
