@@ -36,17 +36,17 @@ from .analysis import (blind_offsets, blind_spot_frames, blind_spot_table, group
                        head_input_table, last_token_values, lr_schedules, position_losses, protocol_table,
                        schedule_table, test_table, window_losses)
 from .claims import CLAIMS
-from .compute import (at_compute_of, cost_curves, cost_table, end_of_repeat, experts_per_compute, gap_slopes,
-                      learned_points, mode_gaps, mode_table, MIN_POINTS)
+from .compute import (MIN_POINTS, at_compute_of, cost_curves, cost_table, end_of_repeat, experts_per_compute,
+                      gap_slopes, learned_points, mode_gaps, mode_table)
 from .facts import counted_flops, inference_flops, inference_table, sources_note, sources_table, unigram_reference
-from .rows import (faster_claim, fewer_flops_claim, finding_rows, in_mode, inference_claim, minutes_words,
-                   published_pair_or_none, same_loss_claim, same_margin, schedule_claim, similar_margin, twin, twins,
-                   ANCHOR, ATTN_COSTS_MORE, BASE, BEST_ATTN, BEST_REPEAT, BLIND, CONSTANT, COUNT_BASE, COUNT_VANILLA,
+from .rows import (ANCHOR, ATTN_COSTS_MORE, BASE, BEST_ATTN, BEST_REPEAT, BLIND, CONSTANT, COUNT_BASE, COUNT_VANILLA,
                    DENSE, DENSE_REPEAT, ENC_LENGTH, EVEN_MORE, EVEN_MORE_SAME, EXPERTS_HELP, FINDINGS, FREQUENCY, H,
                    INFERENCE_CUT, LAST_32, LAST_TOKEN, LATENT_LENGTH, LATENT_LOSS, LOT_FASTER, MERGE_MAX, MERGE_MEAN,
                    MLP, NO_GAINS, PERCEIVER, PERCEIVER_FASTER, PERCEIVER_WORSE, PER_COMPUTE, PER_COMPUTE_TREND,
                    POSITIONS, REPEAT, REPEAT_FASTER, S0, SCALES_BETTER, SCALES_WORDS, SCHEDULES, SHARED_CHEAPER,
-                   SHARED_MATCH, SIMILAR_AT_END, SWEEP, SWEEP_COUNTS, VANILLA, WIDE_ENC, WIDE_LATENT, WORDS)
+                   SHARED_MATCH, SIMILAR_AT_END, SWEEP, SWEEP_COUNTS, VANILLA, WIDE_ENC, WIDE_LATENT, WORDS,
+                   faster_claim, fewer_flops_claim, finding_rows, in_mode, inference_claim, minutes_words,
+                   published_pair_or_none, same_loss_claim, same_margin, schedule_claim, similar_margin, twin, twins)
 
 CHAPTER = "hourglass"
 
