@@ -26,7 +26,7 @@ MODULES = sorted(
 LAYERS = {
     0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths", "lmcompanion.untrusted", "lmcompanion.signals",
         "lmcompanion.resources"],  # files made elsewhere, the signal policy, folders and resource errors
-    1: ["lmcompanion.argtypes", "lmcompanion.config", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
+    1: ["lmcompanion.argtypes", "lmcompanion.config", "lmcompanion.contents", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
         "lmcompanion.ledger"],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries

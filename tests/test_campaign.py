@@ -27,7 +27,7 @@ from lmcompanion.train import RunStore
 
 from conftest import REPO
 
-CHAPTERS = ("ar_ed", "deepsight", "mixer", "retrieval", "hourglass", "formal_ed")
+CHAPTERS = tuple(experiments.chapters())
 QUIET = dict(log=lambda *a, **k: None)
 
 

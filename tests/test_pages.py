@@ -5,7 +5,7 @@ import shutil
 
 import nbformat
 
-from lmcompanion import pages
+from lmcompanion import experiments, pages
 
 from conftest import REPO
 
@@ -182,7 +182,7 @@ def test_the_scale_a_verdict_names_is_read_back_from_its_words():
 def test_the_summaries_are_written_with_the_other_pages(tmp_path):
     pages.write_pages(REFS, tmp_path)
     assert (tmp_path / "summary.md").read_text() == pages.summary(REFS)
-    for chapter in ("ar_ed", "mixer", "retrieval", "hourglass", "deepsight", "formal_ed"):
+    for chapter in experiments.chapters():
         assert (tmp_path / f"summary-{chapter}.md").is_file()
 
 

@@ -27,13 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from lmcompanion import pages
+from lmcompanion import contents, pages
 
 from conftest import REPO
 
 SEEDS = REPO.parent / "shared" / "seeds"
-WRITE_UP = {"formal_ed": "001", "ar_ed": "000", "deepsight": "003", "mixer": "002", "retrieval": "002",
-            "hourglass": "004"}  # the seeds' README maps each file to its chapter
+WRITE_UP = {c.name: c.seed for c in contents.chapters() if c.seed}  # declared; the seeds' README maps them
 LEDGER = pages.registered_claims()
 PLAIN = {"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-", "−": "-", "…": "...", "\u00a0": " "}
 DOUBLE = re.compile(r'"([^"\n]+)"')

@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, argtypes, campaign, experiments, models, pages, paths, recorded, resources, signals, train
+from . import __version__, argtypes, campaign, contents, experiments, models, pages, paths, recorded, resources, signals, train
 from . import untrusted
 from .argtypes import (device, existing_dir, existing_file, existing_path, minutes, nonnegative_int, output_dir,
                        output_file, override, positive_int, profile, seconds, seed)
@@ -262,6 +262,24 @@ def _cmd_pages(args) -> None:
           (f"; pages with outputs older than their source: {', '.join(stale)}" if stale else ""))
 
 
+def _cmd_contents(args) -> int:
+    root = paths.repo_root()
+    if root is None:
+        raise LMCError("contents: run it in the repository (it rewrites _toc.yml, book/intro.md and README.md there)")
+    found = contents.stale(root)
+    if args.write:
+        for rel in found:
+            target = root / rel
+            text = contents.expected(rel, target.read_text(encoding="utf-8"))
+            paths.atomic_write(target, text)
+        print(f"rewrote {', '.join(found)}" if found else "every file agrees with the chapters' declarations")
+        return 0
+    for rel in found:
+        print(f"{rel} disagrees with the chapters' declarations (chapter.toml): "
+              "`python -m lmcompanion contents --write` rewrites it")
+    return 1 if found else 0
+
+
 def _cmd_bench(args) -> None:
     result = bench(_planned(args, seed=0), steps=args.steps, warmup=args.warmup, bare=args.bare, rounds=args.rounds)
     for key, value in result.items():
@@ -408,6 +426,11 @@ def parser() -> argparse.ArgumentParser:
                    help="the notebooks' sources, to mark pages whose outputs are older than them")
     s.add_argument("--prefix", default="notebooks", help="the executed notebooks' folder as the book sees it")
     s.set_defaults(fn=_cmd_pages)
+
+    s = sub.add_parser("contents", help="check (or --write) _toc.yml and the intro's and README's chapter tables "
+                                        "against the chapters' declarations (chapter.toml)")
+    s.add_argument("--write", action="store_true", help="rewrite the files that disagree")
+    s.set_defaults(fn=_cmd_contents)
 
     s = sub.add_parser("bench", help="tokens/s, MFU and peak memory of an experiment's training step")
     s.add_argument("name")

@@ -22,7 +22,6 @@ import hashlib
 import importlib
 import json
 import math
-import pkgutil
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Sequence
 
 import nbformat
 
-from . import chapters, claims, experiments, ledger, learning, paths, plots
+from . import chapters, claims, contents, experiments, ledger, learning, paths, plots
 from .chapters import scale as scale_
 from .config import PROFILES
 from .errors import LMCError
@@ -40,9 +39,7 @@ from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCON
 
 GLUE_MIME = "application/papermill.record/text/plain"
 STALE_TAG = "lmcompanion-stale-outputs"
-CHAPTER_TITLES = {"prologue": "Prologue", "formal_ed": "Formal encoder–decoder", "ar_ed": "AR encoder–decoder",
-                  "deepsight": "DeepSight", "mixer": "Masked mixers (language modelling)",
-                  "retrieval": "Masked mixers (retrieval)", "hourglass": "Efficient hierarchical transformer"}
+CHAPTER_TITLES = contents.titles()  # as each chapter declares it, in the book's order
 
 
 def executed_notebooks(root: Path) -> list[tuple[str, Path, nbformat.NotebookNode]]:
@@ -892,10 +889,9 @@ def gap_figures(rows: list[dict], chapter: str, folder: Path) -> list[str]:
 
 
 def registered_claims() -> dict[str, list[ledger.Claim]]:
-    """The claims every chapter registers (:data:`lmcompanion.ledger.LEDGER`), after importing every module of
-    ``lmcompanion.chapters`` (a chapter registers its claims when its module is imported)."""
-    for module in pkgutil.walk_packages(chapters.__path__, chapters.__name__ + "."):
-        importlib.import_module(module.name)
+    """The claims every chapter registers (:data:`lmcompanion.ledger.LEDGER`), after importing every chapter's package
+    (:func:`lmcompanion.chapters.modules`: a chapter registers its claims when its package is imported)."""
+    chapters.modules()
     return ledger.LEDGER
 
 

@@ -17,7 +17,7 @@ import dataclasses
 
 import torch
 
-from .. import estimate, experiments
+from .. import contents, estimate, experiments
 from ..bench import bench, sweep
 from ..config import TrainConfig, check_profile
 from ..data import LMDataConfig
@@ -28,8 +28,7 @@ from ..run import RunConfig
 FORMAT = "lmcompanion-campaign-bench/1"
 # One gpu model per model family the chapters train with the shared trainer (the retrieval matcher reads another
 # run's embeddings, so its bench would first train that run: its speed is in its recorded runs' summaries).
-BENCH = ("ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "mixer/flat_d512", "mixer/llama_d512",
-         "hourglass/attn_384_32_e6", "formal_ed/adamw")
+BENCH = contents.bench()  # as each chapter declares it (chapter.toml), in the book's order
 # A bench's estimate (stated, until a slot has measured it): building the model and its data (token caches from the
 # pack) about 15 s; compiling a model of 12 to 52 blocks about 45 s (Inductor's caches make the runs of the same shape
 # that follow cheaper); the timed steps as the book's estimate gives them (lmcompanion.estimate).

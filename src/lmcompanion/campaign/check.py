@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import data as data_mod
-from .. import env, estimate, experiments, models, paths, signals
+from .. import contents, env, estimate, experiments, models, paths, signals
 from ..data.retrieval import RetrievalSource
 from ..experiments import pool
 from ..run import RunConfig
@@ -504,10 +504,7 @@ def merge(old: dict | None, new: dict) -> dict:
 # One experiment per model family, and per variant of a family whose code paths differ (Llama, GPT, the hybrids;
 # attention and repeat upsampling; the matcher as a mixer and as a transformer). tests/gpu_rehearsal.py
 # (`make gpu-rehearsal`) runs one step of each under bf16 autocast, eagerly and compiled, on the CPU.
-FAMILY_CASES = ("ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "formal_ed/adamw", "mixer/flat_d512",
-                "mixer/llama_d512", "mixer/gpt", "mixer/hybrid_sequential", "mixer/hybrid_parallel",
-                "hourglass/attn_384_32_e6", "hourglass/repeat_512_32_e6", "hourglass/vanilla",
-                "retrieval/autoencoder_d512", "retrieval/flat_d1024_c32", "retrieval/transformer_matcher_llama_d1024_c32")
+FAMILY_CASES = contents.family_cases()  # as each chapter declares them (chapter.toml), in the book's order
 
 
 def one_step(name: str, *, compile: bool, dtype: str = "bf16", profile: str = "smoke") -> dict:

@@ -27,13 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .. import claims, experiments, nb
-from ..chapters import ar_ed as ar_ed_chapter  # noqa: F401  (each chapter registers its rows: lmcompanion.claims)
-from ..chapters import deepsight as deepsight_chapter  # noqa: F401
-from ..chapters import formal_ed as formal_ed_chapter  # noqa: F401
-from ..chapters import hourglass as hourglass_chapter  # noqa: F401
-from ..chapters import mixer as mixer_chapter
-from ..chapters import retrieval as retrieval_chapter  # noqa: F401
+from .. import chapters  # noqa: F401  (every chapter registers its rows: lmcompanion.claims)
+from .. import claims, contents, experiments, nb
 from ..config import check_profile
 from ..data import corpora
 from ..errors import LMCError
@@ -59,39 +54,36 @@ class Group:
     tier: int  # 1: the chapter's headline comparison (the registry's); 2: the rest of its rows' arms; 3: illustrations
 
 
-_RETRIEVAL_REST = ("retrieval/flat_d1024_c128", "retrieval/llama_d1024_c128", "retrieval/flat_d512_c32",
-                   "retrieval/llama_d512_c32", "retrieval/flat_d512_c128", "retrieval/llama_d512_c128")
-
-
 def _headline(chapter: str) -> Group:
     """The chapter's headline comparison (declared once, in the experiment registry) as a tier-1 group."""
     h = experiments.headlines(chapter)[0]
     return Group(chapter, h.label, h.arms, 1)
 
 
-# In priority order. Tier 1 first: each chapter's headline comparison, cheapest first (the estimated H100 minutes of
-# its runs at gpu, five seeds per arm, runs they read included, are in the comments: `campaign --plan` prints them),
-# so that the first slots decide as many headline claims as they can; then tier 2, cheapest first; then tier 3, each
-# chapter's illustrating arms (:func:`_illustrations`). The formal chapter's claims are decided at the cpu profile
-# already (its verdicts do not hinge on scale), so its runs wait for tier 2.
-GROUPS: tuple[Group, ...] = (
-    _headline("mixer"),  # 2.6 min
-    _headline("hourglass"),  # 4.0 min
-    _headline("retrieval"),  # 8.0 min
-    _headline("ar_ed"),  # 12.3 min
-    _headline("deepsight"),  # 22.7 min
-    Group("mixer", "flat against expanded mixers at d=256 and d=512", ("mixer/flat_d256", "mixer/expanded_d512"),
-          2),  # 1.9 min
-    Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
-          tuple(mixer_chapter.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
-    Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
-    Group("retrieval", "the book's own setting: Wikipedia leads, 8,000 pairs at d=1024 (31 candidates)",
-          ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32"), 2),  # 7.0 min
-    Group("ar_ed", "positional subtraction alone and no embedding loss", ("ar_ed/pos_sub", "ar_ed/no_loss"), 2),  # 7.5
-    Group("retrieval", "matching at d=1024 with 127 candidates and at d=512", _RETRIEVAL_REST, 2),  # 12.5
-    Group("formal_ed", "the ED-Transformer trained with AdamW and by the literal ED-Training",
-          experiments.headline_arms("formal_ed"), 2),  # 12.9 min (headline arms: five seeds)
-)
+def _declared() -> tuple[Group, ...]:
+    """Tiers 1 and 2 as the chapters declare them (``[campaign]`` in ``chapters/<name>/chapter.toml``), in their
+    declared priority: each chapter's headline comparison (tier 1; the arms are the experiment registry's), then its
+    other groups (tier 2; ``arms = "headline"`` for the headline arms, trained at five seeds)."""
+    ranked = []
+    for c in contents.chapters():
+        if c.headline_priority is not None:
+            ranked.append((c.headline_priority, _headline(c.name)))
+        for g in c.groups:
+            arms = experiments.headline_arms(c.name) if g.arms == "headline" else g.arms
+            ranked.append((g.priority, Group(c.name, g.label, tuple(arms), 2)))
+    priorities = [p for p, _ in ranked]
+    if len(set(priorities)) != len(priorities):
+        raise LMCError(f"two campaign groups declare the same priority: {sorted(priorities)} (chapter.toml files)")
+    return tuple(g for _, g in sorted(ranked, key=lambda pg: pg[0]))
+
+
+# In priority order, as the chapters declare it. Tier 1 first: each chapter's headline comparison, cheapest first
+# (the estimated H100 minutes of its runs at gpu, five seeds per arm, runs they read included, are in the
+# declarations' comments: `campaign --plan` prints them), so that the first slots decide as many headline claims as
+# they can; then tier 2, cheapest first; then tier 3, each chapter's illustrating arms (:func:`_illustrations`). The
+# formal chapter's claims are decided at the cpu profile already (its verdicts do not hinge on scale), so its runs
+# wait for tier 2.
+GROUPS: tuple[Group, ...] = _declared()
 TIERS = {1: "the headline comparisons", 2: "the other arms of the chapters' verdict rows", 3: "the illustrating arms"}
 
 

@@ -5,15 +5,18 @@ the write-up's label and published numbers, and where and how it runs (:mod:`.re
 profile)`` gives the runs a notebook reads and the CLI trains (:mod:`.plan`), each trained or reused by
 ``PlannedRun.train()``; ``config(name, profile, seed=..., device=..., overrides=...)`` gives one run config.
 
-Each chapter's module (``ar_ed``, ``deepsight``, ...) registers its experiments in :mod:`.registry` when this
-package imports it.
+Each chapter's modules here (``ar_ed``, ``deepsight``, ...) register its experiments in :mod:`.registry` when this
+package imports them: the modules the chapters declare (``experiments`` in ``chapters/<name>/chapter.toml``, read
+by :mod:`lmcompanion.contents`), in the book's order.
 """
 
 from __future__ import annotations
 
+import importlib
+
+from .. import contents
 from ..config import suggest
 from ..errors import ConfigError
-from . import ar_ed, baselines, deepsight, formal_ed, hourglass, mixer, retrieval  # noqa: F401  (they register their experiments)
 from .labels import arm_label, passes, published
 from .plan import (DEFAULT_SEEDS, HEADLINE_SEEDS, ILLUSTRATION_SEEDS, PlannedRun, chapter_names, config, has_short_run, illustrates,
                    minutes_total, plan, planned, reads_illustrations, resolve_device, runs_at, seeds_of, shortened, steps_scaled)
@@ -21,7 +24,10 @@ from .headline_comparisons import (CPU_RULE, HEADLINES, ILLUSTRATION_RULE, Headl
                                    illustration_steps, is_headline)
 from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedure, get, register, where_they_run
 
-CHAPTERS = ("prologue", "formal_ed", "ar_ed", "deepsight", "mixer", "retrieval", "hourglass")
+for _module in contents.experiment_modules():  # each registers its experiments
+    importlib.import_module(f"{__name__}.{_module}")
+
+CHAPTERS = contents.names()  # every chapter of the book, in its order (the prologue's runs are another chapter's)
 
 
 def all_experiments() -> dict[str, Experiment]:
@@ -29,8 +35,9 @@ def all_experiments() -> dict[str, Experiment]:
 
 
 def chapters() -> list[str]:
-    """The chapters that have experiments, in registration order."""
-    return list(dict.fromkeys(e.chapter for e in REGISTRY.values()))
+    """The chapters that have experiments, in the book's order."""
+    have = {e.chapter for e in REGISTRY.values()}
+    return [c for c in CHAPTERS if c in have]
 
 
 def names(chapter: str | None = None) -> list[str]:

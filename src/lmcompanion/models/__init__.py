@@ -1,9 +1,9 @@
 """Models: one module per write-up plus shared layers, behind one interface (:class:`base.Model`).
 
 Each family is a frozen config dataclass (with a ``family`` class attribute) and a :class:`base.Model` built from
-it. This package is the registry: it imports every family module and maps the family name to its (config, model)
-classes. The family modules never import this package back. ``build(config)`` makes the module;
-``num_params(config)`` counts without allocating.
+it. This package is the registry: it imports every family module the chapters declare (``chapter.toml``, read by
+:mod:`lmcompanion.contents`) and maps the family name to its (config, model) classes. The family modules never
+import this package back. ``build(config)`` makes the module; ``num_params(config)`` counts without allocating.
 """
 
 from __future__ import annotations
@@ -11,30 +11,31 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import json
 
 import torch
 
-from .. import fingerprint, paths, untrusted
+from .. import contents, fingerprint, paths, untrusted
 from ..config import suggest
 from ..errors import ConfigError, LMCError
-from . import ar_ed, baseline, deepsight, formal_ed, hourglass, matcher, mixer, transformer
 from .base import LanguageModel, Model, ModelOutput, count_params, counted_flops_per_token
 
-FAMILIES: dict[str, tuple[type, type]] = {
-    config.family: (config, model)
-    for config, model in [
-        (baseline.BaselineConfig, baseline.Baseline),
-        (ar_ed.AREDConfig, ar_ed.AREncoderDecoder),
-        (deepsight.DeepSightConfig, deepsight.DeepSight),
-        (formal_ed.FormalEDConfig, formal_ed.FormalED),
-        (mixer.MixerConfig, mixer.MaskedMixer),
-        (transformer.TransformerConfig, transformer.Transformer),
-        (hourglass.HourglassConfig, hourglass.Hourglass),
-        (matcher.MatcherConfig, matcher.Matcher),
-        (matcher.AutoencoderConfig, matcher.MixerAutoencoder),
-    ]
-}
+
+def _declared() -> dict[str, tuple[type, type]]:
+    """family -> (config class, model class), from the chapters' declarations (:mod:`lmcompanion.contents`)."""
+    out = {}
+    for module, config_name, model_name in contents.families():
+        found = importlib.import_module(f"{__name__}.{module}")
+        config, model = getattr(found, config_name), getattr(found, model_name)
+        if config.family in out:
+            raise ConfigError(f"model family {config.family!r} is declared twice (chapter.toml files): declare it in "
+                              "the chapter that brings it")
+        out[config.family] = (config, model)
+    return out
+
+
+FAMILIES: dict[str, tuple[type, type]] = _declared()
 
 
 def families() -> dict[str, tuple[type, type]]:
