@@ -51,7 +51,7 @@ PROFILE_STAMP := _build/.profile
 SMOKE_SRC := _build/smoke-src
 
 # book/, notebooks/ and tests/ are folders too: without .PHONY make would think these targets are done.
-.PHONY: help install lock book runs notebooks test test-slow tests unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
+.PHONY: help install lock book runs notebooks test test-slow tests lint unit nbval smoke-book page-check references slot-rehearsal clean clean-runs FORCE
 
 help:
 	@echo "make book [PROFILE=cpu|gpu|paper|smoke] [NBPARAMS='-p device cuda']  build the book (_build/html)"
@@ -161,11 +161,19 @@ book: $(INSTALLED)
 	@echo "Built the book at the $(PROFILE) profile: $(abspath _build/html/index.html)"
 
 test: $(INSTALLED)
+	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) nbval
 	$(MAKE) smoke-book
 
 tests: test
+
+# The formatter and the linter ([tool.ruff] in pyproject.toml), checking only: `ruff format` and `ruff check --fix`
+# repair what they find. Then the chapters' declarations against _toc.yml and the intro's and README's tables.
+lint: $(INSTALLED)
+	$(BIN)ruff format --check --quiet
+	$(BIN)ruff check --quiet
+	$(BIN)python -m lmcompanion contents
 
 # The unit tests run in JOBS worker processes (pytest-xdist; default one per core), THREADS threads each: their models
 # are tiny, and run faster on one thread (much faster than two threads each on a busy machine); a test that compares
