@@ -144,7 +144,7 @@ endif
 # The source of a build, linked from the intro (the book carries the code that made it): the project's files as they
 # are on disk (tracked or not, committed or not), without build products, run outputs or executed notebooks; written
 # under a temporary name and renamed whole.
-SOURCE_FILES := README.md LICENSE CITATION.cff CONTRIBUTING.md Makefile pyproject.toml environment.yml _config.yml \
+SOURCE_FILES := README.md docs LICENSE CITATION.cff CONTRIBUTING.md Makefile pyproject.toml environment.yml _config.yml \
   _toc.yml .ci requirements src notebooks book tests
 define source-archive
 	mkdir -p $(1) && tar -czf $(1)/.lmcompanion-source.tar.gz.tmp$$$$ --exclude=book/generated \
@@ -255,7 +255,7 @@ references: $(INSTALLED)
 	  done && $(BIN)python tests/regression.py dump $$runs tests/nbval/runs.json; \
 	  status=$$?; rm -rf $$runs; exit $$status
 
-# Before a GPU slot (README, "A GPU slot"): one training step of every model family under bf16 autocast, eagerly and
+# Before a GPU slot (docs/campaign.md): one training step of every model family under bf16 autocast, eagerly and
 # under torch.compile, on the CPU, so that dtype and graph errors appear here. About 11 minutes on the 2-core build
 # machine (Inductor compiles 15 models), so not part of `make test`.
 gpu-rehearsal: $(INSTALLED)

@@ -60,6 +60,8 @@ SLOW = (
     "test_campaign.py::test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gpt2_small_and_decides_headlines",
     "test_pool.py::test_train_chapter_all_plans_every_chapter_once",
     "test_fault_classes.py::test_every_output_a_command_writes_is_written_whole_under_a_temporary_name[campaign]",
+    # the README's steps for adding a chapter, in a copy of the repository, up to a built page (about a minute)
+    "test_add_chapter.py::test_a_chapter_added_by_the_readme_s_steps_builds_its_page",
 )
 
 

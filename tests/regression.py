@@ -9,7 +9,7 @@ learning rates, evaluations). After nbval has re-executed the notebooks in a fre
 
     |ours - reference| <= ATOL + RTOL * |reference|     for every recorded value
 
-RTOL and ATOL were set from measurements (the README gives them): runs of the references on AVX-512 and AVX2
+RTOL and ATOL were set from measurements (docs/reliability.md gives them): runs of the references on AVX-512 and AVX2
 kernels, with 1 and 2 threads, differ by far less, and a change of the learning rate by 10% moves the results by
 far more (``tests/test_regression.py`` checks both directions).
 

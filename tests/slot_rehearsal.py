@@ -1,4 +1,4 @@
-"""The GPU slot rehearsed on the CPU as it will run there (``make slot-rehearsal``; README, "A GPU slot").
+"""The GPU slot rehearsed on the CPU as it will run there (``make slot-rehearsal``; docs/campaign.md).
 
 From a fresh clone of the repository's last commit ("here"), at the smoke profile with one seed per arm and two
 lanes (two runs side by side, a process each):

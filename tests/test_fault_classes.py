@@ -6,7 +6,7 @@ each one. A command added later fails :func:`test_every_command_is_a_door_of_eve
 and an argument added later fails :func:`test_every_argument_is_checked_where_it_is_parsed` until it has a checked
 type; from then on it is in every test below.
 
-The classes (README, "Reliability: what the project promises"):
+The classes (docs/reliability.md, "Reliability: what the project promises"):
 
 1. arguments: every value is checked where it is parsed; the error names the argument and what it takes; exit 2;
 2. typos: a path that does not exist, or a file where a folder is expected (or the reverse), is an error naming it,

@@ -1,5 +1,5 @@
 """The package's metadata is true: every import declared and nothing declared unused, each extra sufficient for what
-it is for, the version written once, the license file present, the README's counts right."""
+it is for, the version written once, the license file present, the manual's counts right."""
 
 import ast
 import re
@@ -122,17 +122,18 @@ def test_the_license_the_metadata_names_is_there():
     assert re.search(r"^license: MIT$", (REPO / "CITATION.cff").read_text(), re.M)
 
 
-def test_the_readme_counts_the_smoke_notebooks():
+def test_the_manual_counts_the_smoke_notebooks():
+    """The README and docs/ (the manual) say how many smoke notebooks there are, and say it right."""
     count = len(list((REPO / "tests" / "nbval").rglob("*.ipynb")))
     assert count == len(list((REPO / "notebooks").rglob("*.py")))
-    readme = (REPO / "README.md").read_text()
-    said = re.findall(r"(\d+\+?) smoke(?:-profile)? notebooks|all (\d+) in", readme)
-    assert said, "the README no longer says how many smoke notebooks there are"
+    manual = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    said = re.findall(r"(\d+\+?) smoke(?:-profile)? notebooks|all (\d+) in", manual)
+    assert said, "neither the README nor docs/ says how many smoke notebooks there are"
     assert all(n == str(count) for pair in said for n in pair if n), (said, count)
 
 
 @pytest.mark.parametrize("python", ["3.11"])
 def test_requires_python_is_what_was_tried(python):
-    """The README says which Pythons were tried; requires-python admits those and no others."""
+    """docs/setup.md says which Pythons were tried; requires-python admits those and no others."""
     spec = Requirement(f"python{PROJECT['requires-python']}").specifier
     assert spec.contains(f"{python}.0") and not spec.contains("3.12.0") and not spec.contains("3.10.0")

@@ -90,7 +90,7 @@ def _perturbed(snapshot: dict, relative: float) -> dict:
 
 @pytest.mark.parametrize("relative", [1e-6, 3e-5, 2.2e-4, -2.2e-4])
 def test_a_small_float_perturbation_passes(reference_and_lr_change, relative):
-    """As large as the largest difference measured between CPUs and thread counts (2.1e-4, README)."""
+    """As large as the largest difference measured between CPUs and thread counts (2.1e-4, docs/reliability.md)."""
     reference, _ = reference_and_lr_change
     assert regression.compare(reference, _perturbed(reference, relative)) == []
 

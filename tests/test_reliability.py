@@ -1,6 +1,6 @@
 """Faults and bad inputs: each case ends with a clear message naming the fix, and nothing computed is lost or wrong.
 
-The cases are the ones of the README's reliability table. Every test here failed on the code before the fix.
+The cases are those of the reliability table (docs/reliability.md). Every test here failed on the code before the fix.
 """
 
 import ast
