@@ -1,104 +1,20 @@
-"""The AR encoder–decoder chapter's analyses: its verdicts, built from the runs of its notebooks (and the side-by-side
-timing of its verdict notebook), and the write-up's claims in the claims ledger."""
+"""The ledger of the AR encoder–decoder write-up: every claim it makes, in its order, with its own words, and the
+verdict row that tests it or one line saying why nothing does. A claim names its row by the row's claim text
+(:mod:`.rows`): a strictly-better or crossover row through ``_ROW`` (a KeyError here is a renamed row), the others
+through their constants; the chapter module refuses a text that is not one of its rows and a row that no claim
+names. ``tests/test_ledger.py`` checks that every row named here is shown, at the smoke profile, by one of the
+chapter's notebooks.
+"""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
-
-from ..verdicts import Verdict
-
-from .. import experiments, tables
-from ..formats import number
-from .. import claims
-from ..claims import Context, Row, between_row, register as register_rows
-from ..ledger import Claim, register
-from ..verdicts import COMPUTED, arms_of, below, fewer_parameters, gate
-from . import cost
-from . import verdict_forms as vf
-
-CHAPTER = "ar_ed"
-# claim, metric, better, worse, the notebook whose runs decide it
-# (the strictly-better form: lmcompanion.chapters.verdict_forms)
-CLAIMS = [
-    ("MSE embedding loss beats no embedding loss (validation)", "val", "ar_ed/mse", "ar_ed/no_loss", "01_embedding_loss"),
-    ("cosine embedding loss beats no embedding loss (validation)", "val", "ar_ed/cosine", "ar_ed/no_loss", "01_embedding_loss"),
-    ("MSE embedding loss beats no embedding loss (train)", "train", "ar_ed/mse", "ar_ed/no_loss", "01_embedding_loss"),
-    ("cosine embedding loss beats no embedding loss (train)", "train", "ar_ed/cosine", "ar_ed/no_loss", "01_embedding_loss"),
-    ("positional subtraction improves train loss", "train", "ar_ed/pos_sub", "ar_ed/no_loss", "02_pos_sub"),
-    ("positional subtraction improves validation loss", "val", "ar_ed/pos_sub", "ar_ed/no_loss", "02_pos_sub"),
-    ("MSE loss + subtraction beats subtraction alone (validation)", "val", "ar_ed/mse_pos_sub", "ar_ed/pos_sub", "03_combined"),
-    ("MSE loss + subtraction beats the MSE loss alone (validation)", "val", "ar_ed/mse_pos_sub", "ar_ed/mse", "03_combined"),
-    ("MSE loss + subtraction beats the bare encoder-decoder, without either (validation)", "val", "ar_ed/mse_pos_sub",
-     "ar_ed/no_loss", "03_combined"),
-    ("the combined model beats the baseline in validation loss", "val", "ar_ed/mse_pos_sub", "ar_ed/baseline", "04_baselines"),
-    ("the combined model beats the smaller baseline (validation)", "val", "ar_ed/mse_pos_sub", "ar_ed/smaller_baseline", "04_baselines"),
-    ("the combined model beats the 0.2 dropout baseline (validation)", "val", "ar_ed/mse_pos_sub", "ar_ed/dropout_baseline", "04_baselines"),
-    ("even without embedding loss or subtraction, the encoder-decoder beats the baseline (validation)", "val",
-     "ar_ed/no_loss", "ar_ed/baseline", "04_baselines"),
-    ("beyond the write-up: subtraction improves a decoder-only model (validation)", "val", "ar_ed/baseline_pos_sub",
-     "ar_ed/baseline", "05_decoder_pos_sub"),
-    ("beyond the write-up: subtraction improves a decoder-only model (train)", "train", "ar_ed/baseline_pos_sub",
-     "ar_ed/baseline", "05_decoder_pos_sub"),
-]
-# The crossovers: "better in validation loss but worse in train loss", each one row with both parts (the crossover
-# form: lmcompanion.chapters.verdict_forms), not decided where the runs see their data less than once.
-# (claim, (metric, better, worse) of each part, notebook)
-CROSSOVERS = [
-    ("MSE embedding loss beats cosine dissimilarity in validation loss but is worse in train loss",
-     ("val", "ar_ed/mse", "ar_ed/cosine"), ("train", "ar_ed/cosine", "ar_ed/mse"), "01_embedding_loss"),
-    ("the combined model beats the baseline in validation loss but is worse in train loss",
-     ("val", "ar_ed/mse_pos_sub", "ar_ed/baseline"), ("train", "ar_ed/baseline", "ar_ed/mse_pos_sub"), "04_baselines"),
-]
-BEYOND = "beyond the write-up:"  # the book's own claims (the write-up's conclusions ask for them) start so
-COLLAPSE_BOUND = 1e-6  # the write-up's final embedding losses are 4-9e-9; we call a loss collapsed below this
-PRINTED = 4  # significant digits of the write-up's final embedding losses (4.138e-9: 4.138×10⁻⁹ here)
-COLLAPSING = ("ar_ed/mse", "ar_ed/cosine", "ar_ed/mse_pos_sub")  # the runs with an embedding loss
-
-# The cost claims: "Both completed in a similar amount of time with similar memory demands, but the baseline had more
-# parameters" (the combined model against the baseline). Timed side by side in the verdict notebook.
-TIMED = ("ar_ed/mse_pos_sub", "ar_ed/baseline")
-FEWER = "the combined model has fewer parameters than the baseline (paper size)"
-SMALLER = "the smaller baseline has fewer parameters than the combined model (paper size)"
-TIME = cost.time_claim("the combined model")
-MEMORY = cost.memory_claim("the combined model")
-
-
-def collapse_claim(name: str) -> str:
-    return f"the embedding loss of '{experiments.get(name).title}' ends near zero (below {COLLAPSE_BOUND:g})"
-
-
-def collapse_row(text: str, name: str, runs) -> Verdict:
-    """The embedding loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss:
-    a collapse in a model that has not learned to predict says nothing about the write-up's."""
-    exp = experiments.get(name)
-    v = below(text, number(exp.published["aux"], PRINTED), tables.last_train_metric(runs[name], "aux/embedding"),
-              COLLAPSE_BOUND)
-    return gate(v, arms_of(runs, "val", name))
-
-
-ROWS = register_rows(CHAPTER, [
-    *[between_row(*c, extension=c[0].startswith(BEYOND)) for c in CLAIMS],
-    *[vf.crossover_row(*c) for c in CROSSOVERS],
-    Row(FEWER, "04_baselines", lambda ctx: fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
-        kind=COMPUTED),
-    Row(SMALLER, "04_baselines", lambda ctx: fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub"),
-        kind=COMPUTED),
-    *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baselines", time_notebook="06_verdicts"),
-    *[Row(collapse_claim(n), "01_embedding_loss" if n != "ar_ed/mse_pos_sub" else "03_combined",
-          lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,)) for n in COLLAPSING],
-])
-
-
-def verdict_rows(runs: Mapping[str, Sequence], timing=None, profile: str | None = None) -> list:
-    """Every row of the chapter (:data:`ROWS`) from the runs of its experiments (name -> runs) and the verdict
-    notebook's side-by-side timing of :data:`TIMED` (None: the time row says it was not timed at this profile)."""
-    return claims.verdicts(CHAPTER, Context(runs, profile, (timing,) if timing is not None else ()))
-
-
-# --- the claims ledger ------------------------------------------------------------------------------------------
+from ... import experiments
+from ...ledger import Claim
+from .rows import (CHAPTER, COLLAPSING, CROSSOVERS, FEWER, MEMORY, SMALLER, SPECS, TIME, collapse_claim,
+                   printed)
 
 _C = CHAPTER
-_ROW = {text: text for text, *_ in CLAIMS + CROSSOVERS}  # a claim's row, by its text (a KeyError: a renamed row)
+_ROW = {text: text for text, *_ in SPECS + CROSSOVERS}  # a claim's row, by its text (a KeyError: a renamed row)
 _MOTIVATION = "motivation for the design, not a measured result; no experiment of the write-up tests it"
 
 
@@ -109,23 +25,18 @@ def _train_cells(better: str, worse: str) -> str:
     return f"{a.title} | {a.published['train']} ... {b.title} | {b.published['train']}"
 
 
-def printed(x: float) -> str:
-    """A final embedding or planning loss as the write-up's tables print it (4.138e-9: four digits, the exponent
-    without its leading zero)."""
-    mantissa, exponent = f"{x:.{PRINTED - 1}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def _table_cell(name: str) -> str:
     """A table row's name and its final embedding loss, quoted as the write-up prints them."""
     return f"{experiments.get(name).title} ... {printed(experiments.get(name).published['aux'])}"
+
+
 
 # The write-up's claims, in its order: each names the verdict row that tests it (its claim text, exactly) or says in
 # one line why none does.
 _DESIGN = "a statement of the design, implemented as described (the landing page's model section)"
 _UNMEASURED = "a mechanism the write-up states and does not measure; no run here logs the quantity it names"
 
-LEDGER = register(_C, [
+CLAIMS = [
     Claim(_C, "Virtually all SOTA LLMs are decoder-only transformer models.", "introduction",
           reason="a description of other models, not a result of the write-up's runs"),
     Claim(_C, "a new end-to-end auto-regressive encoder-decoder transformer is presented that outperforms, with fewer "
@@ -138,8 +49,8 @@ LEDGER = register(_C, [
           "Motivations", reason=_MOTIVATION),
     Claim(_C, "the encoder focuses more on understanding, and the decoder more on prediction", "Motivations",
           reason=_MOTIVATION),
-    Claim(_C, "This, along with novel components described in sections that follow, beats – with fewer parameters – the "
-              "baseline of a decoder-only transformer.", "Motivations",
+    Claim(_C, "This, along with novel components described in sections that follow, beats – with fewer "
+              "parameters – the baseline of a decoder-only transformer.", "Motivations",
           row=_ROW["the combined model beats the baseline in validation loss"]),
     Claim(_C, "an additional \"embedding\" loss and a positional embedding operation demonstrate improved performance",
           "Architecture", reason="a summary of the results below, each tested by its own row"),
@@ -160,8 +71,8 @@ LEDGER = register(_C, [
               "the entire forward pass into embedding weights.", "Embedding loss", reason=_UNMEASURED),
     Claim(_C, "Ultimately, this permits hidden layers to compute more complex representations.", "Embedding loss",
           reason=_MOTIVATION),
-    Claim(_C, "it is reasonable to expect some affinity between the encoder output and a more direct aggregation of the "
-              "model input embeddings", "Embedding loss",
+    Claim(_C, "it is reasonable to expect some affinity between the encoder output and a more direct aggregation of "
+              "the model input embeddings", "Embedding loss",
           reason="the premise of the embedding loss; the rows on its final value measure how close the two come"),
     Claim(_C, "the LayerNorm normalization of E before the averaging does allow the model to learn a non-uniform "
               "aggregation of E", "Embedding loss",
@@ -219,17 +130,18 @@ LEDGER = register(_C, [
           row=_ROW["even without embedding loss or subtraction, the encoder-decoder beats the baseline (validation)"]),
     Claim(_C, "This probably means that cross-attention on encoder output is sufficient for better performance (or at "
               "least prevents overfitting).", "Conclusions",
-          reason="an interpretation of the previous result, which has its row; no experiment separates the two readings"),
+          reason="an interpretation of the previous result, which has its row; no experiment separates the two "
+                 "readings"),
     Claim(_C, "When coupled with embedding loss and positional embedding subtraction, performance improved even more.",
-          "Conclusions", row=_ROW["MSE loss + subtraction beats the bare encoder-decoder, without either (validation)"]),
+          "Conclusions",
+          row=_ROW["MSE loss + subtraction beats the bare encoder-decoder, without either (validation)"]),
     Claim(_C, "positional embedding subtraction should work even for decoder-only transformers, and experiments should "
               "validate this", "Conclusions",
           row=_ROW["beyond the write-up: subtraction improves a decoder-only model (validation)"]),
     Claim(_C, "positional embedding subtraction should work even for decoder-only transformers, and experiments should "
               "validate this", "Conclusions",
           row=_ROW["beyond the write-up: subtraction improves a decoder-only model (train)"]),
-])
+]
 
 
-__all__ = ["BEYOND", "CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "CROSSOVERS", "COLLAPSING", "LEDGER", "MEMORY", "ROWS", "TIME", "TIMED",
-           "collapse_claim", "collapse_row", "verdict_rows"]
+__all__ = ["CHAPTER", "CLAIMS"]
