@@ -3,9 +3,9 @@ B. L. Badger, 2024): the verdict of every claim of that part, and the names its 
 
 **Rows.** The claims are data (:mod:`.rows`: the arms, the write-up's words, which numbers each row compares, the
 numbers it quotes, in its order: :data:`SPECS`); this module decides them (:func:`row_verdict`), each comparison of
-trained matchers gated on the arms having learned (:func:`lmcompanion.verdicts.gate`: test cross-entropy half a nat
-below chance), a claim that something does not learn on its control arm having learned, and registers them as
-:data:`ROWS` with the chapter's lead (:func:`lead`). Which claim of the write-up each row tests, or why a claim has
+trained matchers gated on the arms having learned against chance (:func:`lmcompanion.verdicts.gate`), a claim that
+something does not learn on its control arm having learned, and registers them as :data:`ROWS` with the chapter's
+lead (:func:`lead`). Which claim of the write-up each row tests, or why a claim has
 none, is the ledger (:mod:`.claims`), registered here with :mod:`lmcompanion.ledger`.
 
 **Analyses.** The pairs, the results beside the write-up's numbers, the baselines it does not have (cosine, L1 and L2
