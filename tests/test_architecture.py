@@ -152,7 +152,7 @@ def test_an_edit_to_tables_verdicts_or_another_family_does_not_change_the_key(ed
     formal = experiments.config("formal_ed/adamw", "smoke")
     before, before_literal = run.spec(cfg).key, _literal_spec(formal).key
     edited("lmcompanion.tables", "lmcompanion.verdicts", "lmcompanion.plots", "lmcompanion.nb",
-           "lmcompanion.chapters.formal_ed.training", "lmcompanion.chapters.formal_ed.inference",
+           "lmcompanion.chapters.formal_ed.analysis", "lmcompanion.chapters.formal_ed",
            "lmcompanion.models.ar_ed", "lmcompanion.experiments.ar_ed", "lmcompanion.models",
            "lmcompanion.run")
     assert run.spec(cfg).key == before

@@ -611,7 +611,8 @@ def test_an_export_stopped_while_it_writes_leaves_nothing_at_its_name(tmp_path, 
     with pytest.raises(KeyboardInterrupt):
         paths.atomic_write(target, lambda f: np.savez(f, a=np.zeros(3)))
     assert list(tmp_path.iterdir()) == []
-    src = Path(__import__("lmcompanion.chapters.retrieval", fromlist=["export"]).__file__).read_text()
+    src = Path(__import__("lmcompanion.chapters.retrieval.analysis", fromlist=["export"]).__file__)
+    src = src.read_text()
     assert "paths.atomic_write(path, lambda f: np.savez(f" in src  # the export writes through it
 
 

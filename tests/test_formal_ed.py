@@ -14,7 +14,7 @@ from lmcompanion.stats import goodness_of_fit_p
 from lmcompanion.data import seq2seq
 from lmcompanion.data.seq2seq import BOS, EOS, IGNORE, PAD, Seq2SeqDataConfig
 from lmcompanion.errors import ConfigError, TrainingDiverged
-from lmcompanion.chapters.formal_ed import algorithm, inference, training
+from lmcompanion.chapters import formal_ed as fe
 from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config, protocol
 from lmcompanion.models import formal_ed_literal as literal
 from lmcompanion.models.formal_ed import LiteralConfig
@@ -27,7 +27,7 @@ SMALL = FormalEDConfig(vocab_size=13, l_max=7, L_enc=2, L_dec=2, H=2, d_e=8, d_m
 
 def random_model(cfg=SMALL, seed=0, dtype=torch.float64):
     g = torch.Generator().manual_seed(seed)
-    return algorithm.randomize(FormalED(cfg), g).to(dtype).eval()
+    return fe.randomize(FormalED(cfg), g).to(dtype).eval()
 
 
 def P_of(model, z, x, z_valid=None):
@@ -104,7 +104,7 @@ def test_a_padded_batch_equals_each_example_alone():
 
 
 def test_agreement_table_of_the_chapter_agrees_and_can_fail():
-    table = algorithm.agreement(literal.ed_transformer, SMALL, seed=3, cases=2)
+    table = fe.agreement(literal.ed_transformer, SMALL, seed=3, cases=2)
     assert (table["agree"] == "yes").all() and len(table) == 7
 
     def wrong(z, x, theta, eps):  # a transcription that forgets the output bias b_o
@@ -112,7 +112,7 @@ def test_agreement_table_of_the_chapter_agrees_and_can_fail():
             layer["W_enc"] = {**layer["W_enc"], "b_o": torch.zeros_like(layer["W_enc"]["b_o"])}
         return literal.ed_transformer(z, x, theta, eps)
 
-    assert (algorithm.agreement(wrong, SMALL, seed=3, cases=2)["agree"] == "NO").any()
+    assert (fe.agreement(wrong, SMALL, seed=3, cases=2)["agree"] == "NO").any()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,8 +135,8 @@ def test_decoder_cannot_see_later_tokens():
 def test_encoder_and_cross_attention_see_every_source_position():
     model = random_model()
     z, x = torch.randint(0, 13, (5,)), torch.randint(0, 13, (6,))
-    dep = algorithm.dependence(model, z, x)
-    checks = algorithm.mask_checks(dep)
+    dep = fe.dependence(model, z, x)
+    checks = fe.mask_checks(dep)
     assert checks["earlier columns changed by a later x token"] == 0
     assert checks["columns of P not changed by some z token"] == 0
     assert checks["columns of Z not changed by some z token"] == 0
@@ -167,7 +167,7 @@ def test_sequences_longer_than_l_max_are_refused():
 
 def test_parameter_inventory_matches_the_write_up_list():
     model = FormalED(SMALL)
-    table = algorithm.parameter_inventory(model)
+    table = fe.parameter_inventory(model)
     assert (table["match"] == "yes").all()
     c = SMALL
     mha = c.H * (3 * c.d_attn * c.d_e + 3 * c.d_attn) + c.d_e * c.d_e + c.d_e
@@ -193,7 +193,7 @@ def test_parameter_inventory_rejects_parameters_outside_theta():
     model = FormalED(SMALL)
     model.extra = torch.nn.Linear(2, 2)
     with pytest.raises(AssertionError, match="outside the write-up's θ"):
-        algorithm.parameter_inventory(model)
+        fe.parameter_inventory(model)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_inference_always_terminates_within_the_cap(tau):
     assert gen.x.shape[0] == 64 and gen.x.shape[1] <= SMALL.l_max
     assert (gen.x[:, 0] == BOS).all()
     for row, capped in zip(gen.x.tolist(), gen.capped.tolist()):
-        assert inference._ended(row, SMALL.l_max)
+        assert fe.analysis._ended(row, SMALL.l_max)
         assert capped == (EOS not in row)
     if tau == math.inf:  # uniform over 13 tokens: most rows run into the cap of 7 tokens
         assert 0 < gen.capped.float().mean() < 1
@@ -293,7 +293,7 @@ def test_inference_stops_at_eos_and_pads_after_it():
     assert gen.x.tolist() == [[BOS, EOS]] * 4 and not gen.capped.any()
     gen = ed_inference(model, z, math.inf, bos=BOS, eos=EOS, pad=PAD, generator=torch.Generator().manual_seed(0))
     rows = gen.x.tolist()
-    assert all(inference._ended(r, SMALL.l_max) for r in rows)
+    assert all(fe.analysis._ended(r, SMALL.l_max) for r in rows)
     assert any(r.index(EOS) > 1 if EOS in r else True for r in rows)  # τ = ∞ ignores that EOS is likely
 
 
@@ -452,6 +452,6 @@ def test_a_goodness_of_fit_row_says_which_way_its_p_points(p, outcome, side):
     inf = float("inf")
     table = pd.DataFrame({"_tau": [0.0, 1.0, inf], "_err": [0.0, 0.0, 0.0], "_p": [math.nan, p, 0.5],
                           "_argmax_share": [1.0, 0.5, 0.1], "non-finite entries of q": [0, 0, 0]})
-    row = inference.verdict_temperatures(table)[1]
+    row = fe.verdict_temperatures(table)[1]
     assert row.outcome == outcome and side in row.ours and "a small p speaks against the sampler" in row.chance
     assert row.is_check and verdicts.at_scale(row, "cpu", (1e-4, 1e-4)) == row  # a check of our code: no scale

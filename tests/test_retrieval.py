@@ -340,7 +340,7 @@ def test_the_512_wide_transformer_embedder_is_the_write_ups_best_3060_transforme
 def test_rows_quote_the_write_ups_numbers_and_compare_like_with_like():
     from lmcompanion.chapters import retrieval as R
 
-    rows = {r.text: r for r in R.ROWS}
+    rows = {r.text: r for r in R.SPECS}
     final = rows["with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer "
                  "embeddings"]
     assert final.kind == "lower" and final.published.startswith("mixer 0.76 vs transformer 2.98")
@@ -350,8 +350,8 @@ def test_rows_quote_the_write_ups_numbers_and_compare_like_with_like():
     small = rows["with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 "
                  "transformer's"]
     assert "3.43" in small.published and "0.01/0.10" in small.published
-    assert not any("no numbers" in r.published or "hardly" in r.published for r in R.ROWS)
-    assert {n for r in R.ROWS for n in r.names} <= set(experiments.names("retrieval"))
+    assert not any("no numbers" in r.published or "hardly" in r.published for r in R.SPECS)
+    assert {n for r in R.SPECS for n in r.names} <= set(experiments.names("retrieval"))
     for name in R.MORE_PAIRS:  # the 550k pairs: the paper profile only
         assert experiments.get(name).profiles == ("paper",)
         assert experiments.config(name, "paper", device="cpu").data.n_pairs == 550_000
@@ -372,7 +372,7 @@ def test_l1_l2_and_cosine_retrieval_pick_the_nearest_candidate(monkeypatch, tmp_
         def eval_draws(self, split):
             return torch.arange(2), rows, labels
 
-    monkeypatch.setattr(R, "_source", lambda run: (Source(), emb))
+    monkeypatch.setattr(R.analysis, "_source", lambda run: (Source(), emb))
     run = SimpleNamespace(path=tmp_path)  # a run made here (not a recorded one): the measure is computed
     assert R.metric_top1(run, "l2") == 1.0 and R.metric_top1(run, "l1") == 1.0
     assert R.metric_top1(run, "cosine") == 0.0  # cosine ignores the norms: both candidates point the query's way
@@ -397,7 +397,7 @@ def test_peak_and_final_rows_read_the_runs_best_and_last_evaluations():
 
     mixer = [run([3.4, 1.0, 0.80 + 0.01 * s]) for s in range(3)]  # still falling
     transformer = [run([3.4, 0.50 + 0.01 * s, 2.9 + 0.01 * s]) for s in range(3)]  # a low peak, then overfits
-    rows = {r.kind: r for r in R.ROWS if r.a == "retrieval/flat_d1024_c128" and r.b == "retrieval/llama_d1024_c128"}
+    rows = {r.kind: r for r in R.SPECS if r.a == "retrieval/flat_d1024_c128" and r.b == "retrieval/llama_d1024_c128"}
     runs = {"retrieval/flat_d1024_c128": mixer, "retrieval/llama_d1024_c128": transformer}
     assert R.row_verdict(rows["lower"], runs).verdict == HOLDS  # final: 0.81 against 2.91
     assert R.row_verdict(rows["lower_peak"], runs).verdict == FAILS  # peak: 0.81 against 0.51
@@ -455,7 +455,8 @@ def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated
     run = SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(n_embed=d)), path=tmp_path)
     for emb, expected in ((torch.nn.functional.normalize(gauss, dim=-1), 0.0), (gauss, R.sphere_level(run))):
         half = n // 2
-        monkeypatch.setattr(R, "_source", lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]}))
+        monkeypatch.setattr(R.analysis, "_source",
+                            lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]}))
         assert R.norm_spread(run) == pytest.approx(expected, abs=0.1 * R.sphere_level(run))
 
 
@@ -633,7 +634,7 @@ def test_the_protocol_s_check_rows_hold_only_when_every_seed_clears_half_a_nat()
                                config=SimpleNamespace(model=SimpleNamespace(context_size=32),
                                                       data=RetrievalDataConfig()))
 
-    rows = {r.kind: r for r in R.ROWS if r.kind in ("learns", "fits")}
+    rows = {r.kind: r for r in R.SPECS if r.kind in ("learns", "fits")}
     chance = R.chance(32)
     ok, short = chance - 0.6, chance - 0.4
     runs = {rexp.CONTROL: [run(3.0, ok), run(3.0, ok)]}

@@ -35,7 +35,7 @@ overrides = {}  # any config field, by dotted key, e.g. {"model.H": 2}
 import torch
 
 from lmcompanion import models, nb, plots
-from lmcompanion.chapters.formal_ed import algorithm as fe
+from lmcompanion.chapters import formal_ed as fe
 from lmcompanion.experiments.formal_ed import NAME
 from lmcompanion.models import formal_ed_literal
 

@@ -36,7 +36,7 @@ literal_examples = None  # ED-Training's n, the first n training examples (None:
 
 # %%
 from lmcompanion import nb, plots, tables
-from lmcompanion.chapters.formal_ed import training as fe
+from lmcompanion.chapters import formal_ed as fe
 from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config
 
 S = nb.setup(profile=profile, device=device, seed=seed, n_seeds=n_seeds, max_steps=max_steps, overrides=overrides)

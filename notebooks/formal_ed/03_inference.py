@@ -38,8 +38,7 @@ literal_examples = None  # ED-Training's n (None: the profile's)
 import torch
 
 from lmcompanion import claims, nb, plots
-from lmcompanion.chapters.formal_ed import algorithm, training
-from lmcompanion.chapters.formal_ed import inference as fe
+from lmcompanion.chapters import formal_ed as fe
 from lmcompanion.errors import ConfigError
 from lmcompanion.experiments.formal_ed import LITERAL, NAME, NOTEBOOKS, literal_config, protocol
 from lmcompanion.models import formal_ed_literal
@@ -82,7 +81,7 @@ for v in fe.verdict_temperatures(checks):
     print(f"{v.claim}: {v.verdict}")
 
 # %% tags=["nbval-ignore-output"]
-algorithm.visible(checks)  # float64 round-off and the χ² p-values vary in their last digits between machines
+fe.visible(checks)  # float64 round-off and the χ² p-values vary in their last digits between machines
 
 # %%
 for bad in (-1.0, float("nan"), "hot"):
@@ -130,7 +129,7 @@ fe.examples_table(model, cfg.data, (0.0, 1.0, 2.0, 4.0, float("inf")), seed=seed
 # order. A model that does this by attending to that token shows an anti-diagonal in at least one head.
 
 # %% mystnb={"figure": {"caption": "Cross-attention weights of the trained model (first seed) while it writes its τ = 0 answer to the longest held-out source: one panel per decoder layer and head (or the mean over heads when there are many), in rows of panels. In each panel, rows: the token being written; columns: the source tokens z.", "name": "formal-ed-cross-attention"}}
-_, _, longest = algorithm.longest_example(cfg.data)
+_, _, longest = fe.longest_example(cfg.data)
 maps, src, predicted = fe.cross_attention(model, cfg.data, longest)
 fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len(maps) * maps.shape[1]),
                      vmin=0, vmax=1, colorbar="attention weight")
@@ -147,13 +146,13 @@ fig = plots.heatmaps(fe.attention_panels(maps, src, predicted), ncols=min(4, len
 # %%
 lit = literal_config(S.profile, T=literal_epochs, eta=literal_eta, n=literal_examples)
 literal_runs = S.runs(LITERAL, settings=lit)  # reused from the training notebook
-agree = algorithm.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
-z, x, _ = algorithm.longest_example(cfg.data)
-dep = algorithm.dependence(model, z, x)
+agree = fe.agreement(formal_ed_literal.ed_transformer, cfg.model, seed=seed)
+z, x, _ = fe.longest_example(cfg.data)
+dep = fe.dependence(model, z, x)
 accuracy = [fe.exact_match(trained[s], cfg.data, "val") for s in sorted(trained)]
 rows = claims.verdicts("formal_ed", claims.Context(
     {NAME: runs, LITERAL: literal_runs}, S.profile,
-    extra={"agreement": agree, "masks": algorithm.mask_checks(dep), "checks": checks, "sweep": sweep,
+    extra={"agreement": agree, "masks": fe.mask_checks(dep), "checks": checks, "sweep": sweep,
            "accuracy": accuracy, "target": P.target}))
 nb.show_verdicts(S, "formal_ed", rows)
 

@@ -1,18 +1,18 @@
 """The ledger of the write-up's retrieval part ("Masked Mixer Language Models", B. L. Badger, 2024, its section
 "Accurate Representation and Retrieval" and the conclusions about it): every claim, in its order, with its own
-words, and the verdict row that tests it (:mod:`.retrieval_rows`) or one line saying why nothing does. The causal
+words, and the verdict row that tests it (:mod:`.rows`) or one line saying why nothing does. The causal
 language-model part is the mixer chapter's (:mod:`lmcompanion.chapters.mixer.claims`).
 """
 
 from __future__ import annotations
 
-from ..ledger import Claim
-from . import retrieval_rows as rows
+from ...ledger import Claim
+from . import rows
 
 CHAPTER = "retrieval"
 SECTION = "Accurate Representation and Retrieval"
 CONCLUSIONS = "Conclusions"
-R = {r.text: r.text for r in rows.ROWS}
+R = {r.text: r.text for r in rows.SPECS}
 
 
 def _row(start: str) -> str:

@@ -1,13 +1,15 @@
 """The retrieval chapter's analyses: its runs (each a matcher on another run's embeddings), the pairs it reads, the
 results beside the write-up's numbers, the baselines the write-up does not have (cosine similarity on the same
-embeddings, BM25 on the texts), and the chapter's verdicts.
+embeddings, BM25 on the texts), the diagnosis of why the matchers did not learn, and the paper profile's cost.
 
 Every number is read from a run (its summary and evaluations) or computed here from the cached embeddings and texts
-the runs used, on exactly the candidate sets the runs were evaluated on.
+the runs used, on exactly the candidate sets the runs were evaluated on. The verdicts built from them are the
+chapter module's (its ``__init__``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import statistics
@@ -16,37 +18,14 @@ from typing import Mapping, Sequence
 
 import torch
 
-import dataclasses
-
-from .. import experiments, learning, ledger, models, paths, plots, recorded, stats, tables
-from ..data import retrieval as rdata
-from ..data.stories import load_stories
-from ..errors import CheckpointError, LMCError
-from ..experiments import retrieval as rexp
-from ..formats import number, si
-from ..train import checkpoint
-from .. import claims
-from ..claims import Context, Row as ClaimRow, register as register_rows
-from ..verdicts import HOLDS, NOT_DECIDED, TRAINING, Verdict, arms_of, claim, exact, gate
-from .retrieval_rows import BM25, FITS, LEARNS
-from . import verdict_forms as vf
-from .retrieval_claims import CLAIMS
-from .retrieval_rows import ROWS, Row
-
-CHAPTER = "retrieval"
-MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) for f in ("flat", "llama"))
-MORE_PAIRS = ("retrieval/flat_d512_c32_550k", "retrieval/flat_d512_c128_550k")  # the paper profile only
-CONTROLS = ("retrieval/flat_d512_c32", "retrieval/untrained_d512_c32", "retrieval/untrained_d512_c128",
-            "retrieval/autoencoder_d512_c32", "retrieval/llama_d1024_c32",
-            "retrieval/transformer_matcher_llama_d1024_c32", "retrieval/transformer_matcher_batch_axis_llama_d1024_c32")
-# The book's own arms: the positive control and the diagnosis's baseline at the write-up's initialisation and inputs
-# (shown with the headline's arms), and the Wikipedia setting.
-HEADLINE = ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32")
-PROTOCOL = (rexp.CONTROL, rexp.AS_ORIGINAL)
-WIKI = rexp.WIKI
-RUN_NAMES = tuple(dict.fromkeys(MAIN + MORE_PAIRS + CONTROLS + PROTOCOL + WIKI))
-METRICS = ("cosine", "l1", "l2")  # retrieval by a distance on the embeddings themselves, no training
-TRAINING_PAIRS = "training pairs"  # how a row names an arm gated on its training-pair loss
+from ... import experiments, learning, models, paths, plots, recorded, stats, tables
+from ...data import retrieval as rdata
+from ...data.stories import load_stories
+from ...errors import CheckpointError, LMCError
+from ...experiments import retrieval as rexp
+from ...formats import number, si
+from ...train import checkpoint
+from .rows import METRICS, RUN_NAMES
 
 
 def chance(n_ctx: int) -> float:
@@ -115,8 +94,8 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
                      "train CE": stats.span(tables.final(rs, "train"), ".3f"),
                      "test CE": stats.span(tables.final(rs, "test"), ".3f"),
                      "test top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
-                     "best test CE": stats.span([float(_best_evaluation(r)["test"]) for r in rs], ".3f"),
-                     "train CE at best": stats.span([float(_best_evaluation(r)["train"]) for r in rs], ".3f"),
+                     "best test CE": stats.span([float(best_evaluation(r)["test"]) for r in rs], ".3f"),
+                     "train CE at best": stats.span([float(best_evaluation(r)["train"]) for r in rs], ".3f"),
                      "chance CE": number(chance(n_ctx)), "chance top-1": number(1 / (n_ctx - 1)),
                      "write-up train/test (final)": _pair(exp.published, "train", "test"),
                      "write-up train/test (peak)": _pair(exp.published, "peak_train", "peak_test")})
@@ -126,6 +105,12 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
 def _pair(pub: Mapping, train: str, test: str) -> str:
     shown = [str(pub[k]) if k in pub else "" for k in (train, test)]
     return "/".join(shown) if any(shown) else ""
+
+
+def best_evaluation(run):
+    """The evaluation of a run with its lowest test loss (the write-up's "peak")."""
+    ev = run.evals()
+    return ev.loc[ev["test"].idxmin()]
 
 
 def curves(runs: Mapping[str, Sequence], names: Sequence[str]):
@@ -249,11 +234,13 @@ def export(run, path: Path | str) -> Path:
     test = pairs_of(run.config)["test"]
     final = run.summary["final"]
     ours = {"run": run.path.name, "matcher_test_ce": final["test"], "matcher_test_top1": final["test_acc"],
-            "cosine_top1": cosine_top1(run), "bm25_top1": bm25_top1(run), "chance_ce": chance(run.config.model.context_size),
+            "cosine_top1": cosine_top1(run), "bm25_top1": bm25_top1(run),
+            "chance_ce": chance(run.config.model.context_size),
             "norm_spread": norm_spread(run), "embeddings_sha256": run.summary["embeddings"]["sha256"]}
     arrays = {**{k: v.numpy() for k, v in emb.items()}, "test_query": index.numpy(),
               "test_candidates": rows[:, 1:].numpy(), "test_label": labels.numpy(),
-              "test_query_text": np.array([p.query for p in test]), "test_story_text": np.array([p.story for p in test]),
+              "test_query_text": np.array([p.query for p in test]),
+              "test_story_text": np.array([p.story for p in test]),
               "ours": np.array(json.dumps(ours))}
     path = Path(path)
     paths.atomic_write(path, lambda f: np.savez(f, **arrays))  # whole or not at all: a reader never sees part of it
@@ -429,184 +416,6 @@ def fit_table(runs: Mapping[str, Sequence], names: Sequence[str]):
     return pd.DataFrame(rows).set_index("arm")
 
 
-# --- verdicts ---------------------------------------------------------------------------------------------------
-
-
-def _best_evaluation(run):
-    """The evaluation of a run with its lowest test loss (the write-up's "peak")."""
-    ev = run.evals()
-    return ev.loc[ev["test"].idxmin()]
-
-
-def _middle(run, split: str = "test") -> float:
-    ev = run.evals()
-    return float(ev.loc[(ev["step"] - run.summary["steps"] / 2).abs().idxmin(), split])
-
-
-def _labels(row: Row) -> tuple[str, str]:
-    return row.a.split("/")[-1], (row.b or row.a).split("/")[-1]
-
-
-def _short(name: str) -> str:
-    return name.split("/")[-1]
-
-
-def _values(row: Row, runs, name: str) -> list[float]:
-    if row.kind == "lower_peak":
-        return [float(_best_evaluation(r)["test"]) for r in runs[name]]
-    if row.kind == "lower_train_peak":
-        return [float(_best_evaluation(r)["train"]) for r in runs[name]]
-    return tables.final(runs[name], "test")
-
-
-def _embedder_arm(runs: Sequence, label: str) -> learning.Arm | None:
-    """The gate's view of the CLM whose embeddings these runs match: its final validation loss (recorded in each
-    matcher run's summary) against its unigram loss; None where the summaries do not record it."""
-    finals = [r.summary.get("embedder", {}).get("final", {}).get("val") for r in runs]
-    if not runs or any(f is None for f in finals):
-        return None
-    ecfg = rexp.embedder_run_config(runs[0].config)
-    ref = learning.reference(ecfg, "val")
-    return learning.Arm(label, ref.name, ref.level, tuple(float(f) for f in finals))
-
-
-def _control(row: Row, runs) -> list[learning.Arm]:
-    return arms_of(runs, "test", row.control) if row.control else []
-
-
-def row_verdict(row: Row, runs: Mapping[str, Sequence]) -> Verdict:
-    """The verdict of one row from its arms' runs, gated (:func:`lmcompanion.verdicts.gate`) on what it compares:
-    each matcher's test cross-entropy at the compared evaluation against chance (ln K), its top-1 against twice
-    chance, and for a claim that something does not learn, the row's control arm (which must learn)."""
-    text, pub, labels = row.text, row.published, _labels(row)
-    if row.kind in ("lower", "lower_peak", "lower_train_peak"):
-        a, b = _values(row, runs, row.a), _values(row, runs, row.b)
-        split = "train" if row.kind == "lower_train_peak" else "test"
-        at = "final" if row.kind == "lower" else "the best test evaluation"
-        return gate(claim(text, pub, a, b, labels), arms_of(runs, split, row.a, row.b,
-                                                            values={row.a: a, row.b: b}, at=at))
-    if row.kind == "no_gain":
-        a, b = tables.final(runs[row.a], "test"), tables.final(runs[row.b], "test")
-        return gate(vf.no_gain(text, pub, a, b, labels), _control(row, runs))
-    if row.kind == "not_below":
-        level = chance(runs[row.a][0].config.model.context_size)
-        bound = level if row.level == "chance" else float(row.level)
-        what = "chance" if row.level == "chance" else "the write-up's level"
-        return gate(vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what), _control(row, runs))
-    if row.kind == "overfits":
-        train, test = tables.final(runs[row.a], "train"), tables.final(runs[row.a], "test")
-        return gate(claim(text, pub, train, test, ("train", "test")), arms_of(runs, "train", row.a))
-    if row.kind == "still_falling":
-        end, middle = tables.final(runs[row.a], "test"), [_middle(r) for r in runs[row.a]]
-        v = claim(text, pub, end, middle, ("end", "middle"))
-        return gate(v, [learning.arm(_short(row.a), runs[row.a], "test", middle, "the middle evaluation")])
-    if row.kind == "rises_more":
-        best = {n: [float(_best_evaluation(r)["test"]) for r in runs[n]] for n in (row.a, row.b)}
-        rise = {n: [r.summary["final"]["test"] - b for r, b in zip(runs[n], best[n])] for n in (row.a, row.b)}
-        v = claim(text, pub, rise[row.a], rise[row.b], labels)
-        return gate(v, arms_of(runs, "test", row.a, row.b, values=best, at="the best test evaluation"))
-    if row.kind == "metric":
-        matcher = [1 - x for x in tables.final(runs[row.a], "test_acc")]
-        other = [1 - metric_top1(r, row.metric) for r in runs[row.a]]
-        v = claim(text, pub, matcher, other, ("matcher top-1 error", f"{row.metric} top-1 error"))
-        return gate(v, arms_of(runs, "test_acc", row.a))
-    if row.kind == "bm25":
-        k = runs[row.a][0].config.model.context_size - 1
-        bm = [bm25_top1(r) for r in runs[row.a]]
-        v = vf.not_below(text, pub, bm, 2 / k, "twice chance", fmt=".3f")
-        return dataclasses.replace(v, ours=f"BM25 top-1 {stats.span(bm, '.2f')} among {k} candidates; the "
-                                           f"matcher's {stats.span(tables.final(runs[row.a], 'test_acc'), '.3f')}; "
-                                           f"chance {number(1 / k)}")
-    if row.kind == "off_sphere":
-        spread = [norm_spread(r) for r in runs[row.a]]
-        v = vf.not_below(text, pub, spread, sphere_level(runs[row.a][0]), "Gaussian vectors of this width")
-        embedder = _embedder_arm(runs[row.a], f"{_short(experiments.get(row.a).build('cpu').data.embedder)} (the "
-                                               "embedder)")
-        if embedder is None:
-            return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (the embedder's loss is not recorded in these runs)")
-        return gate(v, [embedder])
-    if row.kind == "cosine_better":
-        mixer = [1 - metric_top1(r, "cosine") for r in runs[row.a]]
-        transformer = [1 - metric_top1(r, "cosine") for r in runs[row.b]]
-        v = claim(text, pub, transformer, mixer, ("transformer cosine top-1 error", "mixer cosine top-1 error"))
-        embedders = [_embedder_arm(runs[n], f"{experiments.get(n).build('cpu').data.embedder.split('/')[-1]} (the "
-                                             "embedder)") for n in (row.a, row.b)]
-        if any(e is None for e in embedders):
-            return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (the embedders' losses are not recorded in these "
-                                                  "runs)")
-        return gate(v, embedders)
-    if row.kind in ("learns", "fits"):  # checks of the protocol: every seed half a nat below chance, or the row fails
-        split = "test" if row.kind == "learns" else "train"
-        shown = [a if split == "test" else dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})")
-                 for a in arms_of(runs, split, *row.names)]
-        ok = all(a.learned for a in shown)
-        return dataclasses.replace(exact(text, pub, learning.summary(shown), ok), arms=tuple(shown))
-    raise ValueError(f"unknown row kind {row.kind!r}")
-
-
-ROWS_DECLARED = register_rows(CHAPTER, [
-    ClaimRow(r.text, r.notebook, lambda ctx, r=r: row_verdict(r, ctx.runs), arms=r.names, published=r.published,
-             kind=r.group, extension=r.extension)
-    for r in ROWS])
-
-
-def lead(rows: Sequence[Mapping]) -> str:
-    """The chapter's clearest result at one profile, stated first on its landing page and in the intro, generated
-    from the glued verdict rows: BM25's top-1 on the headline matcher's own test items; how far the matchers trained
-    on embeddings have left chance on their test pairs (each arm's final test cross-entropy against ln K, the learning
-    gate's line, in the rows about training); and, where the build has them, whether the headline's matchers fitted
-    their training pairs and the positive control learned its test pairs (the protocol's check rows)."""
-    bm = next((r for r in rows if r["claim"] == BM25 and r["outcome"] == HOLDS), None)
-    if bm is None:
-        return ""
-    gated = {}
-    for r in rows:
-        if r.get("kind", TRAINING) != TRAINING:
-            continue
-        for a in r.get("arms") or []:
-            if a["reference"].startswith("chance (ln") and a.get("at", "final") == "final":
-                gated[a["label"]] = learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
-    if not gated:
-        return ""
-    learned = [label for label, a in gated.items() if a.learned]
-    below = [d for a in gated.values() for d in a.distances if math.isfinite(d)]
-    if learned:
-        matchers = (f"{len(learned)} of the {len(gated)} matcher arms trained on embeddings have left chance on their "
-                    f"test pairs ({', '.join(learned)})")
-    else:
-        matchers = (f"none of the {len(gated)} matcher arms trained on embeddings has left chance on its test pairs: "
-                    f"their final test cross-entropy is never more than {number(max(0.0, max(below)))} nats below "
-                    f"chance (ln K), where the learning gate needs {learning.MARGIN:g}")
-    text = (f"**This build's clearest result (`{bm['profile']}`).** BM25 on the texts alone, a baseline the write-up "
-            f"does not have, finds the true story far more often than chance on the headline matcher's own test "
-            f"items ({bm['ours']}), while {matchers}.")
-    checks = {r["claim"]: r for r in rows if r["claim"] in (FITS, LEARNS)}
-    if FITS in checks:
-        fit = checks[FITS]
-        text += (f" The headline's matchers {'fit' if fit['outcome'] == HOLDS else 'do not all fit'} their training "
-                 f"pairs ({fit['ours']})")
-        if LEARNS in checks:
-            ctl = checks[LEARNS]
-            text += (f", and the positive control {'learns' if ctl['outcome'] == HOLDS else 'does not learn'} a match "
-                     f"that is there ({ctl['ours']})")
-        text += "."
-    return text
-
-
-claims.register_lead(CHAPTER, lead)
-
-
-def verdict_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> list[Verdict]:
-    """The write-up's retrieval claims in its order, each from the runs that test it (:mod:`lmcompanion.claims`). With
-    ``profile``, a claim whose arms that profile does not run is listed as not decided; otherwise rows whose runs are
-    missing (a recorded profile may cover some arms only) are left out."""
-    return claims.verdicts(CHAPTER, Context(runs, profile))
-
-
-# The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
-ledger.register(CHAPTER, CLAIMS)
-
-
 # --- the cost of the paper profile -----------------------------------------------------------------------------
 
 def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
@@ -630,7 +439,7 @@ def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
     return df.set_index("experiment"), total
 
 
-__all__ = ["CHAPTER", "CLAIMS", "CONTROLS", "MAIN", "METRICS", "MORE_PAIRS", "ROWS", "RUN_NAMES", "autoencoder_table",
-           "baselines", "bm25_top1", "chance", "check_exportable", "cosine_top1", "curves", "export", "lead",
-           "metric_top1", "norm_spread", "norms_table", "pairs_summary", "pairs_table", "rerun_estimate", "results",
-           "row_verdict", "sphere_level", "verdict_rows"]
+__all__ = ["autoencoder_table", "baselines", "best_evaluation", "bm25_top1", "chance", "check_exportable",
+           "cosine_top1", "curves", "directions", "export", "fit_table", "geometry", "metric_top1", "norm_spread",
+           "norms_table", "pairs_of", "pairs_summary", "pairs_table", "query_reach", "query_share", "rerun_estimate",
+           "results", "shared_share", "sphere_level"]
