@@ -22,7 +22,7 @@ def modules() -> dict[str, ModuleType]:
     """Each declared chapter's package (``chapters/<name>/``, :mod:`lmcompanion.contents`) that has analyses, by
     name, in the book's order (the prologue's folder holds its declaration only)."""
     return {c.name: importlib.import_module(f"{__name__}.{c.name}") for c in contents.chapters()
-            if (c.folder / "__init__.py").exists() or (c.folder.parent / f"{c.name}.py").exists()}
+            if (c.folder / "__init__.py").exists()}
 
 
 modules()  # each chapter's package registers its rows
