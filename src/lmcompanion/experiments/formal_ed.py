@@ -9,7 +9,7 @@ The same ED-Transformer is trained two ways on the same generated task (reverse 
   with the profile's :class:`LiteralConfig` (:func:`literal_config`). It starts from the same initial weights as the
   AdamW run of the same seed and is kept in the run store like a trainer run.
 
-The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed`` (one module per notebook).
+The measurements the chapter's notebooks show live in ``lmcompanion.chapters.formal_ed`` (its analyses in ``analysis``).
 
 ``paper`` here means a model and data large enough that the task is solved near perfectly on one GPU: the
 write-up reports no experiment, so there is no published number to match; the bar each profile must reach
