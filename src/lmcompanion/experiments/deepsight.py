@@ -80,6 +80,6 @@ headline("deepsight", "DeepSight (MSE planning loss, delta = 11) against the dec
                        "than the baseline, ended short of the learning gate at some seeds; so both headline arms "
                        "alike train twice as long (the illustrating arms a quarter of that: half the rule's steps, as "
                        "in the other chapters). That choice was made after the comparison at the rule's steps had "
-                       "been seen, on whether every arm learned and not on which arm was ahead (the README's section "
-                       "*What `cpu` cannot reach* gives the runs)",
+                       "been seen, on whether every arm learned and not on which arm was ahead (the manual's "
+                       "*What `cpu` cannot reach*, docs/measurements.md, gives the runs)",
          cpu_illustration_steps=0.25)

@@ -38,8 +38,8 @@ class Headline:
     baseline arm (on which alone the ``cpu`` protocol was fixed: :data:`CPU_RULE`). A verdict row is one of its rows
     when it compares at least ``min_arms`` of these arms and no other. ``cpu_shortfall``: where the rule leaves an arm
     short of the learning gate at ``cpu``, why, and what was measured about the cost of closing the gap (one line,
-    no measured number: the README's section on what ``cpu`` cannot reach gives them with their commands); the
-    landing page says it when an arm has not learned in the build. ``cpu_departure``: where the chapter's ``cpu``
+    no measured number: the manual's section on what ``cpu`` cannot reach, docs/measurements.md, gives them with
+    their commands); the landing page says it when an arm has not learned in the build. ``cpu_departure``: where the chapter's ``cpu``
     steps depart from :data:`CPU_RULE`, how, why and when the choice was made (one line, said on the landing page).
     ``cpu_illustrates``: measured, the arms cannot learn at ``cpu`` at an affordable cost (``cpu_shortfall`` says
     why), so there they run the illustrations' seeds, like the chapter's other arms, and decide nothing.

@@ -320,15 +320,15 @@ headline("retrieval", "the matcher on mixer against transformer embeddings (d_mo
                        "rises above chance as its training loss falls), and a bilinear probe fitted to the same "
                        "embeddings does no better. Measured outside the book, four times the pairs (Wikipedia leads) "
                        "leave the test loss near chance; the Wikipedia setting's pairs run at `gpu`, with the "
-                       "embedders at the write-up's depth and context. The README's section *What `cpu` cannot reach* "
-                       "gives the runs and the commands",
+                       "embedders at the write-up's depth and context. The manual's *What `cpu` cannot reach* "
+                       "(docs/measurements.md) gives the runs and the commands",
          cpu_departure="the rule is applied to the baseline's training-pair loss, not its held-out loss, which no "
                        "affordable number of steps takes 0.7 nats below chance; and before the rule was applied, two "
                        "causes of the matchers' plateau at chance were measured and fixed for every arm at the small "
                        "profiles (the first block's query column starts at 1; the embeddings are centred and "
                        "whitened; the learning rate stays at its peak), none of them the write-up's (the landing page "
                        "says why). The epochs doubled from the previous 2 until the baseline's training loss ended "
-                       "0.7 nats below chance (the README gives each step of the doubling)",
+                       "0.7 nats below chance (docs/measurements.md gives each step of the doubling)",
          cpu_illustrates=True)
 
 
