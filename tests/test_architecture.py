@@ -85,6 +85,14 @@ def test_every_module_has_a_layer_and_imports_only_downward():
     assert not wrong, "\n".join(wrong)
 
 
+def test_only_the_command_line_imports_the_notebooks_front_door():
+    """``nb`` is the notebooks' front door: nothing of the package below the notebooks imports it (what others need
+    lives in the module it belongs to, and ``nb`` re-exports it for the notebooks)."""
+    allowed = {"lmcompanion.nb", "lmcompanion.cli", "lmcompanion.__main__"}
+    found = [m for m in MODULES if m not in allowed and "lmcompanion.nb" in module_level_imports(m)]
+    assert not found, f"these modules import lmcompanion.nb: {found}"
+
+
 def test_the_import_graph_has_no_cycles():
     graph = {m: module_level_imports(m) for m in MODULES}
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle

@@ -25,13 +25,13 @@ import functools
 import hashlib
 import json
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
 from . import argtypes, bench, claims, env, estimate, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
+from .chapters.scale import write_up_passes_text as write_up_passes
 from .config import check_profile, flat_keys
 from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizer, tokenizers, unigram_loss
 from .errors import ConfigError
@@ -396,7 +396,7 @@ def scale_table(settings: Settings, names: Sequence[str]):
     for name in names:
         here = experiments.config(name, settings.profile, device="cpu")
         paper = experiments.config(name, "paper", device="cpu")
-        p_here, p_paper = passes(here), _paper_passes(paper)
+        p_here, p_paper = passes(here), write_up_passes(paper)
         rows.append({"experiment": name,
                      f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
                      "parameters (paper)": f"{models.num_params(paper.model):,}",
@@ -405,23 +405,6 @@ def scale_table(settings: Settings, names: Sequence[str]):
                      f"passes over the data ({settings.profile})": _sig3(p_here) if p_here is not None else "",
                      "passes (paper)": p_paper})
     return pd.DataFrame(rows).set_index("experiment")
-
-
-_APPROX = re.compile(r"^≈ (\d[\d,]*\.\d+)")
-
-
-def write_up_passes(cfg: RunConfig) -> str:
-    """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
-    the number in the book's format. The data kinds write it with fixed decimals ("≈ 550.00"); the number is
-    rewritten here rather than there, because a data module's code is part of every run's key (editing it would
-    retrain every cached run of that kind). A setting the book adds (the mixer's Wikipedia arms) has none."""
-    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
-        return "no experiment in the write-up (the book's setting)"
-    text = cfg.data.write_up_passes(cfg)
-    return _APPROX.sub(lambda m: "≈ " + _sig3(float(m.group(1).replace(",", ""))), text)
-
-
-_paper_passes = write_up_passes
 
 
 # --------------------------------------------------------------------------------------------------

@@ -27,13 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .. import claims, experiments, nb
-from ..chapters import ar_ed as ar_ed_chapter  # noqa: F401  (each chapter registers its rows: lmcompanion.claims)
-from ..chapters import deepsight as deepsight_chapter  # noqa: F401
-from ..chapters import formal_ed as formal_ed_chapter  # noqa: F401
-from ..chapters import hourglass as hourglass_chapter  # noqa: F401
-from ..chapters import mixer as mixer_chapter
-from ..chapters import retrieval as retrieval_chapter  # noqa: F401
+from .. import chapters  # every chapter, each registering its rows (lmcompanion.claims): chapters.modules()
+from .. import claims, experiments
+from ..chapters.scale import write_up_passes_text
 from ..config import check_profile
 from ..data import corpora
 from ..errors import LMCError
@@ -83,7 +79,7 @@ GROUPS: tuple[Group, ...] = (
     Group("mixer", "flat against expanded mixers at d=256 and d=512", ("mixer/flat_d256", "mixer/expanded_d512"),
           2),  # 1.9 min
     Group("mixer", "the write-up's first comparison: the expanded mixer d=256 against Llama d=128",
-          tuple(mixer_chapter.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
+          tuple(chapters.mixer.FIRST), 2),  # 3.7 min (four seeds per arm: a claim of equality)
     Group("deepsight", "no planning loss (against the MSE planning loss)", ("deepsight/no_loss",), 2),  # 7.0 min
     Group("retrieval", "the book's own setting: Wikipedia leads, 8,000 pairs at d=1024 (31 candidates)",
           ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32"), 2),  # 7.0 min
@@ -364,11 +360,11 @@ def _gpt2(pending: Sequence[Step]) -> Step | None:
 
 
 def passes(cfg: RunConfig) -> float | None:
-    """Passes over the training data a run makes (:func:`lmcompanion.nb.passes`), where its text is here (a local
-    copy or the generated corpus); None where it would have to be downloaded."""
+    """Passes over the training data a run makes (:func:`lmcompanion.experiments.passes`), where its text is here (a
+    local copy or the generated corpus); None where it would have to be downloaded."""
     if any(not corpora.source_of(c).startswith(("local:", "generated")) for c in corpora_of(cfg)):
         return None
-    return nb.passes(cfg)
+    return experiments.passes(cfg)
 
 
 def corpora_of(cfg: RunConfig) -> list[str]:
@@ -467,7 +463,7 @@ def passes_table(all_steps: Sequence[Step]) -> list[dict]:
             continue
         try:
             paper = experiments.config(s.run.name, "paper", device="cpu")
-            write_up = nb.write_up_passes(paper)
+            write_up = write_up_passes_text(paper)
         except LMCError:
             write_up = "not known here"
         rows.append({"experiment": s.run.name, "tokens/run": s.run.config.tokens(), "passes": p, "write-up": write_up})
