@@ -93,6 +93,16 @@ def test_only_the_command_line_imports_the_notebooks_front_door():
     assert not found, f"these modules import lmcompanion.nb: {found}"
 
 
+def test_every_data_kind_declares_what_the_book_asks_of_it_outside_its_run_key():
+    """Each data kind of the registry has its declaration in ``data/kinds.py`` (unigram loss, tokenizer fingerprint,
+    pack files), and no kind's module reaches that module: editing a declaration retrains no run."""
+    from lmcompanion import data
+
+    assert set(data.kinds.KINDS) == set(data.KINDS)
+    for kind in data.KINDS:
+        assert "lmcompanion.data.kinds" not in fingerprint.closure(data.module_of(kind)), kind
+
+
 def test_the_import_graph_has_no_cycles():
     graph = {m: module_level_imports(m) for m in MODULES}
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle

@@ -21,10 +21,7 @@ seed count from :func:`caption`.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -33,7 +30,8 @@ from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmc
 from . import argtypes, bench, claims, env, estimate, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
 from .chapters.scale import write_up_passes_text as write_up_passes
 from .config import check_profile, flat_keys
-from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizer, tokenizers, unigram_loss
+from .data import corpora, load_tokens, tokenizer, unigram_loss
+from .data import kinds as data_kinds
 from .errors import ConfigError
 from .experiments.labels import arm_label, passes, published  # noqa: F401  (the notebooks read them here)
 from .run import RunConfig
@@ -407,6 +405,8 @@ def scale_table(settings: Settings, names: Sequence[str]):
     return pd.DataFrame(rows).set_index("experiment")
 
 
+
+
 # --------------------------------------------------------------------------------------------------
 # Verdicts, recorded runs, provenance
 
@@ -527,25 +527,6 @@ def recorded_table(found: Mapping[str, recorded.Found]):
     return pd.DataFrame(rows).set_index("profile")
 
 
-@functools.lru_cache(maxsize=64)
-def tokenizer_fingerprint(data_cfg) -> str:
-    """The identity of a run's tokenizer: the sha256 of its vocabulary as serialized (char list, HF tokenizers
-    JSON, or GPT-2's ranks file), so two builds can see that they tokenized alike; empty for data that are not
-    tokenized text (the retrieval chapter's embeddings)."""
-    if isinstance(data_cfg, lm.LMDataConfig):  # a corpus's file, or several joined (data.joined)
-        tok = tokenizer(data_cfg)
-    elif data_cfg.kind == "stories":
-        tok = stories.tokenizer(data_cfg)
-    elif data_cfg.kind == "seq2seq":
-        return "sha256:" + hashlib.sha256(json.dumps(seq2seq.VOCAB).encode()).hexdigest()[:16]
-    else:
-        return ""
-    if isinstance(tok, tokenizers.GPT2Tokenizer):
-        return f"sha256:{tokenizers.GPT2_RANKS_SHA256[:16]} (the ranks file)"
-    text = json.dumps(tok.chars) if isinstance(tok, tokenizers.CharTokenizer) else tok.tok.to_str()
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def provenance(settings: Settings):
     """Where this page's numbers came from: the profile and seeds, the package's commit, torch, the device, the data
     and tokenizers of the runs it used, and how long the page took to execute. The ids of the runs it read are glued
@@ -559,7 +540,7 @@ def provenance(settings: Settings):
     glue("runs", json.dumps(sorted(r.id for r in runs)), display=False)
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
     toks = sorted({f"{r.config.data.tokenizer_name}: {fp}" for r in runs
-                   if (fp := tokenizer_fingerprint(r.config.data))})
+                   if (fp := data_kinds.tokenizer_fingerprint(r.config.data))})
     trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
     info = {
