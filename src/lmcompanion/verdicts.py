@@ -168,7 +168,7 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p, verdict == FAILS),
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(), chance=chance_text(p, verdict == FAILS),
                    form=BETTER, size=c.effect)
 
 
@@ -329,7 +329,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
         below_ = stats.permutation_p([u + m for u in x], y, "less")  # a + margin below b: a is lower by more
         c = stats.compare(x, y)
         diff = c.effect
-        effect = f"x{number(math.exp(diff))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
+        effect = f"x{number(math.exp(diff))} (ratio of geometric means)" if ratio else c.effect_text()
         n = f"{len(a)} vs {len(b)}"
     if inside <= ALPHA:
         verdict, p, reverse = HOLDS, inside, False
