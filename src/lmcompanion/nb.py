@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import string
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -650,10 +651,17 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
 # every chapter; the badges, the verdict cells and the folds are those of the generated pages
 # (:func:`lmcompanion.pages.badge`, ``pages._cell``, ``book/_static/custom.css``).
 
-_CHEVRON = ('<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
-            'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
-            '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
-            '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span>')
+# The generated pages' fold (sphinx-design's dropdown with its chevron, ``lmc-fold``), as a template that
+# :func:`fold_html` fills: ``title`` and ``body`` are HTML already (Markdown rendered by :func:`markdown_html`, tables
+# by :func:`lmcompanion.tables.html`); plain text reaches it only through them, which escape it.
+_FOLD = string.Template(
+    '<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3 lmc-fold">'
+    '<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">${title}</span>'
+    '<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
+    'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
+    '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
+    '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span></summary>'
+    '<div class="sd-summary-content sd-card-body docutils">\n${body}\n</div></details>')
 
 
 def markdown_html(text: str, inline: bool = True) -> str:
@@ -679,10 +687,7 @@ def fold_html(title: str, *parts) -> str:
             body.append(part.data if hasattr(part, "data") else part._repr_html_())
         else:
             body.append(markdown_html(str(part), inline=False))
-    return ('<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3 lmc-fold">'
-            f'<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">{markdown_html(title)}'
-            f'</span>{_CHEVRON}</summary><div class="sd-summary-content sd-card-body docutils">\n'
-            + "\n".join(body) + "\n</div></details>")
+    return _FOLD.substitute(title=markdown_html(title), body="\n".join(body))
 
 
 def fold(title: str, *parts):
