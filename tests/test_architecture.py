@@ -124,11 +124,11 @@ def test_every_module_has_a_layer_and_imports_only_downward():
 
 
 def test_contributing_shows_the_layers_of_this_test():
-    """CONTRIBUTING.md's list of layers is this test's LAYERS (its table once showed 11 layers where the test had 15)."""
+    """CONTRIBUTING.md's list of layers is this test's LAYERS (its table once showed 11 where the test had 15)."""
     assert sorted(LAYER_NOTES) == sorted(LAYERS)
     text = (REPO / "CONTRIBUTING.md").read_text()
-    assert layers_table() in text, ("CONTRIBUTING.md's list of layers differs from tests/test_architecture.py's LAYERS; "
-                                    "replace it with:\n" + layers_table())
+    assert layers_table() in text, ("CONTRIBUTING.md's list of layers differs from the LAYERS of "
+                                    "tests/test_architecture.py; replace it with:\n" + layers_table())
 
 
 def test_only_the_command_line_imports_the_notebooks_front_door():

@@ -3,10 +3,10 @@ alone (the learning gate's reference line), the identity of its tokenizer (a pag
 files a GPU machine needs (the campaign's pack) and the batch source of the campaign's CUDA-path check.
 
 The registry :mod:`lmcompanion.data` maps each kind to its config and its source builder
-(:data:`lmcompanion.data.KINDS`) and to its declaration here (:data:`KINDS`); whoever asks one of these questions asks
-the kind (:func:`of`), never switches on it. The declarations live here, in a module no data kind imports, and not in the data kinds' own modules:
-a run's key hashes the code of its data kind's module and of everything it imports (:mod:`lmcompanion.fingerprint`),
-so editing a declaration retrains no run.
+(:data:`lmcompanion.data.KINDS`); :data:`KINDS` here maps the same kinds to their declarations, and whoever asks one
+of these questions asks the kind (:func:`of`), never switches on it. The declarations live here, in a module no data
+kind imports, and not in the data kinds' own modules: a run's key hashes the code of its data kind's module and of
+everything it imports (:mod:`lmcompanion.fingerprint`), so editing a declaration retrains no run.
 """
 
 from __future__ import annotations
