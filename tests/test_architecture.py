@@ -6,6 +6,7 @@ import graphlib
 import hashlib
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,43 @@ LAYERS = {
     14: ["lmcompanion.cli", "lmcompanion.__main__"],
 }
 
+# What each layer's modules know: with LAYERS, the text of CONTRIBUTING.md's list of layers (layers_table()).
+LAYER_NOTES = {
+    0: "the package, its errors, files made elsewhere (read checked), the signal policy, folders, resource errors; "
+       "they know nothing else",
+    1: "command-line types and `LMC_*` variables, configs and overrides, number formats, statistics, code digests, "
+       "provenance, papermill, the claims ledger's registry",
+    2: "data kinds (corpora, tokenizers, token caches; what the book asks of each kind: `data/kinds.py`) and model "
+       "families (shared layers, one file per write-up); they know configs",
+    3: "their registries (the packages `data` and `models`); they know their own modules",
+    4: "a run (`RunConfig`, `RunSpec`: its identity, key, tokens and counted FLOPs), its GPU time from those FLOPs, a "
+       "training step's memory (counted the same way for every model family); they know data and models",
+    5: "the trainer, schedules, checkpoints, DDP, seeding, the run store; they know runs, never a particular model",
+    6: "named configs from the write-ups, per profile; where each runs and by which procedure; `plan`, the one "
+       "planner; they know runs",
+    7: "figures, tables, the learning gate; they know runs' metrics",
+    8: "verdicts, recorded runs, the registry of claim rows; they know experiments, tables, stats",
+    9: "the chapters' analyses and rows, the notebooks' helpers (`nb`: only notebooks and the command line import it), "
+       "benches, the generated pages; they know everything below",
+    10: "the GPU campaign's files in the output folder, the GPT-2-small and chapter benches, the CUDA-path check, the "
+        "lanes, the chapters' measures",
+    11: "the campaign's plan and its slots",
+    12: "the campaign's pack, one slot's runner and the restore of its archive",
+    13: "the package that names the campaign's parts",
+    14: "the command line; it knows everything",
+}
+
+
+def layers_table() -> str:
+    """CONTRIBUTING.md's list of the layers, from LAYERS and LAYER_NOTES, wrapped at 120 characters
+    (``python tests/test_architecture.py`` prints it)."""
+    items = []
+    for rank, names in LAYERS.items():
+        shown = ", ".join(f"`{n.removeprefix('lmcompanion.')}`" for n in names)
+        items.append(textwrap.fill(f"- **{rank}** {shown}: {LAYER_NOTES[rank]}.", width=120,
+                                   subsequent_indent="  ", break_long_words=False, break_on_hyphens=False))
+    return "\n".join(items)
+
 
 def layer(module: str) -> int:
     for rank, names in LAYERS.items():
@@ -83,6 +121,32 @@ def test_every_module_has_a_layer_and_imports_only_downward():
             if layer(dep) > layer(module):
                 wrong.append(f"{module} (layer {layer(module)}) imports {dep} (layer {layer(dep)})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_contributing_shows_the_layers_of_this_test():
+    """CONTRIBUTING.md's list of layers is this test's LAYERS (its table once showed 11 where the test had 15)."""
+    assert sorted(LAYER_NOTES) == sorted(LAYERS)
+    text = (REPO / "CONTRIBUTING.md").read_text()
+    assert layers_table() in text, ("CONTRIBUTING.md's list of layers differs from the LAYERS of "
+                                    "tests/test_architecture.py; replace it with:\n" + layers_table())
+
+
+def test_only_the_command_line_imports_the_notebooks_front_door():
+    """``nb`` is the notebooks' front door: nothing of the package below the notebooks imports it (what others need
+    lives in the module it belongs to, and ``nb`` re-exports it for the notebooks)."""
+    allowed = {"lmcompanion.nb", "lmcompanion.cli", "lmcompanion.__main__"}
+    found = [m for m in MODULES if m not in allowed and "lmcompanion.nb" in module_level_imports(m)]
+    assert not found, f"these modules import lmcompanion.nb: {found}"
+
+
+def test_every_data_kind_declares_what_the_book_asks_of_it_outside_its_run_key():
+    """Each data kind of the registry has its declaration in ``data/kinds.py`` (unigram loss, tokenizer fingerprint,
+    pack files), and no kind's module reaches that module: editing a declaration retrains no run."""
+    from lmcompanion import data
+
+    assert set(data.kinds.KINDS) == set(data.KINDS)
+    for kind in data.KINDS:
+        assert "lmcompanion.data.kinds" not in fingerprint.closure(data.module_of(kind)), kind
 
 
 def test_the_import_graph_has_no_cycles():
@@ -242,3 +306,7 @@ def test_the_key_changes_with_the_config_and_the_procedure_settings():
     a = run.spec(formal, "lmcompanion.experiments.ed_training.literal_training", procedure.LiteralConfig(T=1))
     b = run.spec(formal, "lmcompanion.experiments.ed_training.literal_training", procedure.LiteralConfig(T=2))
     assert a.key != b.key
+
+
+if __name__ == "__main__":
+    print(layers_table())

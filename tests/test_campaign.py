@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from lmcompanion import campaign, experiments, recorded
+from lmcompanion import campaign, data, experiments, recorded
 from lmcompanion.cli import main
 from lmcompanion.errors import LMCError, Terminated
 from lmcompanion.train import RunStore
@@ -403,10 +403,10 @@ def test_the_check_builds_every_family_and_compares_compiled_with_eager_without_
     from lmcompanion.train import trainer
 
     matcher = experiments.config("retrieval/flat_d1024_c32", "smoke", device="cpu")
-    s = trainer.setup(matcher, source=campaign.check._check_source(matcher))
+    s = trainer.setup(matcher, source=data.kinds.check_source(matcher))
     batch = s.source.train_batches(0)[0]
     assert batch["x"].shape[-1] == matcher.model.n_embed and bool(s.model(**batch).loss.isfinite())
-    assert campaign.check._check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
+    assert data.kinds.check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
     hg = experiments.config("hourglass/vanilla", "smoke", device="cpu")
     assert hg.model.dropout > 0 and campaign.check._without_dropout(hg).model.dropout == 0.0
     assert campaign.check._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout) \

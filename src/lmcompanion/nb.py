@@ -21,19 +21,18 @@ seed count from :func:`caption`.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import json
-import math
-import re
+import string
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
 from . import argtypes, bench, claims, env, estimate, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
+from .chapters.scale import write_up_passes_text as write_up_passes
 from .config import check_profile, flat_keys
-from .data import corpora, lm, load_tokens, seq2seq, stories, tokenizer, tokenizers, unigram_loss
+from .data import corpora, load_tokens, tokenizer, unigram_loss
+from .data import kinds as data_kinds
 from .errors import ConfigError
 from .experiments.labels import arm_label, passes, published  # noqa: F401  (the notebooks read them here)
 from .run import RunConfig
@@ -396,7 +395,7 @@ def scale_table(settings: Settings, names: Sequence[str]):
     for name in names:
         here = experiments.config(name, settings.profile, device="cpu")
         paper = experiments.config(name, "paper", device="cpu")
-        p_here, p_paper = passes(here), _paper_passes(paper)
+        p_here, p_paper = passes(here), write_up_passes(paper)
         rows.append({"experiment": name,
                      f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
                      "parameters (paper)": f"{models.num_params(paper.model):,}",
@@ -407,21 +406,6 @@ def scale_table(settings: Settings, names: Sequence[str]):
     return pd.DataFrame(rows).set_index("experiment")
 
 
-_APPROX = re.compile(r"^≈ (\d[\d,]*\.\d+)")
-
-
-def write_up_passes(cfg: RunConfig) -> str:
-    """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
-    the number in the book's format. The data kinds write it with fixed decimals ("≈ 550.00"); the number is
-    rewritten here rather than there, because a data module's code is part of every run's key (editing it would
-    retrain every cached run of that kind). A setting the book adds (the mixer's Wikipedia arms) has none."""
-    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
-        return "no experiment in the write-up (the book's setting)"
-    text = cfg.data.write_up_passes(cfg)
-    return _APPROX.sub(lambda m: "≈ " + _sig3(float(m.group(1).replace(",", ""))), text)
-
-
-_paper_passes = write_up_passes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -544,25 +528,6 @@ def recorded_table(found: Mapping[str, recorded.Found]):
     return pd.DataFrame(rows).set_index("profile")
 
 
-@functools.lru_cache(maxsize=64)
-def tokenizer_fingerprint(data_cfg) -> str:
-    """The identity of a run's tokenizer: the sha256 of its vocabulary as serialized (char list, HF tokenizers
-    JSON, or GPT-2's ranks file), so two builds can see that they tokenized alike; empty for data that are not
-    tokenized text (the retrieval chapter's embeddings)."""
-    if isinstance(data_cfg, lm.LMDataConfig):  # a corpus's file, or several joined (data.joined)
-        tok = tokenizer(data_cfg)
-    elif data_cfg.kind == "stories":
-        tok = stories.tokenizer(data_cfg)
-    elif data_cfg.kind == "seq2seq":
-        return "sha256:" + hashlib.sha256(json.dumps(seq2seq.VOCAB).encode()).hexdigest()[:16]
-    else:
-        return ""
-    if isinstance(tok, tokenizers.GPT2Tokenizer):
-        return f"sha256:{tokenizers.GPT2_RANKS_SHA256[:16]} (the ranks file)"
-    text = json.dumps(tok.chars) if isinstance(tok, tokenizers.CharTokenizer) else tok.tok.to_str()
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def provenance(settings: Settings):
     """Where this page's numbers came from: the profile and seeds, the package's commit, torch, the device, the data
     and tokenizers of the runs it used, and how long the page took to execute. The ids of the runs it read are glued
@@ -576,7 +541,7 @@ def provenance(settings: Settings):
     glue("runs", json.dumps(sorted(r.id for r in runs)), display=False)
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
     toks = sorted({f"{r.config.data.tokenizer_name}: {fp}" for r in runs
-                   if (fp := tokenizer_fingerprint(r.config.data))})
+                   if (fp := data_kinds.tokenizer_fingerprint(r.config.data))})
     trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
     info = {
@@ -686,10 +651,17 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
 # every chapter; the badges, the verdict cells and the folds are those of the generated pages
 # (:func:`lmcompanion.pages.badge`, ``pages._cell``, ``book/_static/custom.css``).
 
-_CHEVRON = ('<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
-            'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
-            '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
-            '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span>')
+# The generated pages' fold (sphinx-design's dropdown with its chevron, ``lmc-fold``), as a template that
+# :func:`fold_html` fills: ``title`` and ``body`` are HTML already (Markdown rendered by :func:`markdown_html`, tables
+# by :func:`lmcompanion.tables.html`); plain text reaches it only through them, which escape it.
+_FOLD = string.Template(
+    '<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3 lmc-fold">'
+    '<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">${title}</span>'
+    '<span class="sd-summary-state-marker sd-summary-chevron-right"><svg version="1.1" width="1.5em" '
+    'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
+    '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
+    '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span></summary>'
+    '<div class="sd-summary-content sd-card-body docutils">\n${body}\n</div></details>')
 
 
 def markdown_html(text: str, inline: bool = True) -> str:
@@ -715,10 +687,7 @@ def fold_html(title: str, *parts) -> str:
             body.append(part.data if hasattr(part, "data") else part._repr_html_())
         else:
             body.append(markdown_html(str(part), inline=False))
-    return ('<details class="sd-sphinx-override sd-dropdown sd-card sd-mb-3 lmc-fold">'
-            f'<summary class="sd-summary-title sd-card-header"><span class="sd-summary-text">{markdown_html(title)}'
-            f'</span>{_CHEVRON}</summary><div class="sd-summary-content sd-card-body docutils">\n'
-            + "\n".join(body) + "\n</div></details>")
+    return _FOLD.substitute(title=markdown_html(title), body="\n".join(body))
 
 
 def fold(title: str, *parts):

@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 from . import paths
-from .errors import LMCError
 
 ENV_PATHS = ("LMC_RUNS_DIR", "LMC_CACHE_DIR", "LMC_FLOPS_DIR", "LMC_DATA_DIR")
 _TEMPORARY = re.compile(r"\.tmp(?P<a>\d+)$|^\.import-(?P<b>\d+)-|\.partial(?P<c>\d+)\.ipynb$|^lmc-(?:rev|ddp)-(?P<d>\d+)-")
@@ -147,17 +146,4 @@ def explain(exc: BaseException, command: str = "the command") -> str | None:
     return None
 
 
-def check_writable(folder: Path | str, var: str | None = None) -> None:
-    """Stop early, naming the fix, when ``folder`` (created if missing) cannot be written."""
-    folder = Path(folder)
-    probe = folder / f".write-test.tmp{os.getpid()}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        fix = f"set {var} to a writable folder" if var else "choose a writable folder"
-        raise LMCError(f"{folder} is not writable ({exc.strerror}): {fix}") from None
-
-
-__all__ = ["ENV_PATHS", "absolute_env", "check_writable", "explain", "pid_alive", "sweep", "sweep_temporary", "writer"]
+__all__ = ["ENV_PATHS", "absolute_env", "explain", "pid_alive", "sweep", "sweep_temporary", "writer"]

@@ -111,10 +111,10 @@ class Comparison:
         """The chance that the rule gives this verdict's direction if the arms were equal."""
         return self.p_reverse if self.outcome == "does not hold" else self.p_claim
 
-    def effect_text(self, fmt: str | None = None) -> str:
+    def effect_text(self) -> str:
         """The effect with its standard error ("-0.0123 ± 0.0041": the error to two significant digits, the effect to
         the same decimals, :func:`lmcompanion.formats.estimate`); without one where a side has a single value (no
-        spread can be estimated from it). ``fmt`` is no longer read: the digits follow from the error."""
+        spread can be estimated from it)."""
         if min(self.n_a, self.n_b) < 2:
             return f"{formats.number(self.effect, sign='+')} (no spread: one seed on a side)"
         return formats.estimate(self.effect, self.se)

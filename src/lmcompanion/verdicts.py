@@ -168,7 +168,7 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
     return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(fmt), chance=chance_text(p, verdict == FAILS),
+                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(), chance=chance_text(p, verdict == FAILS),
                    form=BETTER, size=c.effect)
 
 
@@ -329,7 +329,7 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
         below_ = stats.permutation_p([u + m for u in x], y, "less")  # a + margin below b: a is lower by more
         c = stats.compare(x, y)
         diff = c.effect
-        effect = f"x{number(math.exp(diff))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
+        effect = f"x{number(math.exp(diff))} (ratio of geometric means)" if ratio else c.effect_text()
         n = f"{len(a)} vs {len(b)}"
     if inside <= ALPHA:
         verdict, p, reverse = HOLDS, inside, False
@@ -501,11 +501,6 @@ def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     return all(runs.get(n) for n in names)
 
 
-def in_notebook(rows: Sequence[Verdict], notebook: str) -> list[Verdict]:
-    """The rows, each marked with the notebook (path under notebooks/, without .py) that decides it."""
-    return [replace(v, notebook=notebook) for v in rows]
-
-
 COLUMNS = {"claim": "claim (write-up)", "published": "published", "ours": "ours (mean [min, max] over seeds)",
            "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict",
            "learned": "how far each arm learned (every seed; gate: 0.5 nats below its line, or twice chance)"}
@@ -544,6 +539,6 @@ __all__ = ["AT_LEAST", "AT_MOST", "BETTER", "CHECK", "COLUMNS", "COMPUTED", "COS
            "EXACT_FORM", "FAILS", "FORMS", "HOLDS", "INCONCLUSIVE", "KINDS", "NOT_DECIDED", "NO_GAIN", "NO_TREND",
            "NO_WORSE", "OUTCOMES", "SAME", "STEADY", "TENFOLD", "TRAINING", "TREND", "Verdict", "WITHIN", "arms_of",
            "at_scale", "below", "between", "chance_text", "chapter_share", "claim", "counts", "cross_profile", "decision",
-           "evidence", "exact", "fewer_parameters", "gap_trend", "gate", "have", "in_notebook", "no_trend",
+           "evidence", "exact", "fewer_parameters", "gap_trend", "gate", "have", "no_trend",
            "not_decided", "outcome_of", "percent", "published_gap", "published_pair", "share_text", "similar", "sized",
            "table", "token_share", "trend", "with_trend"]

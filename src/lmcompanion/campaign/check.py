@@ -34,7 +34,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import data as data_mod
 from .. import contents, env, estimate, experiments, models, paths, signals
-from ..data.retrieval import RetrievalSource
 from ..experiments import pool
 from ..run import RunConfig
 from ..train import RunStore, trainer
@@ -85,20 +84,6 @@ def _nccl_version() -> str:
     return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
 
 
-def _check_source(cfg: RunConfig):
-    """The batch source of a check's few steps: the trainer's own (None), except for a retrieval matcher, whose
-    source is made by its procedure from another run's embeddings, which no run of the slot has made when the check
-    runs first: random embeddings of the matcher's width stand in (the check tests the model's graph, dtypes and
-    optimizer, not what it learns)."""
-    if getattr(cfg.data, "kind", None) != "retrieval":
-        return None
-    g = torch.Generator().manual_seed(cfg.seed)
-    n, d = 4 * max(cfg.model.context_size, cfg.train.batch_size), cfg.model.n_embed
-    emb = {f"{kind}_{split}": torch.randn(n, d, generator=g) for kind in ("query", "target")
-           for split in ("train", "test")}
-    return RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed)
-
-
 def _without_dropout(cfg: RunConfig) -> RunConfig:
     """``cfg`` with every dropout rate of its model at 0: eager and compiled code draw different dropout masks, so
     their losses agree only without dropout."""
@@ -116,7 +101,7 @@ def _probe_autocast(cfg: RunConfig) -> dict:
     """One forward under the trainer's own set-up and autocast: the dtype of every Linear output, of the logits and of
     the loss, and the optimizer the trainer made."""
     with trainer.memory_guard(cfg, "the autocast probe"):
-        s = trainer.setup(cfg, source=_check_source(cfg))
+        s = trainer.setup(cfg, source=data_mod.kinds.check_source(cfg))
     seen: set[str] = set()
     hooks = [m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
              for m in s.model.modules() if isinstance(m, torch.nn.Linear)]
@@ -165,7 +150,7 @@ def check_autocast(run_cfgs: Sequence[RunConfig], device: str) -> dict:
 
 def _losses(cfg: RunConfig, n: int) -> tuple[list[float], list[float]]:
     """The objective of ``n`` training steps of ``cfg`` from its initial weights, and each step's seconds."""
-    s = trainer.setup(cfg, source=_check_source(cfg))
+    s = trainer.setup(cfg, source=data_mod.kinds.check_source(cfg))
     losses, seconds = [], []
     for step in range(n):
         t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 import torch
 
 from .. import env, paths, untrusted
-from ..data import JoinedDataConfig, LMDataConfig, corpora, joined, lm, retrieval, stories
+from ..data import corpora, joined, kinds
 from ..errors import LMCError
 from ..run import RunConfig
 from . import plan as plan_mod
@@ -82,31 +82,15 @@ def _run_configs(all_steps: Sequence[Step]) -> list[RunConfig]:
     return cfgs
 
 
-def _cache_files(cfg: RunConfig) -> list[Path]:
-    """The token-cache files a run's data reads, built here first (the data modules' own cache locations)."""
-    dcfg = cfg.data
-    if isinstance(dcfg, LMDataConfig):
-        joined.load_tokens(dcfg)
-        folder = lm._text_dir(dcfg)
-    elif isinstance(dcfg, stories.StoriesDataConfig):
-        stories.load_tokens(dcfg)
-        folder = stories._text_dir(dcfg)
-    else:
-        return []  # generated in memory (seq2seq), or made from another run (retrieval embeddings)
-    vocab = folder / "vocab" / f"{dcfg.tokenizer_name}.json"  # a vocabulary trained on the text (BPE, char)
-    return sorted(p for p in (folder / dcfg.tokenizer_name).rglob("*") if p.is_file()) + \
-        ([vocab] if vocab.is_file() else [])
-
-
 def _corpus_files(cfgs: Sequence[RunConfig]) -> tuple[list[str], list[str]]:
     """(carried, named): the files under LMC_DATA_DIR the runs read, carried (their corpora's; the GPT-2 ranks where a
     run tokenizes with it), and those of corpora read joined, named by their digests only (see the module doc)."""
     names, named, gpt2 = set(), set(), False
     for cfg in cfgs:
-        if isinstance(cfg.data, JoinedDataConfig):
-            named |= set(cfg.data.files)
-        elif isinstance(cfg.data, retrieval.RetrievalDataConfig) and cfg.data.queries == "lead":
-            names |= set(retrieval.wiki_files(cfg.data.n_pairs))  # the articles' text itself, only the files it reads
+        own = kinds.data_files(cfg.data)  # a kind that reads other files than its corpora's (or names them only)
+        if own is not None:
+            names |= set(own[0])
+            named |= set(own[1])
         else:
             for corpus in plan_mod.corpora_of(cfg):
                 if not corpora.get(corpus).generated:
@@ -197,7 +181,7 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
         if cfg.data in seen:
             continue
         seen.add(cfg.data)
-        for f in _cache_files(cfg):
+        for f in kinds.cache_files(cfg.data):
             rel = f.relative_to(cache_root).as_posix()
             add_packed(f"cache/{rel}", f.read_bytes(), "cache", rel)
     caches = [v for v in files.values() if v["kind"] == "cache"]

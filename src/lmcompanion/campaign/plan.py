@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import chapters  # noqa: F401  (every chapter registers its rows: lmcompanion.claims)
-from .. import claims, contents, experiments, nb
+from .. import claims, contents, experiments
+from ..chapters.scale import write_up_passes_text
 from ..config import check_profile
 from ..data import corpora
 from ..errors import LMCError
@@ -356,11 +357,11 @@ def _gpt2(pending: Sequence[Step]) -> Step | None:
 
 
 def passes(cfg: RunConfig) -> float | None:
-    """Passes over the training data a run makes (:func:`lmcompanion.nb.passes`), where its text is here (a local
-    copy or the generated corpus); None where it would have to be downloaded."""
+    """Passes over the training data a run makes (:func:`lmcompanion.experiments.passes`), where its text is here (a
+    local copy or the generated corpus); None where it would have to be downloaded."""
     if any(not corpora.source_of(c).startswith(("local:", "generated")) for c in corpora_of(cfg)):
         return None
-    return nb.passes(cfg)
+    return experiments.passes(cfg)
 
 
 def corpora_of(cfg: RunConfig) -> list[str]:
@@ -459,7 +460,7 @@ def passes_table(all_steps: Sequence[Step]) -> list[dict]:
             continue
         try:
             paper = experiments.config(s.run.name, "paper", device="cpu")
-            write_up = nb.write_up_passes(paper)
+            write_up = write_up_passes_text(paper)
         except LMCError:
             write_up = "not known here"
         rows.append({"experiment": s.run.name, "tokens/run": s.run.config.tokens(), "passes": p, "write-up": write_up})

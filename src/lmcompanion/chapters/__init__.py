@@ -9,8 +9,10 @@ here would change every key and orphan every stored and recorded run. Figures an
 ``tables``.
 
 Importing this package imports every chapter's package (:func:`modules`), and with it registers every chapter's
-claim rows (:mod:`lmcompanion.claims`): whatever decides or lists rows (the notebooks through :mod:`lmcompanion.nb`, the pages,
-the campaign) sees all of them, whichever chapter module it imported itself."""
+claim rows (:mod:`lmcompanion.claims`): whatever decides or lists rows (the notebooks through
+:mod:`lmcompanion.nb`, the pages, the campaign) sees all of them, whichever chapter module it imported itself."""
+
+from __future__ import annotations
 
 import importlib
 from types import ModuleType
@@ -26,3 +28,5 @@ def modules() -> dict[str, ModuleType]:
 
 
 modules()  # each chapter's package registers its rows
+
+__all__ = ["modules"]

@@ -84,6 +84,21 @@ def write_up_passes(name: str) -> tuple[float | None, str]:
     return (float(m.group(1).replace(",", "")) if m else None), text
 
 
+_APPROX = re.compile(r"^≈ (\d[\d,]*\.\d+)")
+
+
+def write_up_passes_text(cfg) -> str:
+    """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
+    the number in the book's format, for the run config ``cfg`` (the ``paper`` profile's). The data kinds write it
+    with fixed decimals ("≈ 550.00"); the number is rewritten here rather than there, because a data module's code is
+    part of every run's key (editing it would retrain every cached run of that kind). A setting the book adds (the
+    mixer's Wikipedia arms) has none."""
+    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
+        return "no experiment in the write-up (the book's setting)"
+    text = cfg.data.write_up_passes(cfg)
+    return _APPROX.sub(lambda m: "≈ " + number(float(m.group(1).replace(",", ""))), text)
+
+
 @dataclass(frozen=True)
 class Passes:
     """One experiment's passes over its training data at a profile, beside the write-up's over its own."""
@@ -137,4 +152,5 @@ def plural_arms(n: int) -> str:
     return "its arm" if n == 1 else f"{n} of its arms"
 
 
-__all__ = ["Passes", "Size", "parameters", "passes", "passes_caveat", "size_text", "sizes", "write_up_passes"]
+__all__ = ["Passes", "Size", "parameters", "passes", "passes_caveat", "size_text", "sizes", "write_up_passes",
+           "write_up_passes_text"]

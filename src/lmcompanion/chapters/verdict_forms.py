@@ -108,7 +108,7 @@ def _exceeds_by_at_most(text: str, published: str, a: Sequence[float], b: Sequen
                           stats.mean(x) - stats.mean(y) <= m)
     first, second, names = shown
     c = stats.compare(*(([math.log(v) for v in first], [math.log(v) for v in second]) if ratio else (first, second)))
-    effect = f"x{number(math.exp(c.effect))} (ratio of geometric means)" if ratio else c.effect_text(fmt)
+    effect = f"x{number(math.exp(c.effect))} (ratio of geometric means)" if ratio else c.effect_text()
     return Verdict(text, published, _labels(first, second, names, fmt), verdict, seeds=f"{c.n_a} vs {c.n_b}",
                    effect=f"{effect}; {_margin_text(margin, ratio)}", chance=chance_text(p, verdict == FAILS),
                    form=form, size=c.effect, log_size=ratio)
@@ -130,7 +130,7 @@ def no_gain(text: str, published: str, a: Sequence[float], b: Sequence[float], l
     else:
         verdict, p = f"{INCONCLUSIVE} (no significant gain; a test cannot show its absence)", c.p_claim
     return Verdict(text, published, _labels(a, b, labels, fmt), verdict, seeds=f"{c.n_a} vs {c.n_b}",
-                   effect=c.effect_text(fmt), chance=chance_text(p) + " (a gain)", form=NO_GAIN, size=c.effect)
+                   effect=c.effect_text(), chance=chance_text(p) + " (a gain)", form=NO_GAIN, size=c.effect)
 
 
 def no_worse(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],

@@ -10,7 +10,8 @@ into a *source* with the interface the trainer needs:
 - ``eval_splits``: the splits evaluated (e.g. ``("train", "val")``).
 
 Each batch is a dict of tensors passed to the model as keyword arguments, so the trainer never needs to
-know what a batch contains.
+know what a batch contains. What else the book asks of a kind (:func:`unigram_loss`, a tokenizer's fingerprint, the
+files a campaign packs) each kind declares in :mod:`lmcompanion.data.kinds`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Callable
 
 from ..config import suggest
 from ..errors import ConfigError
-from . import joined, lm, retrieval, seq2seq, stories
+from . import joined, kinds, lm, retrieval, seq2seq, stories
 from .joined import JoinedDataConfig, load_tokens, tokenizer, vocab_size
+from .kinds import unigram_loss
 from .lm import LMDataConfig, LMSource
 
 KINDS: dict[str, tuple[type, Callable]] = {
@@ -33,10 +35,8 @@ KINDS: dict[str, tuple[type, Callable]] = {
         (retrieval.RetrievalDataConfig, retrieval.build_source),
     ]
 }
-
-
-def kinds() -> dict[str, tuple[type, Callable]]:
-    return KINDS
+# What the book asks of each kind besides its batches (its unigram loss, tokenizer fingerprint, pack files and the
+# CUDA check's source) is declared beside this, in lmcompanion.data.kinds (kinds.KINDS: the same kinds as KINDS).
 
 
 def config_class(kind: str) -> type:
@@ -56,21 +56,5 @@ def build_source(run_cfg, rank: int = 0, world: int = 1):
     return KINDS[run_cfg.data.kind][1](run_cfg, rank, world)
 
 
-def unigram_loss(run_cfg, split: str = "val") -> float:
-    """The loss of token frequencies alone on ``split`` of a run's data, as the run is scored: a token stream's
-    (:func:`lm.unigram_loss`), a story corpus's examples at the run's context (:func:`stories.unigram_loss`), or a
-    task's answer tokens (:func:`seq2seq.unigram_loss`). A
-    model whose loss is not below it has learned nothing a comparison could rest on."""
-    data = run_cfg.data
-    if isinstance(data, stories.StoriesDataConfig):
-        return stories.unigram_loss(data, run_cfg.model.context_size, split)
-    if isinstance(data, LMDataConfig):
-        return joined.unigram_loss(data, split)
-    if isinstance(data, seq2seq.Seq2SeqDataConfig):
-        return seq2seq.unigram_loss(data, split)
-    raise ConfigError(f"no unigram loss for {type(data).__name__} data (a token stream, a story corpus or a "
-                      "sequence-to-sequence task has one)")
-
-
-__all__ = ["JoinedDataConfig", "KINDS", "LMDataConfig", "LMSource", "build_source", "config_class", "kinds",
-           "load_tokens", "module_of", "tokenizer", "unigram_loss", "vocab_size"]
+__all__ = ["JoinedDataConfig", "KINDS", "LMDataConfig", "LMSource", "build_source", "config_class",
+           "kinds", "load_tokens", "module_of", "tokenizer", "unigram_loss", "vocab_size"]

@@ -479,12 +479,6 @@ def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> l
     return [v for r in ROWS if r.arms and (v := claim_rows.decide(CHAPTER, r, ctx)) is not None]
 
 
-def exact_rows(memory: Mapping | None = None) -> list[Verdict]:
-    """The claims decided by computation: parameter counts, the mask, memory, the background's estimates."""
-    ctx = Context({}, None, extra={"memory": memory} if memory is not None else {})
-    return [v for r in ROWS if not r.arms and (v := claim_rows.decide(CHAPTER, r, ctx)) is not None]
-
-
 def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None,
                  profile: str | None = None) -> list[Verdict]:
     """Every claim of the write-up's CLM part, from the runs of the chapter's experiments (name -> runs), in the
@@ -498,7 +492,7 @@ ledger.register(CHAPTER, CLAIMS)
 __all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION",
            "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
            "PARALLEL", "POSITIONAL", "Pair", "ROWS", "equal_time_row", "trend_row", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
-           "CLAIMS", "BETWEEN", "LLAMA_B4", "by_title", "compute", "count_rows", "exact_rows", "facts", "jl_rows",
+           "CLAIMS", "BETWEEN", "LLAMA_B4", "by_title", "compute", "count_rows", "facts", "jl_rows",
            "limit_rows", "liveness_rows",
            "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "published_size", "results", "similar", "timed",
            "training_rows", "verdict_rows", "width_estimate_rows", "worked_example_rows", "WIKIPEDIA", "small_data"]

@@ -31,10 +31,6 @@ from ...models.transformer import llama_config
 # and the untied head V*d.
 
 
-def _ff(d: int) -> int:
-    return 2 * (2 * d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
-
-
 def independent_count(name: str, changes: Mapping[str, object] | None = None) -> int:
     """The parameters of experiment ``name`` at the write-up's size (with ``changes`` to its model: ``n_embed``,
     ``n_head`` or a mixer field), counted from the architecture's description, not from the model code."""
