@@ -53,7 +53,7 @@ LAYER_NOTES = {
     0: "the package, its errors, files made elsewhere (read checked), the signal policy, folders, resource errors; "
        "they know nothing else",
     1: "command-line types and `LMC_*` variables, configs and overrides, number formats, statistics, code digests, "
-       "provenance, papermill, the claims ledger's registry",
+       "provenance, papermill, the chapters' declarations, the claims ledger's registry",
     2: "data kinds (corpora, tokenizers, token caches; what the book asks of each kind: `data/kinds.py`) and model "
        "families (shared layers, one file per write-up); they know configs",
     3: "their registries (the packages `data` and `models`); they know their own modules",
