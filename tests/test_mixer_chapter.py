@@ -10,6 +10,7 @@ import torch
 
 import pytest
 
+from lmcompanion import claims as claim_rows
 from lmcompanion import experiments, models, nb
 from lmcompanion.chapters import mixer
 from lmcompanion.chapters.mixer import analysis
@@ -190,7 +191,7 @@ def test_published_numbers_are_quoted_as_printed_in_the_write_ups_order():
 def test_claim_texts_do_not_depend_on_the_profile():
     """The ledger and the scorecard match rows across profiles by their claim text."""
     assert len(set(mixer.rows.ALL_CLAIMS)) == len(mixer.rows.ALL_CLAIMS)
-    made = mixer.verdict_rows({}, profile="cpu")  # the computed rows and the rows of arms not run at cpu
+    made = claim_rows.verdicts("mixer", claim_rows.Context({}, "cpu"))  # computed rows, and arms not run at cpu
     assert {v.claim for v in made} <= set(mixer.rows.ALL_CLAIMS)
     assert [v.claim for v in made] == [v.claim for v in mixer.rows.in_write_up_order(made)]
     order = [mixer.rows.SECTIONS.index(mixer.rows.section_of(r.text)) for r in mixer.ROWS]

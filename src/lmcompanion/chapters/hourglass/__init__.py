@@ -243,14 +243,6 @@ def _in_order(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: r.notebook)
 
 
-def verdict_rows(runs: Mapping[str, Sequence], timings: Sequence[SideBySide] = (), profile: str | None = None
-                 ) -> list[Verdict]:
-    """Every row of the chapter (:data:`ROWS`) from the runs of its experiments (name -> runs) and the verdict
-    notebook's side-by-side timings (none: the time rows say they were not timed at this profile). Cost claims are
-    judged on counted FLOPs as well: time on a shared CPU is not time on a GPU."""
-    return claim_rows.verdicts(CHAPTER, Context(runs, profile, tuple(timings)))
-
-
 def similar_at_end_row(attn: Sequence, repeat: Sequence) -> Verdict:
     """"Similar performance at the end of the repeat upsampling models trainings" (within :func:`similar_margin`):
     attention read at the compute where the repeat runs end, against the repeat runs' final loss, both gated there."""
@@ -387,4 +379,4 @@ __all__ = ["ALL", "ANCHOR", "BASE", "BEST_ATTN", "BEST_REPEAT", "BLIND_SPOT", "C
            "lr_schedules", "mode_gaps", "mode_table", "position_losses", "protocol_table", "same_loss_claim",
            "same_margin", "scales_better_row", "schedule_claim", "schedule_table", "similar_at_end_row",
            "similar_margin", "skipped_note", "sources_note", "sources_table", "test_table", "twin", "twins",
-           "unigram_reference", "verdict_rows", "window_losses"]
+           "unigram_reference", "window_losses"]

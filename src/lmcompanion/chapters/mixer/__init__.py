@@ -479,13 +479,6 @@ def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> l
     return [v for r in ROWS if r.arms and (v := claim_rows.decide(CHAPTER, r, ctx)) is not None]
 
 
-def verdict_rows(runs: Mapping[str, Sequence], memory: Mapping | None = None,
-                 profile: str | None = None) -> list[Verdict]:
-    """Every claim of the write-up's CLM part, from the runs of the chapter's experiments (name -> runs), in the
-    write-up's order; with ``profile``, the claims whose arms it does not run are listed as such."""
-    return claim_rows.verdicts(CHAPTER, Context(runs, profile, extra={"memory": memory} if memory is not None else {}))
-
-
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
 ledger.register(CHAPTER, CLAIMS)
 
@@ -495,4 +488,4 @@ __all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_
            "CLAIMS", "BETWEEN", "LLAMA_B4", "by_title", "compute", "count_rows", "facts", "jl_rows",
            "limit_rows", "liveness_rows",
            "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "published_size", "results", "similar", "timed",
-           "training_rows", "verdict_rows", "width_estimate_rows", "worked_example_rows", "WIKIPEDIA", "small_data"]
+           "training_rows", "width_estimate_rows", "worked_example_rows", "WIKIPEDIA", "small_data"]
