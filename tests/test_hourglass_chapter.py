@@ -43,10 +43,12 @@ def test_paper_profile_is_the_write_ups_protocol():
 
 @pytest.mark.parametrize("profile", ["paper", "cpu"])
 def test_vanilla_takes_half_the_updates_under_the_same_schedule(profile):
-    # at their own protocol, and as a page that shows them together reads them (at cpu, the illustrations')
-    for together in (False, True):
-        eff = experiments.config(chapter.ANCHOR, profile, illustrating=together).train
-        van = experiments.config("hourglass/vanilla", profile, illustrating=together).train
+    # as the registry builds them, and as a page that shows them together reads them (at cpu, the illustrations')
+    arms = (chapter.ANCHOR, "hourglass/vanilla")
+    protocol = experiments.page_protocol(arms, profile)
+    assert protocol is (experiments.Protocol.ILLUSTRATIONS if profile == "cpu" else experiments.Protocol.OWN)
+    built = [experiments.get(n).build(profile).train for n in arms]
+    for eff, van in (built, [experiments.config(n, profile, protocol=protocol).train for n in arms]):
         assert van.max_steps == -(-eff.max_steps // 2)
         assert (van.lr, van.min_lr, van.schedule) == (eff.lr, eff.min_lr, eff.schedule)
         assert van.warmup_steps / van.max_steps == pytest.approx(0.5, abs=0.01)
@@ -247,7 +249,8 @@ def test_the_even_more_rows_compare_the_share_of_inference_flops_saved():
 
 def test_the_anchor_and_the_vanilla_transformer_run_under_both_schedules():
     for schedule, (anchor, vanilla) in chapter.SCHEDULES.items():  # at one protocol, as the protocol page reads them
-        a, v = (experiments.config(n, "cpu", illustrating=True).train for n in (anchor, vanilla))
+        a, v = (experiments.config(n, "cpu", protocol=experiments.Protocol.ILLUSTRATIONS).train
+                for n in (anchor, vanilla))
         assert a.schedule == v.schedule and v.max_steps == -(-a.max_steps // 2)
         assert experiments.runs_at(anchor, "cpu") and experiments.runs_at(vanilla, "cpu")
     assert experiments.config(chapter.CONSTANT[1], "paper").train.schedule == "constant"

@@ -53,11 +53,12 @@ def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at
 
     S = nb.setup(profile="cpu", device="cpu")
     mixed = ["ar_ed/mse_pos_sub", "ar_ed/smaller_baseline"]
-    assert {(r.seed, r.config.train.max_steps) for r in S.plan(mixed, illustrating=True)} == {(0, 250)}
+    assert experiments.page_protocol(mixed, "cpu") is experiments.Protocol.ILLUSTRATIONS
+    assert {(r.seed, r.config.train.max_steps) for r in S.plan(mixed, experiments.Protocol.ILLUSTRATIONS)} == {(0, 250)}
     assert [(r.name, r.seed) for r in S.plan(mixed)][:3] == [
         ("ar_ed/mse_pos_sub", 0), ("ar_ed/smaller_baseline", 0), ("ar_ed/mse_pos_sub", 1)]
     with pytest.raises(ConfigError, match="protocol"):
-        S.arms(mixed, protocol="short")
+        S.arms_at(mixed, "illustrations")
 
     def run(steps):
         return types.SimpleNamespace(summary={"steps": steps})

@@ -288,4 +288,5 @@ def test_a_landing_page_says_what_the_illustrations_run_and_why():
         assert "illustrate, with one seed" not in pages.headline_line(chapter, [], "gpu")
     for chapter in ("mixer", "formal_ed", "retrieval"):  # they keep their steps
         assert "of the headline arms' steps" not in pages.headline_line(chapter, [], "cpu")
-    assert experiments.config("hourglass/vanilla", "cpu", device="cpu", illustrating=True).train.max_steps == 103
+    assert experiments.config("hourglass/vanilla", "cpu", device="cpu",
+                              protocol=experiments.Protocol.ILLUSTRATIONS).train.max_steps == 103

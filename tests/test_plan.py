@@ -179,6 +179,7 @@ def test_a_run_id_is_its_folder_name_up_to_the_key_and_its_config_digest(tmp_pat
 # the chapters whose illustrations train fewer steps at cpu: half the steps the rule gave (DeepSight's headline arms
 # depart from it with twice its steps)
 SHORTENED = {"ar_ed": 0.5, "deepsight": 0.25, "hourglass": 0.5}
+OWN, ILLUSTRATIONS = experiments.Protocol.OWN, experiments.Protocol.ILLUSTRATIONS
 
 
 def _steps(name: str, profile: str = "cpu", **kw) -> int:
@@ -198,12 +199,17 @@ def test_at_cpu_illustrating_arms_train_fewer_steps_and_the_headline_arms_also_o
         own = experiments.get(name).build("cpu").train
         mine = [(r.seed, r.config.train.max_steps) for r in runs if r.name == name]
         short = math.ceil(own.max_steps * fraction)
+        arm = experiments.arm(name, "cpu")
         if name in heads:  # five seeds at its own protocol, then seed 0 at the illustrations' (for their pages)
             assert mine == [(s, own.max_steps) for s in range(5)] + [(0, short)], name
-            assert _steps(name, illustrating=True) == short and _steps(name) == own.max_steps
+            assert _steps(name, protocol=ILLUSTRATIONS) == short and _steps(name) == own.max_steps
+            assert not arm.illustrates and arm.trains_at == (OWN, ILLUSTRATIONS)
+            assert (arm.seeds(), arm.seeds(ILLUSTRATIONS), arm.steps(), arm.steps(ILLUSTRATIONS)) == (
+                tuple(range(5)), (0,), 1, fraction)
         else:
             assert mine == [(0, short)], name
             assert experiments.seeds_of(name, "cpu") == (0,)
+            assert arm.illustrates and arm.trains_at == (OWN,) and arm.steps() == arm.steps(ILLUSTRATIONS) == fraction
     # the schedule keeps its shape, and the evaluations their spacing: half as many
     illus = next(r.config.train for r in runs if r.name not in heads)
     own = experiments.get(next(r.name for r in runs if r.name not in heads)).build("cpu").train
@@ -219,8 +225,9 @@ def test_only_cpu_shortens_the_illustrations(profile):
             if experiments.runs_at(name, profile):
                 assert experiments.config(name, profile, device="cpu") == dataclasses.replace(
                     experiments.get(name).build(profile), device="cpu"), name
-                assert not experiments.shortened(name, profile)
-        assert not experiments.reads_illustrations(experiments.names(chapter), profile)
+                arm = experiments.arm(name, profile)
+                assert not arm.illustrates and arm.trains_at == (OWN,) and arm.steps(ILLUSTRATIONS) == 1, name
+        assert experiments.page_protocol(experiments.names(chapter), profile) is OWN
 
 
 def test_chapters_that_keep_their_steps_plan_no_second_protocol():
@@ -229,14 +236,16 @@ def test_chapters_that_keep_their_steps_plan_no_second_protocol():
         runs = experiments.plan(chapter, "cpu", device="cpu")
         assert len({(r.name, r.seed) for r in runs}) == len(runs), chapter
     # a page of the mixer chapter shows its headline arms with their five seeds beside one-seed illustrations
-    assert not experiments.reads_illustrations(["mixer/llama_d512", "mixer/llama_d256"], "cpu")
+    assert experiments.page_protocol(["mixer/llama_d512", "mixer/llama_d256"], "cpu") is OWN
+    assert experiments.arm("mixer/llama_d256", "cpu").illustrates
+    assert experiments.arm("mixer/llama_d512", "cpu").trains_at == (OWN,)
 
 
 def test_a_page_reads_every_arm_at_the_illustrations_protocol_when_one_of_them_illustrates():
     head = ["ar_ed/mse_pos_sub", "ar_ed/baseline"]
-    assert not experiments.reads_illustrations(head, "cpu")
-    assert experiments.reads_illustrations(head + ["ar_ed/smaller_baseline"], "cpu")
-    together = experiments.plan(head + ["ar_ed/smaller_baseline"], "cpu", device="cpu", illustrating=True)
+    assert experiments.page_protocol(head, "cpu") is OWN
+    assert experiments.page_protocol(head + ["ar_ed/smaller_baseline"], "cpu") is ILLUSTRATIONS
+    together = experiments.plan(head + ["ar_ed/smaller_baseline"], "cpu", device="cpu", protocol=ILLUSTRATIONS)
     assert [(r.name, r.seed, r.config.train.max_steps) for r in together] == [
         ("ar_ed/mse_pos_sub", 0, 250), ("ar_ed/baseline", 0, 250), ("ar_ed/smaller_baseline", 0, 250)]
     # an override of the steps (a notebook's max_steps) still wins

@@ -48,7 +48,7 @@ class Context:
     whose plan says which arms run (None: recorded runs, whatever they cover), the side-by-side timings of the
     verdict notebook, anything else the chapter's notebook computed for its rows (``extra``), and the runs of the
     headline arms at the illustrations' protocol (``illustrating``), which a row that compares a headline arm with
-    illustrating ones reads (:func:`lmcompanion.experiments.reads_illustrations`)."""
+    illustrating ones reads (:func:`lmcompanion.experiments.page_protocol`)."""
 
     runs: Mapping[str, Sequence]
     profile: str | None = None
@@ -143,9 +143,10 @@ def _at_one_protocol(row: Row, ctx: Context) -> tuple[Context, set[str]]:
     illustrating arms whose chapter trains them for fewer steps, the headline arm's runs at the illustrations'
     protocol, so that it never compares runs of different lengths. A context without them is a defect of its page,
     not a row to decide."""
-    if ctx.recorded or not row.arms or not experiments.reads_illustrations(row.arms, ctx.profile):
+    illustrations = experiments.Protocol.ILLUSTRATIONS
+    if ctx.recorded or not row.arms or experiments.page_protocol(row.arms, ctx.profile) is not illustrations:
         return ctx, set()
-    long = [a for a in row.arms if experiments.has_short_run(a, ctx.profile) and a in ctx.runs]
+    long = [a for a in row.arms if illustrations in experiments.arm(a, ctx.profile).trains_at and a in ctx.runs]
     missing = [a for a in long if a not in ctx.illustrating]
     if missing:
         raise LMCError(f"the row {row.text!r} compares {', '.join(missing)} with illustrating arms, which train fewer "

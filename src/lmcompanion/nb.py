@@ -56,14 +56,15 @@ class Settings:
         seed = self.seeds[0] if seed is None else seed
         return experiments.config(name, self.profile, seed=seed, device=self.device, overrides=self.overrides)
 
-    def plan(self, names: Sequence[str], illustrating: bool | None = None) -> list[experiments.PlannedRun]:
-        """The runs of ``names`` at this notebook's settings (:func:`lmcompanion.experiments.plan`): the seeds each
-        experiment is registered with (or the notebook's n_seeds), the runs they read first; experiments that do
-        not run at this profile are left out. ``illustrating``: None, each as registered; True, every one at the
-        illustrations' protocol (:func:`lmcompanion.experiments.seeds_of`)."""
+    def plan(self, names: Sequence[str], protocol: experiments.Protocol = experiments.Protocol.OWN
+             ) -> list[experiments.PlannedRun]:
+        """The runs of ``names`` at this notebook's settings (:func:`lmcompanion.experiments.plan`) and at
+        ``protocol`` (each one's own, as registered, or the illustrations'): the seeds each experiment runs with there
+        (or the notebook's n_seeds), the runs they read first; experiments that do not run at this profile are left
+        out."""
         return experiments.plan(list(names), self.profile, seeds=self.seeds if self.explicit else None,
                                 device=self.device, overrides=self.overrides, first_seed=self.seeds[0],
-                                illustrating=illustrating)
+                                protocol=protocol)
 
     def _train(self, planned: experiments.PlannedRun) -> train.Run:
         """Train or reuse a planned run; it and the runs it read count in this page's provenance."""
@@ -102,33 +103,39 @@ class Settings:
         ``settings`` replaces its procedure's settings (e.g. the notebook's own ED-Training settings)."""
         return [self.run(name, s, settings) for s in self.seeds_of(name)]
 
-    def arms(self, names: Sequence[str], by: str = "title", protocol: str = "page") -> dict[str, list[train.Run]]:
-        """Each experiment's planned runs, in the order given, keyed by the write-up's label (``by="title"``, for
-        tables and figures) or by the experiment's name (``by="name"``, for the chapters' analyses); experiments that
-        do not run at this profile are left out.
+    def arms(self, names: Sequence[str], by: str = "title") -> dict[str, list[train.Run]]:
+        """Each experiment's planned runs as a page that shows them together reads them, in the order given, keyed by
+        the write-up's label (``by="title"``, for tables and figures) or by the experiment's name (``by="name"``, for
+        the chapters' analyses); experiments that do not run at this profile are left out.
 
-        ``protocol``: ``"page"`` (a page's arms, shown together) reads every arm at the illustrations' protocol when
-        one of them illustrates and its chapter's illustrations take fewer steps
-        (:func:`lmcompanion.experiments.reads_illustrations`: a headline arm is then read at their steps and seed,
-        so the page never puts runs of different lengths side by side), else each as registered; ``"own"`` each as
-        registered; ``"illustrations"`` every one at the illustrations' protocol. The first call of a page that reads
-        at the illustrations' protocol shows a note that says so (:func:`illustrations_note`), so a page's first such
-        call must not be in a figure's cell (a second output there would give the figure's name twice)."""
-        if by not in ("title", "name"):
-            raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
-        if protocol not in ("page", "own", "illustrations"):
-            raise ConfigError(f"arms(protocol=...) takes 'page', 'own' or 'illustrations', got {protocol!r}")
-        together = protocol == "illustrations" or (
-            protocol == "page" and experiments.reads_illustrations(names, self.profile))
+        The page reads them at :func:`lmcompanion.experiments.page_protocol`: every arm at the illustrations'
+        protocol when one of them illustrates and its chapter's illustrations take fewer steps (a headline arm is
+        then read at their steps and seed, so the page never puts runs of different lengths side by side), else each
+        at its own. The first call of a page that reads at the illustrations' protocol shows a note that says so
+        (:func:`illustrations_note`), so a page's first such call must not be in a figure's cell (a second output
+        there would give the figure's name twice)."""
+        _check_by(by)
+        protocol = experiments.page_protocol(names, self.profile)
+        ordered = self.arms_at(names, protocol, by="name")
+        if protocol is experiments.Protocol.ILLUSTRATIONS and not self.said:  # once a page, under its first table
+            self.said.append(illustrations_note(self.profile, list(ordered), ordered))
+            _say(self.said[-1])
+        return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
+
+    def arms_at(self, names: Sequence[str], protocol: experiments.Protocol, by: str = "title"
+                ) -> dict[str, list[train.Run]]:
+        """Each experiment's planned runs at ``protocol`` (each one's own, or the illustrations'), keyed as in
+        :meth:`arms`; no note."""
+        _check_by(by)
+        if not isinstance(protocol, experiments.Protocol):
+            raise ConfigError(f"a protocol is one of {', '.join(str(p) for p in experiments.Protocol)}, got "
+                              f"{protocol!r}")
         out: dict[str, list[train.Run]] = {}
         # seed by seed, as train-chapter trains them
-        for planned in self.plan(names, illustrating=True if together else None):
+        for planned in self.plan(names, protocol):
             if planned.name in names:
                 out.setdefault(planned.name, []).append(self._train(planned))
         ordered = {n: sorted(out[n], key=lambda r: r.seed) for n in names if n in out}
-        if protocol == "page" and together and not self.said:  # once a page, under the first table that reads so
-            self.said.append(illustrations_note(self.profile, list(ordered), ordered))
-            _say(self.said[-1])
         return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
 
     def seed_table(self, names: Sequence[str]):
@@ -145,12 +152,17 @@ class Settings:
         return f"profile {self.profile!r} on {self.device}, seeds {seeds}{extra}"
 
 
+def _check_by(by: str) -> None:
+    if by not in ("title", "name"):
+        raise ConfigError(f"arms(by=...) takes 'title' or 'name', got {by!r}")
+
+
 def illustrations_note(profile: str, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]]) -> str:
     """What a page that shows a headline arm beside illustrating ones says about its runs: they are all read at the
     illustrations' protocol, with their steps and seeds (from the runs), and where the headline runs are shown."""
     steps = sorted({r.summary["steps"] for rs in runs.values() for r in rs})
     seeds = sorted({len(rs) for rs in runs.values()})
-    heads = [f"“{experiments.get(n).title}”" for n in names if not experiments.illustrates(n, profile)]
+    heads = [f"“{experiments.get(n).title}”" for n in names if not experiments.arm(n, profile).illustrates]
     text = (f"**The illustrations' protocol.** At `{profile}` the arms of this page that decide no headline "
             f"comparison illustrate, and every run read here has their protocol: {' or '.join(map(str, seeds))} "
             f"seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} steps")
@@ -444,10 +456,21 @@ def page_rows(settings: Settings, chapter: str, notebook: str, runs: Mapping[str
     """The verdict rows a chapter's page decides (its registered rows, :mod:`lmcompanion.claims`), from the runs it
     read, each naming its scale: the "Verdicts of this page" table of a results notebook. A page that read its arms
     at the illustrations' protocol (:meth:`Settings.arms`) decides every row on those runs."""
-    together = experiments.reads_illustrations(list(runs), settings.profile)
+    together = experiments.page_protocol(list(runs), settings.profile) is experiments.Protocol.ILLUSTRATIONS
     rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, extra=extra,
                                                    illustrating=runs if together else {}), notebook=notebook)
     return scaled(chapter, rows, settings.profile)
+
+
+def _rows_runs(settings: Settings, names: Sequence[str]) -> tuple[dict, dict]:
+    """The runs verdict rows are decided on: each arm's at its own protocol, and the runs the headline arms also
+    train at the illustrations' (:attr:`lmcompanion.experiments.ArmProtocol.trains_at`), which a row that compares
+    one of them with illustrating arms reads (``illustrating`` of :class:`lmcompanion.claims.Context`)."""
+    if not names:
+        return {}, {}
+    short = [n for n in names if experiments.Protocol.ILLUSTRATIONS in experiments.arm(n, settings.profile).trains_at]
+    return (settings.arms_at(names, experiments.Protocol.OWN, by="name"),
+            settings.arms_at(short, experiments.Protocol.ILLUSTRATIONS, by="name") if short else {})
 
 
 def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None = None, rounds: int = 8,
@@ -460,10 +483,7 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     from IPython.display import Markdown, display
 
     names = [n for n in (names or experiments.names(chapter)) if experiments.runs_at(n, settings.profile)]
-    runs = settings.arms(names, by="name", protocol="own")  # reused from the run store
-    # a row that compares a headline arm with illustrating ones reads the headline arm's run at their protocol
-    short = [n for n in names if experiments.has_short_run(n, settings.profile)]
-    illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
+    runs, illustrating = _rows_runs(settings, names)  # reused from the run store
     timings, shown = [], []
     for a, b in claims.timed_pairs(chapter, settings.profile):
         t = bench.side_by_side(settings.planned(a), settings.planned(b), steps=5, rounds=rounds)
@@ -904,9 +924,7 @@ def rows_of_page(settings: Settings, chapter: str, notebook: str) -> list[verdic
     names = list(dict.fromkeys(a for r in wanted for a in r.arms if experiments.runs_at(a, settings.profile)))
     if not wanted:
         return []
-    runs = settings.arms(names, by="name", protocol="own") if names else {}
-    short = [n for n in names if experiments.has_short_run(n, settings.profile)]
-    illustrating = settings.arms(short, by="name", protocol="illustrations") if short else {}
+    runs, illustrating = _rows_runs(settings, names)
     ctx = claims.Context(runs, settings.profile, illustrating=illustrating)
     out = []
     for row in wanted:

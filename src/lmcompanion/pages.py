@@ -643,8 +643,9 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
                      + (f". This chapter departs from it: {h.cpu_departure}" if h.cpu_departure else "")
                      + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
                        f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
-            if not illustrates and experiments.shortened(h.baseline, profile):
-                short = experiments.config(h.baseline, profile, device="cpu", illustrating=True)
+            if experiments.Protocol.ILLUSTRATIONS in experiments.arm(h.baseline, profile).trains_at:
+                short = experiments.config(h.baseline, profile, device="cpu",
+                                           protocol=experiments.Protocol.ILLUSTRATIONS)
                 text += (f". The headline arms' {n_seeds} seeds and longer runs are paid for by the chapter's other "
                          f"arms: they illustrate, with one seed and "
                          f"{fraction(experiments.illustration_steps(chapter, profile))} of the headline arms' steps "

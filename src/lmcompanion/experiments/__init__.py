@@ -3,7 +3,9 @@
 An experiment is a function ``profile -> RunConfig`` registered under a name such as ``ar_ed/baseline``, with
 the write-up's label and published numbers, and where and how it runs (:mod:`.registry`). ``plan(chapter or names,
 profile)`` gives the runs a notebook reads and the CLI trains (:mod:`.plan`), each trained or reused by
-``PlannedRun.train()``; ``config(name, profile, seed=..., device=..., overrides=...)`` gives one run config.
+``PlannedRun.train()``; ``config(name, profile, seed=..., device=..., overrides=..., protocol=...)`` gives one run
+config; ``arm(name, profile)`` says which protocols an arm trains at (its own, the illustrations') and
+``page_protocol(names, profile)`` the one a page that shows them together reads them at.
 
 Each chapter's modules here (``ar_ed``, ``deepsight``, ...) register its experiments in :mod:`.registry` when this
 package imports them: the modules the chapters declare (``experiments`` in ``chapters/<name>/chapter.toml``, read
@@ -18,8 +20,9 @@ from .. import contents
 from ..config import suggest
 from ..errors import ConfigError
 from .labels import arm_label, passes, published
-from .plan import (DEFAULT_SEEDS, HEADLINE_SEEDS, ILLUSTRATION_SEEDS, PlannedRun, chapter_names, config, has_short_run, illustrates,
-                   minutes_total, plan, planned, reads_illustrations, resolve_device, runs_at, seeds_of, shortened, steps_scaled)
+from .plan import (DEFAULT_SEEDS, HEADLINE_SEEDS, ILLUSTRATION_SEEDS, ArmProtocol, PlannedRun, Protocol, arm,
+                   chapter_names, config, minutes_total, page_protocol, plan, planned, resolve_device, runs_at,
+                   seeds_of, steps_scaled)
 from .headline_comparisons import (CPU_RULE, HEADLINES, ILLUSTRATION_RULE, Headline, headline, headline_arms, headlines,
                                    illustration_steps, is_headline)
 from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedure, get, register, where_they_run
@@ -48,9 +51,9 @@ def names(chapter: str | None = None) -> list[str]:
 
 
 
-__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "Experiment", "HEADLINES", "HEADLINE_SEEDS", "Headline", "ILLUSTRATION_RULE",
-           "ILLUSTRATION_SEEDS", "PROCEDURES", "PlannedRun", "Procedure", "TRAINED_NOTHING", "all_experiments",
-           "arm_label", "chapter_names", "chapters", "config", "get", "has_short_run", "headline", "headline_arms", "headlines",
-           "illustrates", "illustration_steps", "is_headline", "minutes_total", "names", "passes", "plan", "planned",
-           "published", "reads_illustrations", "register", "resolve_device", "runs_at", "seeds_of", "shortened",
-           "steps_scaled", "where_they_run"]
+__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "ArmProtocol", "Experiment", "HEADLINES", "HEADLINE_SEEDS",
+           "Headline", "ILLUSTRATION_RULE", "ILLUSTRATION_SEEDS", "PROCEDURES", "PlannedRun", "Procedure", "Protocol",
+           "TRAINED_NOTHING", "all_experiments", "arm", "arm_label", "chapter_names", "chapters", "config", "get",
+           "headline", "headline_arms", "headlines", "illustration_steps", "is_headline", "minutes_total", "names",
+           "page_protocol", "passes", "plan", "planned", "published", "register", "resolve_device", "runs_at",
+           "seeds_of", "steps_scaled", "where_they_run"]

@@ -5,11 +5,17 @@ Every caller uses it: the notebooks (``Settings.arms`` in :mod:`lmcompanion.nb`)
 ``bench`` on the command line, the recorded-runs lookup and the cost tables. What a run is planned with comes from
 where its experiment is registered (:mod:`.registry`): the profiles it runs at, whether it runs the first seed only,
 and its procedure. So the command a GPU session uses trains exactly the runs the notebooks read.
+
+Which protocol an arm is trained and read at is answered in one place: :func:`arm` gives, for an experiment and a
+profile, whether it illustrates there, the protocols it trains at (:class:`Protocol`: its own, and for some headline
+arms also the illustrations') and the seeds and steps of a run at each; :func:`page_protocol` gives the protocol a page
+or row that shows several arms together reads them at. Every function that plans a run takes its :class:`Protocol`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 from dataclasses import dataclass, field
@@ -40,38 +46,80 @@ ILLUSTRATION_SEEDS = {"cpu": 1}  # profile -> seeds of an arm that decides no he
 HEADLINE_SEEDS = {"gpu": 5}  # profile -> seeds of a headline arm, where that is more than its count as registered
 # In the chapters that declare it (``cpu_illustration_steps`` in the registry's headlines), an illustrating run also
 # trains for a fraction of its protocol's steps at ``cpu``; a page or verdict row that puts a headline arm beside
-# illustrating ones reads the headline arm's run at the illustrations' protocol (its steps and seed), which the
-# chapter's plan trains for that (:func:`plan`), so that no page compares runs of different lengths.
+# illustrating ones reads the headline arm's run at the illustrations' protocol (its steps and seed:
+# :func:`page_protocol`), which the chapter's plan trains for that (:attr:`ArmProtocol.trains_at`, :func:`plan`), so
+# that no page compares runs of different lengths.
 
 
-def illustrates(name: str, profile: str) -> bool:
-    """Whether experiment ``name`` only illustrates at ``profile``: it decides no headline comparison there, at a
-    profile whose other arms illustrate (:data:`ILLUSTRATION_SEEDS`)."""
-    return profile in ILLUSTRATION_SEEDS and name not in headline_arms(deciding_at=profile)
+class Protocol(enum.Enum):
+    """The protocol a run is trained and read at: its steps and seeds."""
+
+    OWN = "own"  # the arm's own, as registered (where an arm illustrates, its own is the illustrations')
+    ILLUSTRATIONS = "illustrations"  # its chapter's illustrations' (ILLUSTRATION_SEEDS, illustration_steps)
 
 
-def _illustrating(name: str, profile: str, illustrating: bool | None) -> bool:
-    if profile not in ILLUSTRATION_SEEDS:
-        return False
-    return illustrates(name, profile) if illustrating is None else bool(illustrating)
+@dataclass(frozen=True)
+class ArmProtocol:
+    """Experiment ``name`` at ``profile``: whether it illustrates there, the protocols it trains at, and the seeds
+    and the share of its steps of a run at each (:func:`arm`). One place answers them for every caller: the plan,
+    the notebooks' pages (:func:`page_protocol`), the verdict rows and the landing pages."""
+
+    name: str
+    profile: str
+
+    @property
+    def illustrates(self) -> bool:
+        """Whether it only illustrates: it decides no headline comparison, at a profile whose other arms illustrate
+        (:data:`ILLUSTRATION_SEEDS`); its own protocol is then the illustrations'."""
+        return self.profile in ILLUSTRATION_SEEDS and self.name not in headline_arms(deciding_at=self.profile)
+
+    def _at_illustrations(self, protocol: Protocol) -> bool:
+        """Whether a run at ``protocol`` takes the illustrations' seeds and steps (only where the profile has them)."""
+        return self.profile in ILLUSTRATION_SEEDS and (protocol is Protocol.ILLUSTRATIONS or self.illustrates)
+
+    @property
+    def trains_at(self) -> tuple[Protocol, ...]:
+        """The protocols its runs are trained at: its own; a headline arm whose chapter's illustrations take fewer
+        steps at the profile also theirs, a shorter run read where it is shown beside them."""
+        if not self.illustrates and self.steps(Protocol.ILLUSTRATIONS) < 1:
+            return (Protocol.OWN, Protocol.ILLUSTRATIONS)
+        return (Protocol.OWN,)
+
+    def seeds(self, protocol: Protocol = Protocol.OWN) -> tuple[int, ...]:
+        """The seeds it runs with at ``protocol``: the profile's default count from 0 (or the count the experiment
+        declares for the profile; a headline arm at least :data:`HEADLINE_SEEDS` where the profile has it), only
+        seed 0 where the experiment runs the first seed only, or the illustrations' seeds
+        (:data:`ILLUSTRATION_SEEDS`); none where it does not run at the profile."""
+        exp = get(self.name)
+        if not exp.runs_at(self.profile):
+            return ()
+        if self._at_illustrations(protocol):
+            return tuple(range(ILLUSTRATION_SEEDS[self.profile]))
+        if self.profile in exp.first_seed_only:
+            return (0,)
+        n = exp.n_seeds.get(self.profile, DEFAULT_SEEDS[self.profile])
+        if self.name in headline_arms(deciding_at=self.profile):
+            n = max(n, HEADLINE_SEEDS.get(self.profile, n))
+        return tuple(range(n))
+
+    def steps(self, protocol: Protocol = Protocol.OWN) -> float:
+        """The fraction of the steps its experiment is built with that a run at ``protocol`` takes (below 1 at the
+        illustrations' protocol of a chapter that declares it: :func:`illustration_steps`)."""
+        return illustration_steps(get(self.name).chapter, self.profile) if self._at_illustrations(protocol) else 1.0
 
 
-def shortened(name: str, profile: str) -> bool:
-    """Whether the illustrations' protocol of ``name``'s chapter at ``profile`` takes fewer steps than its own (a
-    headline arm then has a second, shorter run to be shown beside them)."""
-    return profile in ILLUSTRATION_SEEDS and illustration_steps(get(name).chapter, profile) < 1
+def arm(name: str, profile: str) -> ArmProtocol:
+    """Experiment ``name``'s protocols at ``profile`` (:class:`ArmProtocol`)."""
+    get(name)
+    return ArmProtocol(name, check_profile(profile))
 
 
-def has_short_run(name: str, profile: str) -> bool:
-    """Whether ``name`` is a headline arm whose chapter's illustrations take fewer steps at ``profile``: it then also
-    has a run at their protocol, read where it is shown beside them."""
-    return not illustrates(name, profile) and shortened(name, profile)
-
-
-def reads_illustrations(names: Sequence[str], profile: str) -> bool:
-    """Whether a page or row that shows ``names`` together reads them all at the illustrations' protocol: one of them
-    illustrates at ``profile`` and, in its chapter, the illustrations take fewer steps than the headline arms."""
-    return any(illustrates(n, profile) and shortened(n, profile) for n in names)
+def page_protocol(names: Sequence[str], profile: str) -> Protocol:
+    """The protocol a page or row that shows ``names`` together reads them at: the illustrations' where one of them
+    illustrates and its own protocol takes fewer steps (its chapter's illustrations do), so that no page compares runs
+    of different lengths (a headline arm is then read from its run at that protocol: :attr:`ArmProtocol.trains_at`);
+    else each arm's own."""
+    return Protocol.ILLUSTRATIONS if any(arm(n, profile).steps() < 1 for n in names) else Protocol.OWN
 
 
 MIN_EVALS = 5  # the fewest evaluations a shortened run makes (steps_scaled)
@@ -178,26 +226,13 @@ def runs_at(name: str, profile: str) -> bool:
 
 
 def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None, *,
-             illustrating: bool | None = None) -> tuple[int, ...]:
-    """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else the
-    profile's default count from 0 (or the count the experiment declares for the profile; a headline arm at least
-    :data:`HEADLINE_SEEDS` where the profile has it), or only seed 0 where the
-    experiment runs the first seed only or, at ``cpu``, illustrates (:data:`ILLUSTRATION_SEEDS`; ``illustrating``:
-    None as the arm is registered, True for the illustrations' protocol, which a headline arm also has at ``cpu``).
-    None where it does not run at the profile."""
-    exp = get(name)
-    if not exp.runs_at(check_profile(profile)):
+             protocol: Protocol = Protocol.OWN) -> tuple[int, ...]:
+    """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else those
+    of its runs at ``protocol`` (:meth:`ArmProtocol.seeds`: its own as registered, or the illustrations', which a
+    headline arm also has at ``cpu``). None where it does not run at the profile."""
+    if not get(name).runs_at(check_profile(profile)):
         return ()
-    if seeds is not None:
-        return tuple(seeds)
-    if _illustrating(name, profile, illustrating):
-        return tuple(range(ILLUSTRATION_SEEDS[profile]))
-    if profile in exp.first_seed_only:
-        return (0,)
-    n = exp.n_seeds.get(profile, DEFAULT_SEEDS[profile])
-    if name in headline_arms(deciding_at=profile):
-        n = max(n, HEADLINE_SEEDS.get(profile, n))
-    return tuple(range(n))
+    return tuple(seeds) if seeds is not None else arm(name, profile).seeds(protocol)
 
 
 def resolve_device(device: str, profile: str) -> str:
@@ -213,29 +248,29 @@ def resolve_device(device: str, profile: str) -> str:
 
 
 def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "auto",
-           overrides: Mapping[str, object] | None = None, illustrating: bool | None = None) -> RunConfig:
+           overrides: Mapping[str, object] | None = None, protocol: Protocol = Protocol.OWN) -> RunConfig:
     """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides
-    (applied together, then validated; a ``device`` override is checked like the ``device`` argument). An
-    illustrating run (``illustrating``: see :func:`seeds_of`) takes its chapter's fraction of the steps at ``cpu``
-    (:func:`steps_scaled`); an override of the steps still wins."""
+    (applied together, then validated; a ``device`` override is checked like the ``device`` argument). A run at
+    ``protocol`` takes its fraction of the steps (:meth:`ArmProtocol.steps`, :func:`steps_scaled`: the
+    illustrations' at ``cpu`` in the chapters that declare it); an override of the steps still wins."""
     check_profile(profile)
     overrides = dict(overrides or {})
     if "device" in overrides:
         device = str(overrides.pop("device"))
     cfg = get(name).build(profile)
-    if _illustrating(name, profile, illustrating) and getattr(cfg, "train", None) is not None:
-        cfg = dataclasses.replace(cfg, train=steps_scaled(cfg.train, illustration_steps(get(name).chapter, profile)))
+    if getattr(cfg, "train", None) is not None:
+        cfg = dataclasses.replace(cfg, train=steps_scaled(cfg.train, arm(name, profile).steps(protocol)))
     cfg = dataclasses.replace(cfg, seed=seed, device=resolve_device(device, profile))
     return apply_overrides(cfg, overrides)
 
 
 def planned(name: str, profile: str, seed: int, *, device: str = "auto", overrides: Mapping[str, object] | None = None,
-            settings: Any = None, illustrating: bool | None = None) -> PlannedRun:
-    """One run of experiment ``name``: its config at ``profile`` with ``seed`` (the illustrations' protocol or its
-    own: ``illustrating``, see :func:`seeds_of`), its procedure and settings (the procedure's own for the profile
-    unless ``settings`` is given), and the runs it reads."""
+            settings: Any = None, protocol: Protocol = Protocol.OWN) -> PlannedRun:
+    """One run of experiment ``name``: its config at ``profile`` with ``seed`` at ``protocol`` (see :func:`config`),
+    its procedure and settings (the procedure's own for the profile unless ``settings`` is given), and the runs it
+    reads."""
     exp = get(name)
-    cfg = config(name, profile, seed=seed, device=device, overrides=overrides, illustrating=illustrating)
+    cfg = config(name, profile, seed=seed, device=device, overrides=overrides, protocol=protocol)
     proc = procedure(exp.procedure)
     needs = tuple(_needed(c, proc, profile) for c in (proc.needs(cfg) if proc.needs else []))
     return PlannedRun(cfg, proc, profile, settings, needs)
@@ -254,7 +289,7 @@ def _needed(cfg: RunConfig, proc: Procedure, profile: str) -> PlannedRun:
 
 def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequence[int] | None = None,
          device: str = "auto", overrides: Mapping[str, object] | None = None, first_seed: int = 0,
-         needs: bool = True, illustrating: bool | None = None) -> list[PlannedRun]:
+         needs: bool = True, protocol: Protocol = Protocol.OWN) -> list[PlannedRun]:
     """The runs of a chapter (``what`` a chapter name) or of experiments (a list of names) at ``profile``.
 
     ``seeds``: None for each experiment's seeds as registered (the profile's default count, or the first seed only);
@@ -263,10 +298,10 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
     second seed, ...), so a cut-off session covers every arm first; with ``needs`` the runs a run reads come before
     it, once.
 
-    ``illustrating`` (see :func:`seeds_of`): None plans every experiment as registered; for a chapter (``what`` a
-    chapter name) that also plans, after them, the shorter runs its headline arms have for the pages that show them
-    beside illustrating arms (:func:`shortened`). True plans every experiment at the illustrations' protocol, False
-    at its own. Notebooks ask for a page's arms with :func:`reads_illustrations`.
+    ``protocol``: each experiment's own (as registered) or the illustrations' (:class:`Protocol`). A chapter's plan
+    (``what`` a chapter name, at its own protocol) has every run its arms train: after them, the shorter runs its
+    headline arms also train at the illustrations' protocol, for the pages that show them beside illustrating arms
+    (:attr:`ArmProtocol.trains_at`). Notebooks ask for a page's arms at :func:`page_protocol`.
     """
     check_profile(profile)
     names = chapter_names(what) if isinstance(what, str) else list(dict.fromkeys(what))
@@ -276,7 +311,7 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
         if seeds < 1:
             raise ConfigError(f"seeds must be a positive number of seeds, got {seeds}")
         seeds = range(first_seed, first_seed + seeds)
-    per_name = {n: seeds_of(n, profile, seeds, illustrating=illustrating) for n in names}
+    per_name = {n: seeds_of(n, profile, seeds, protocol=protocol) for n in names}
     if seeds is None:  # as registered, counted from first_seed
         per_name = {n: tuple(s + first_seed for s in ss) for n, ss in per_name.items()}
     runs: dict[str, PlannedRun] = {}
@@ -284,15 +319,14 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
         for name in names:
             if i >= len(per_name[name]):
                 continue
-            run = planned(name, profile, per_name[name][i], device=device, overrides=overrides,
-                          illustrating=illustrating)
+            run = planned(name, profile, per_name[name][i], device=device, overrides=overrides, protocol=protocol)
             for need in run.needs if needs else ():
                 runs.setdefault(need.id, need)
             runs.setdefault(run.id, run)
-    if isinstance(what, str) and illustrating is None:
-        short = [n for n in names if has_short_run(n, profile) and per_name[n]]
+    if isinstance(what, str) and protocol is Protocol.OWN:
+        short = [n for n in names if Protocol.ILLUSTRATIONS in arm(n, profile).trains_at and per_name[n]]
         for run in plan(short, profile, seeds=seeds, device=device, overrides=overrides, first_seed=first_seed,
-                        needs=needs, illustrating=True) if short else ():
+                        needs=needs, protocol=Protocol.ILLUSTRATIONS) if short else ():
             runs.setdefault(run.id, run)
     return list(runs.values())
 
@@ -301,6 +335,6 @@ def minutes_total(runs: Sequence[PlannedRun]) -> float:
     return sum(r.minutes() for r in runs)
 
 
-__all__ = ["DEFAULT_SEEDS", "HEADLINE_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "PlannedRun", "chapter_names", "config", "has_short_run",
-           "illustrates", "minutes_total", "plan", "planned", "reads_illustrations", "resolve_device", "runs_at", "seeds_of", "shortened",
-           "steps_scaled"]
+__all__ = ["DEFAULT_SEEDS", "HEADLINE_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "ArmProtocol", "PlannedRun", "Protocol",
+           "arm", "chapter_names", "config", "minutes_total", "page_protocol", "plan", "planned", "resolve_device",
+           "runs_at", "seeds_of", "steps_scaled"]

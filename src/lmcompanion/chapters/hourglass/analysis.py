@@ -25,13 +25,13 @@ from .rows import H, SCHEDULES
 def lr_schedules(names: Sequence[str], profile: str):
     """The learning rate at every update of each arm's run (the README's schedule, the code's constant rate), as
     one frame (update, lr) per arm for plots.curves; the arms' runs as a page that shows them together reads them
-    (:func:`lmcompanion.experiments.reads_illustrations`)."""
+    (:func:`lmcompanion.experiments.page_protocol`)."""
     import pandas as pd
 
-    together = True if experiments.reads_illustrations(names, profile) else None
+    protocol = experiments.page_protocol(names, profile)
     out = {}
     for name in names:
-        t = experiments.config(name, profile, illustrating=together).train
+        t = experiments.config(name, profile, protocol=protocol).train
         out[experiments.get(name).title] = [pd.DataFrame({"update": range(t.max_steps),
                                                           "lr": [lr_at(s, t) for s in range(t.max_steps)]})]
     return out
