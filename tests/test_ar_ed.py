@@ -49,8 +49,8 @@ def reference_logits(model: AREncoderDecoder, idx):
     T = idx.shape[1]
     E = sd["wte.weight"][idx] + sd["wpe.weight"][:T]
     h = E
-    for l in range(c.n_layer):
-        p = f"encoder.{l}"
+    for i in range(c.n_layer):
+        p = f"encoder.{i}"
         q, k, v = _lin(_ln(h, sd, f"{p}.ln_1"), sd, f"{p}.attn.c_attn").split(c.n_embed, -1)
         h = h + _lin(_attend(q, k, v, c.n_head), sd, f"{p}.attn.residual_proj")
         h = h + _lin(F.gelu(_lin(_ln(h, sd, f"{p}.ln_2"), sd, f"{p}.mlp.c_fc")), sd, f"{p}.mlp.residual_proj")
@@ -58,8 +58,8 @@ def reference_logits(model: AREncoderDecoder, idx):
     d = _lin(_ln(enc, sd, "ffd_ln") if c.add_ln_before_decoder_ff else enc, sd, "bridge")
     if c.add_pos_embed_to_decoder:
         d = d + sd["wpe.weight"][1 : T + 1]
-    for l in range(c.n_layer):
-        p = f"decoder.{l}"
+    for i in range(c.n_layer):
+        p = f"decoder.{i}"
 
         def self_attn(d):
             q, k, v = _lin(_ln(d, sd, f"{p}.ln_1"), sd, f"{p}.attn.c_attn").split(c.n_embed, -1)

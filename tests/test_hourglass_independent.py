@@ -105,7 +105,7 @@ class RefBlock(nn.Module):
             self.mlp_out = nn.Linear(4 * n_out, n_out, bias=c.bias)
 
     def attention(self, h):  # (..., T, n_in) -> (E', ..., T, n_out), channel axis first
-        n, E = self.attn_out.in_features, self.E
+        E = self.E
         if self.same_kv:
             q = torch.stack(self.q(h).chunk(E, -1))  # (E', ..., T, n)
             k, v = (t.expand(E, *t.shape) for t in self.kv(h).chunk(2, -1))

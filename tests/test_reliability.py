@@ -15,13 +15,12 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from lmcompanion import cli, experiments, fingerprint, run, runner
+from lmcompanion import cli, experiments, run, runner
 from lmcompanion.config import apply_overrides
-from lmcompanion.data import LMDataConfig, corpora, load_tokens
+from lmcompanion.data import LMDataConfig, load_tokens
 from lmcompanion.errors import CheckpointError, ConfigError, DataError, TrainingDiverged
 from lmcompanion.train import RunStore, checkpoint, trainer
 
@@ -115,6 +114,7 @@ def test_a_ctrl_c_from_outside_resumes_byte_identical(tmp_path):
     assert again.returncode == 0, again.stderr
     env2 = {**env, "LMC_RUNS_DIR": str(tmp_path / "clean")}
     clean = subprocess.run(cmd, env=env2, capture_output=True, text=True, timeout=300)
+    assert clean.returncode == 0, clean.stderr
     a = next((tmp_path / "runs").glob("*/metrics.jsonl")).read_text()
     b = next((tmp_path / "clean").glob("*/metrics.jsonl")).read_text()
     assert a == b

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from . import paths
-from .config import PROFILES, check_profile
+from .config import check_profile
 from .errors import ConfigError
 
 

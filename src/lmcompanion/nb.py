@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
-from . import argtypes, bench, claims, env, estimate, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
+from . import argtypes, bench, claims, env, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
 from .chapters.scale import write_up_passes_text as write_up_passes
 from .config import check_profile, flat_keys
 from .data import corpora, load_tokens, tokenizer, unigram_loss
@@ -288,7 +288,7 @@ def params_table(names: Sequence[str], profile: str):
         paper = experiments.config(name, "paper", device="cpu").model
         here = experiments.config(name, profile, device="cpu").model
         count = models.num_params(paper)
-        published = exp.published.get("params")
+        said = exp.published.get("params")
         shape = ", ".join(f"{k}={getattr(paper, k)}" for k in ("n_embed", "n_head", "n_layer", "context_size", "dropout_rate")
                           if hasattr(paper, k))
         rows.append({
@@ -296,8 +296,8 @@ def params_table(names: Sequence[str], profile: str):
             "write-up label": exp.title,
             "paper config": shape,
             "params (ours, paper)": f"{count:,}",
-            "params (write-up)": f"{published:,}" if published else "not published",
-            "match": ("yes" if published == count else "NO") if published else "",
+            "params (write-up)": f"{said:,}" if said else "not published",
+            "match": ("yes" if said == count else "NO") if said else "",
             f"params (ours, {profile})": f"{models.num_params(here):,}",
         })
     return pd.DataFrame(rows).set_index("experiment")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib
 import json
 import math
 import re
@@ -470,7 +469,7 @@ def recorded_conclusion(rows: list[dict], recorded: list[dict], chapter: str) ->
         else:
             text += " decide no claim about training."
         if cost:
-            text += (f" Cost measured on the machine that made them: "
+            text += (" Cost measured on the machine that made them: "
                      + "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in cost) + ".")
         out.append(text)
         names = _row_arms(chapter, [r["claim"] for r in rec + cost])

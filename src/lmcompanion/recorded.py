@@ -46,7 +46,7 @@ from .config import PROFILES, suggest
 from .errors import LMCError
 from .run import RunConfig
 from .train import Run, RunStore
-from .train.store import DIGESTS, RECORDED as MARKER, SUMMARY, SUMMARY_DIGEST, _slug, write_summary
+from .train.store import DIGESTS, RECORDED as MARKER, SUMMARY_DIGEST, _slug, write_summary
 
 FORMAT = "lmcompanion-recorded-run/1"
 # A folder beside the profiles' folders that holds a GPU campaign's own reports (its check, bench and progress: see

@@ -164,7 +164,7 @@ def html(df: pd.DataFrame) -> str:
     backticks (`cpu`, a command) set as code, as Markdown would set it (an HTML table shows the backticks
     themselves), TeX between dollars typeset (:func:`_math`), and names that may wrap after / and _ (:func:`_breaks`)."""
     shown = df.map(_cell) if any(kind in "fc" for kind in df.dtypes.map(lambda d: d.kind)) or \
-        any(d == object for d in df.dtypes) else df
+        any(d == object for d in df.dtypes) else df  # noqa: E721  (a dtype equals object: not a type check)
     return _math(_CODE.sub(r"<code>\1</code>", _breaks(one_header_row(shown)._repr_html_())))
 
 

@@ -73,7 +73,6 @@ def main(argv=None) -> int:
     root = Path(args.store or tempfile.mkdtemp(prefix="retrieval-reach-")).resolve()
     os.environ["LMC_CACHE_DIR"] = str(root / "cache")  # before the package reads it
 
-    import torch
 
     from lmcompanion import experiments, learning
     from lmcompanion.data import retrieval as rdata

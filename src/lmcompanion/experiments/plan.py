@@ -18,7 +18,7 @@ import dataclasses
 import enum
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .. import estimate, signals

@@ -467,9 +467,9 @@ def attention_panels(maps: torch.Tensor, source: Sequence[str], predicted: Seque
     """One panel per decoder layer and head when there are at most 8 of them, else one per layer (head mean)."""
     L, H = maps.shape[:2]
     panels = []
-    for l in range(L):
-        heads = [(f"layer {l + 1}, head {h + 1}", maps[l, h]) for h in range(H)] if L * H <= 8 else \
-            [(f"layer {l + 1}, mean of {H} heads", maps[l].mean(0))]
+    for layer in range(L):
+        heads = [(f"layer {layer + 1}, head {h + 1}", maps[layer, h]) for h in range(H)] if L * H <= 8 else \
+            [(f"layer {layer + 1}, mean of {H} heads", maps[layer].mean(0))]
         for title, m in heads:
             panels.append({"matrix": m.numpy(), "title": title, "xlabel": "source token z", "xticks": source,
                            "ylabel": "token being written", "yticks": predicted})

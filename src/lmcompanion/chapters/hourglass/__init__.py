@@ -22,8 +22,7 @@ from typing import Mapping, Sequence
 
 from ... import experiments, learning, models, stats, tables
 from ... import claims as claim_rows
-from ...bench import SideBySide
-from ...claims import Context, Row, register as register_rows
+from ...claims import Row, register as register_rows
 from ...experiments import hourglass as ex
 from ...formats import number, si
 from ...ledger import register
