@@ -19,5 +19,7 @@ def test_the_smoke_runs_match_their_references():
     ours = snapshot(Path(store))
     assert ours, f"{store} holds no finished run: the notebooks trained nothing"
     problems = compare(json.loads(REFERENCES.read_text()), ours)
-    assert not problems, (f"{len(problems)} values beyond the tolerance (rtol {RTOL:g}, atol {ATOL:g}); if the change is "
-                          "intended, run `make references`:\n" + "\n".join(problems[:40]))
+    assert not problems, (
+        f"{len(problems)} values beyond the tolerance (rtol {RTOL:g}, atol {ATOL:g}); if the change is "
+        "intended, run `make references`:\n" + "\n".join(problems[:40])
+    )

@@ -113,7 +113,15 @@ def tiny_run(name="test/tiny", *, steps=12, seed=0, **train_kw):
 
     data = LMDataConfig(corpus="synthetic", tokenizer="char")
     model = BaselineConfig(vocab_size=vocab_size(data), context_size=16, n_embed=16, n_head=2, n_layer=2)
-    kw = dict(batch_size=4, max_steps=steps, eval_interval=4, eval_batches=2, log_interval=1, lr=3e-3,
-              warmup_steps=2, deterministic=True)
+    kw = dict(
+        batch_size=4,
+        max_steps=steps,
+        eval_interval=4,
+        eval_batches=2,
+        log_interval=1,
+        lr=3e-3,
+        warmup_steps=2,
+        deterministic=True,
+    )
     kw.update(train_kw)
     return RunConfig(name=name, model=model, data=data, train=TrainConfig(**kw), seed=seed)

@@ -25,7 +25,9 @@ def test_the_cases_cover_every_model_family():
 def test_one_bf16_step(name, compiled):
     result = campaign.one_step(name, compile=compiled, dtype="bf16")
     assert result["finite"], result
-    assert result["linear_outputs"] == ["bfloat16"], f"Linear layers ran in {result['linear_outputs']} under bf16 autocast"
+    assert result["linear_outputs"] == ["bfloat16"], (
+        f"Linear layers ran in {result['linear_outputs']} under bf16 autocast"
+    )
     if not compiled:
         EAGER[name] = result["loss"]
     elif name in EAGER:  # the same weights and batch: the compiled loss within the campaign's bf16 tolerance

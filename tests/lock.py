@@ -69,7 +69,7 @@ def read_lock(path: Path = LOCK) -> Lock:
         elif current is not None and line.strip().startswith("--hash="):
             current.hashes.append(line.strip().split("=", 1)[1].rstrip(" \\"))
         elif current is not None and line.strip().startswith("# via"):
-            rest = line.strip()[len("# via"):].strip()
+            rest = line.strip()[len("# via") :].strip()
             if rest:
                 current.via.add(rest)
             in_via = not rest
@@ -96,8 +96,9 @@ def makefile_var(makefile: Path, name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def problems(lock_path: Path = LOCK, pyproject_path: Path = REPO / "pyproject.toml",
-             makefile: Path = REPO / "Makefile") -> list[str]:
+def problems(
+    lock_path: Path = LOCK, pyproject_path: Path = REPO / "pyproject.toml", makefile: Path = REPO / "Makefile"
+) -> list[str]:
     """Every disagreement between the lock and pyproject.toml / the Makefile (empty when they agree)."""
     out = []
     lock = read_lock(lock_path)
@@ -116,8 +117,10 @@ def problems(lock_path: Path = LOCK, pyproject_path: Path = REPO / "pyproject.to
     if python is None or not Requirement(f"python{requires_python}").specifier.contains(python + ".0"):
         out.append(f"the lock was made for Python {python}, which requires-python {requires_python!r} excludes{fix}")
     if makefile_var(makefile, "LOCK_PYTHON") != python:
-        out.append(f"the lock was made for Python {python}, the Makefile's LOCK_PYTHON is "
-                   f"{makefile_var(makefile, 'LOCK_PYTHON')}{fix}")
+        out.append(
+            f"the lock was made for Python {python}, the Makefile's LOCK_PYTHON is "
+            f"{makefile_var(makefile, 'LOCK_PYTHON')}{fix}"
+        )
     if "torch" not in lock.excluded or "torch" in lock.pins:
         out.append("torch must be left out of the lock (make lock: --no-emit-package torch); the Makefile installs it")
 
@@ -140,8 +143,10 @@ def problems(lock_path: Path = LOCK, pyproject_path: Path = REPO / "pyproject.to
         elif pin.version and not req.specifier.contains(Version(pin.version), prereleases=True):
             out.append(f"the lock pins {pin.name}=={pin.version}, outside pyproject.toml's {req}{fix}")
         elif FROM_PYPROJECT not in pin.via:
-            out.append(f"the lock has {pin.name} only as a dependency of {', '.join(sorted(pin.via))}, not from "
-                       f"pyproject.toml{fix}")
+            out.append(
+                f"the lock has {pin.name} only as a dependency of {', '.join(sorted(pin.via))}, not from "
+                f"pyproject.toml{fix}"
+            )
     for pin in lock.pins.values():
         if FROM_PYPROJECT in pin.via and pin.name not in names:
             out.append(f"the lock takes {pin.name} from pyproject.toml, which no longer declares it{fix}")
@@ -151,9 +156,11 @@ def problems(lock_path: Path = LOCK, pyproject_path: Path = REPO / "pyproject.to
         req = Requirement(build)
         pin = lock.pins.get(canonicalize_name(req.name))
         if pin is None or not req.specifier.contains(Version(pin.version or "0"), prereleases=True):
-            out.append(f"the build requirement {req} is not satisfied by the lock "
-                       f"({pin.name + '==' + pin.version if pin else 'absent'}): add it to pyproject.toml's "
-                       "dependencies' closure or to the lock's inputs")
+            out.append(
+                f"the build requirement {req} is not satisfied by the lock "
+                f"({pin.name + '==' + pin.version if pin else 'absent'}): add it to pyproject.toml's "
+                "dependencies' closure or to the lock's inputs"
+            )
 
     # A closed set: whatever a package is there for is in the lock too.
     known = set(lock.pins) | {"torch"}
@@ -176,10 +183,16 @@ def installed_problems(lock_path: Path = LOCK) -> tuple[list[str], list[str]]:
         name = dist.metadata["Name"]
         if name:
             have[canonicalize_name(name)] = dist.version
-    wrong = [f"{pin.name}: locked {pin.version}, installed {have.get(pin.name, 'nothing')}"
-             for pin in lock.pins.values() if have.get(pin.name) != pin.version]
-    extra = sorted(f"{n}=={v}" for n, v in have.items()
-                   if n not in lock.pins and n not in ("pip", PROJECT) and not TORCH_ONLY.match(n))
+    wrong = [
+        f"{pin.name}: locked {pin.version}, installed {have.get(pin.name, 'nothing')}"
+        for pin in lock.pins.values()
+        if have.get(pin.name) != pin.version
+    ]
+    extra = sorted(
+        f"{n}=={v}"
+        for n, v in have.items()
+        if n not in lock.pins and n not in ("pip", PROJECT) and not TORCH_ONLY.match(n)
+    )
     return wrong, extra
 
 

@@ -57,9 +57,17 @@ MAX_HEIGHT = 15_000  # px: the longest a page may be at the laptop and wide widt
 FIRST_SCREEN = r"^book/(intro|(?!prologue/)[^/]+/index)\.html$"
 ASPECT_TOLERANCE = 0.01
 SKIP = ("_static/", "_sources/", "_images/", "genindex.html", "search.html")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-         "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+]
 
 # What a reader would see as unrendered TeX. Each is tested on text outside code, outside MathJax's output.
 RAW_MATH = [
@@ -324,8 +332,10 @@ def browser(chromium: str, chromedriver: str, profile_dir: str):
 
 def set_width(driver, width: int) -> None:
     """The viewport at ``width`` CSS pixels (a phone's narrow widths as a phone: its viewport meta tag honoured)."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 600})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
 
 
 def console_errors(driver) -> list[str]:
@@ -338,23 +348,42 @@ def console_errors(driver) -> list[str]:
     return [" ".join(e["message"].split())[:200] for e in entries if e.get("level") == "SEVERE"]
 
 
-def read_folded(report: Report, name: str, label: str, width: int, folded: dict, *, strict_from: int,
-                max_height: int, first_screen: bool) -> None:
+def read_folded(
+    report: Report,
+    name: str,
+    label: str,
+    width: int,
+    folded: dict,
+    *,
+    strict_from: int,
+    max_height: int,
+    first_screen: bool,
+) -> None:
     """The page as a reader first sees it: its length (at the laptop and wide widths), and, on a page whose first
     screen must show its verdicts, where they begin."""
     report.heights.setdefault(label, {})[name] = folded["height"]
     if width >= strict_from and folded["height"] > max_height:
-        report.problems.append(Problem(name, label, "long", f"{folded['height']:,} px tall with every fold closed "
-                                                            f"(at most {max_height:,})"))
+        report.problems.append(
+            Problem(
+                name, label, "long", f"{folded['height']:,} px tall with every fold closed (at most {max_height:,})"
+            )
+        )
     if not first_screen:
         return
     if folded["first"] is None:
-        report.problems.append(Problem(name, label, "first screen", "no .lmc-first block (the page's conclusion and "
-                                                                    "headline verdicts)"))
+        report.problems.append(
+            Problem(name, label, "first screen", "no .lmc-first block (the page's conclusion and headline verdicts)")
+        )
     elif folded["badge"] is None or folded["badge"] >= folded["screen"]:
         where = "none" if folded["badge"] is None else f"at {folded['badge']:.0f} px"
-        report.problems.append(Problem(name, label, "first screen", f"its first headline verdict is {where}, below "
-                                                                    f"the first screen ({folded['screen']} px)"))
+        report.problems.append(
+            Problem(
+                name,
+                label,
+                "first screen",
+                f"its first headline verdict is {where}, below the first screen ({folded['screen']} px)",
+            )
+        )
 
 
 def read_open(report: Report, name: str, label: str, r: dict, first_width: bool) -> None:
@@ -362,28 +391,59 @@ def read_open(report: Report, name: str, label: str, r: dict, first_width: bool)
     text."""
     if r["breaks"]:
         report.breaks[label] = report.breaks.get(label, 0) + len(r["breaks"])
-        report.problems.append(Problem(name, label, "mid-word", f"{len(r['breaks'])} breaks inside a word or number: "
-                                                                + ", ".join(dict.fromkeys(r["breaks"][:6]))))
+        report.problems.append(
+            Problem(
+                name,
+                label,
+                "mid-word",
+                f"{len(r['breaks'])} breaks inside a word or number: " + ", ".join(dict.fromkeys(r["breaks"][:6])),
+            )
+        )
     for b in r["boxes"]:
-        report.problems.append(Problem(name, label, "box scrolls", f"{b['what']} shows {b['shown']} of its "
-                                                                   f"{b['holds']} px in a box that scrolls apart"))
+        report.problems.append(
+            Problem(
+                name,
+                label,
+                "box scrolls",
+                f"{b['what']} shows {b['shown']} of its {b['holds']} px in a box that scrolls apart",
+            )
+        )
     if not first_width:
         return
     for c in r["contrast"]:
         report.contrast[c["pair"]] = min(c["ratio"], report.contrast.get(c["pair"], c["ratio"]))
         if c["ratio"] < c["need"]:
-            report.problems.append(Problem(name, "all", "contrast", f"{c['ratio']}:1 (needs {c['need']}:1): "
-                                                                   f"{c['pair']}, {c['cls']} '{c['text']}'"))
+            report.problems.append(
+                Problem(
+                    name,
+                    "all",
+                    "contrast",
+                    f"{c['ratio']}:1 (needs {c['need']}:1): {c['pair']}, {c['cls']} '{c['text']}'",
+                )
+            )
     for src in r["alts"]:
         report.problems.append(Problem(name, "all", "alt text", f"{src}: its alt text is missing or its file name"))
 
 
-def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: str, pages: list[str] | None = None,
-          strict_from: int = 1000, screenshots: Path | None = None, log=print, max_height: int = MAX_HEIGHT,
-          first_screen: str = FIRST_SCREEN) -> Report:
+def check(
+    root: Path,
+    widths: dict[str, int],
+    *,
+    chromium: str,
+    chromedriver: str,
+    pages: list[str] | None = None,
+    strict_from: int = 1000,
+    screenshots: Path | None = None,
+    log=print,
+    max_height: int = MAX_HEIGHT,
+    first_screen: str = FIRST_SCREEN,
+) -> Report:
     root = Path(root)
-    files = sorted(p for p in root.rglob("*.html") if not str(p.relative_to(root)).startswith(SKIP)
-                   and str(p.relative_to(root)) not in SKIP)
+    files = sorted(
+        p
+        for p in root.rglob("*.html")
+        if not str(p.relative_to(root)).startswith(SKIP) and str(p.relative_to(root)) not in SKIP
+    )
     if pages:
         files = [p for p in files if any(re.search(pat, str(p.relative_to(root))) for pat in pages)]
     report = Report(pages=len(files))
@@ -411,16 +471,25 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
                 except Exception as e:  # a page the measurement cannot read is a problem, not the end of the check
                     report.problems.append(Problem(name, label, "error", str(e).splitlines()[0]))
                     continue
-                read_folded(report, name, label, width, folded, strict_from=strict_from, max_height=max_height,
-                            first_screen=bool(re.search(first_screen, name)))
+                read_folded(
+                    report,
+                    name,
+                    label,
+                    width,
+                    folded,
+                    strict_from=strict_from,
+                    max_height=max_height,
+                    first_screen=bool(re.search(first_screen, name)),
+                )
                 read_open(report, name, label, opened, label == next(iter(widths)))
                 if screenshots is not None:
                     shot = screenshots / label / (name.replace("/", "__")[:-5] + ".png")
                     shot.parent.mkdir(parents=True, exist_ok=True)
                     height = driver.execute_script("return document.documentElement.scrollHeight")
-                    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                                           {"width": width, "height": min(height, 16000), "deviceScaleFactor": 1,
-                                            "mobile": width < 600})
+                    driver.execute_cdp_cmd(
+                        "Emulation.setDeviceMetricsOverride",
+                        {"width": width, "height": min(height, 16000), "deviceScaleFactor": 1, "mobile": width < 600},
+                    )
                     driver.save_screenshot(str(shot))
                     set_width(driver, width)
                 counts = report.figures.setdefault(label, [0, 0])
@@ -433,9 +502,15 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
                     shown, stored = f["w"] / f["h"], f["nw"] / f["nh"]
                     if abs(shown / stored - 1) > ASPECT_TOLERANCE:
                         counts[1] += 1
-                        report.problems.append(Problem(
-                            name, label, "figure", f"aspect {shown:.3f} shown, {stored:.3f} in its file "
-                            f"({f['w']:.0f}x{f['h']:.0f} px; near '{f['near']}')"))
+                        report.problems.append(
+                            Problem(
+                                name,
+                                label,
+                                "figure",
+                                f"aspect {shown:.3f} shown, {stored:.3f} in its file "
+                                f"({f['w']:.0f}x{f['h']:.0f} px; near '{f['near']}')",
+                            )
+                        )
                 for w in m["wide"]:
                     where = f"{w['kind']} {w['width']} px wide in a {w['column']} px column (near '{w['near']}'; {w['what']})"
                     if w["in_visible_scroller"] and (width < strict_from or w["kind"] == "mjx-container"):
@@ -443,8 +518,9 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
                     elif w["in_visible_scroller"]:
                         report.problems.append(Problem(name, label, "scrolls", where))
                     else:
-                        report.problems.append(Problem(name, label, "overflow" if not w["clipped"] else "cut off",
-                                                       where))
+                        report.problems.append(
+                            Problem(name, label, "overflow" if not w["clipped"] else "cut off", where)
+                        )
                 if label == next(iter(widths)):  # the same text at every width: once
                     for found in raw_math(m["texts"]):
                         report.problems.append(Problem(name, "all", "raw math", found))
@@ -459,61 +535,95 @@ def check(root: Path, widths: dict[str, int], *, chromium: str, chromedriver: st
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("html", nargs="?", default="_build/html", help="a built book's HTML folder (default %(default)s)")
-    parser.add_argument("--widths", default=",".join(f"{k}={v}" for k, v in WIDTHS.items()),
-                        help="NAME=PIXELS,... (default %(default)s)")
-    parser.add_argument("--strict-from", type=int, default=1000,
-                        help="from this width on, a table may not need a scroll container (default %(default)s)")
+    parser.add_argument(
+        "html", nargs="?", default="_build/html", help="a built book's HTML folder (default %(default)s)"
+    )
+    parser.add_argument(
+        "--widths",
+        default=",".join(f"{k}={v}" for k, v in WIDTHS.items()),
+        help="NAME=PIXELS,... (default %(default)s)",
+    )
+    parser.add_argument(
+        "--strict-from",
+        type=int,
+        default=1000,
+        help="from this width on, a table may not need a scroll container (default %(default)s)",
+    )
     parser.add_argument("--pages", nargs="*", help="only pages whose path matches one of these regular expressions")
     parser.add_argument("--screenshots", type=Path, help="also save a full-page screenshot of each page and width here")
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
     parser.add_argument("--chromedriver", default=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    parser.add_argument("--max-height", type=int, default=MAX_HEIGHT,
-                        help="the longest a page may be, every fold closed, from --strict-from on (default %(default)s)")
-    parser.add_argument("--first-screen", default=FIRST_SCREEN,
-                        help="pages whose first screen must show their headline verdicts (default %(default)s)")
+    parser.add_argument(
+        "--max-height",
+        type=int,
+        default=MAX_HEIGHT,
+        help="the longest a page may be, every fold closed, from --strict-from on (default %(default)s)",
+    )
+    parser.add_argument(
+        "--first-screen",
+        default=FIRST_SCREEN,
+        help="pages whose first screen must show their headline verdicts (default %(default)s)",
+    )
     parser.add_argument("--json", type=Path, help="write the problems and counts here as JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no line per page checked")
     args = parser.parse_args(argv)
     root = Path(args.html)
     if not (root / "index.html").is_file():
-        parser.error(f"{root} holds no built book (no index.html): build one first (make book, or make smoke-book "
-                     "and pass _build/smoke/_build/html)")
+        parser.error(
+            f"{root} holds no built book (no index.html): build one first (make book, or make smoke-book "
+            "and pass _build/smoke/_build/html)"
+        )
     for tool in (args.chromium, args.chromedriver):
         if not (Path(tool).is_file() and os.access(tool, os.X_OK)):
-            parser.error(f"{tool} not found: install Debian's chromium and chromium-driver "
-                         "(apt-get install -y chromium chromium-driver), or name them with --chromium/--chromedriver")
+            parser.error(
+                f"{tool} not found: install Debian's chromium and chromium-driver "
+                "(apt-get install -y chromium chromium-driver), or name them with --chromium/--chromedriver"
+            )
     try:
         widths = {k: int(v) for k, v in (item.split("=") for item in args.widths.split(","))}
     except ValueError:
         parser.error(f"--widths takes NAME=PIXELS,..., got {args.widths!r}")
     os.environ.setdefault("SE_AVOID_STATS", "true")  # selenium sends no usage statistics
     started = time.monotonic()
-    report = check(root, widths, chromium=args.chromium, chromedriver=args.chromedriver, pages=args.pages,
-                   strict_from=args.strict_from, screenshots=args.screenshots, max_height=args.max_height,
-                   first_screen=args.first_screen,
-                   log=(lambda *_: None) if args.quiet else print)
+    report = check(
+        root,
+        widths,
+        chromium=args.chromium,
+        chromedriver=args.chromedriver,
+        pages=args.pages,
+        strict_from=args.strict_from,
+        screenshots=args.screenshots,
+        max_height=args.max_height,
+        first_screen=args.first_screen,
+        log=(lambda *_: None) if args.quiet else print,
+    )
     for p in report.problems:
         print(p)
-    print(f"\n{report.pages} pages at {', '.join(f'{k} {v} px' for k, v in widths.items())} in "
-          f"{time.monotonic() - started:.0f} s")
+    print(
+        f"\n{report.pages} pages at {', '.join(f'{k} {v} px' for k, v in widths.items())} in "
+        f"{time.monotonic() - started:.0f} s"
+    )
     for label in widths:
         checked, off = report.figures.get(label, [0, 0])
         by_kind = {}
         for p in report.problems:
             if p.width == label:
                 by_kind[p.kind] = by_kind.get(p.kind, 0) + 1
-        print(f"  {label}: {checked} figures, {off} with a wrong aspect ratio; "
-              f"{by_kind.get('overflow', 0)} overflowing, {by_kind.get('cut off', 0)} cut off, "
-              f"{by_kind.get('scrolls', 0)} scrolling where they should fit; "
-              f"{report.scrolled.get(label, 0)} in a visible scroll container")
+        print(
+            f"  {label}: {checked} figures, {off} with a wrong aspect ratio; "
+            f"{by_kind.get('overflow', 0)} overflowing, {by_kind.get('cut off', 0)} cut off, "
+            f"{by_kind.get('scrolls', 0)} scrolling where they should fit; "
+            f"{report.scrolled.get(label, 0)} in a visible scroll container"
+        )
     rest = {}
     for p in report.problems:
         if p.width == "all":
             rest[p.kind] = rest.get(p.kind, 0) + 1
-    print(f"  every width: {rest.get('raw math', 0)} raw math, {rest.get('link', 0)} broken internal links, "
-          f"{rest.get('console', 0)} console errors, {rest.get('contrast', 0)} texts under their contrast, "
-          f"{rest.get('alt text', 0)} images whose alt text is missing or their file")
+    print(
+        f"  every width: {rest.get('raw math', 0)} raw math, {rest.get('link', 0)} broken internal links, "
+        f"{rest.get('console', 0)} console errors, {rest.get('contrast', 0)} texts under their contrast, "
+        f"{rest.get('alt text', 0)} images whose alt text is missing or their file"
+    )
     for label in widths:
         kinds = {}
         for p in report.problems:
@@ -521,20 +631,32 @@ def main(argv=None) -> int:
                 kinds[p.kind] = kinds.get(p.kind, 0) + 1
         heights = report.heights.get(label, {})
         tallest = sorted(heights.items(), key=lambda kv: -kv[1])[:3]
-        print(f"  {label}: {report.breaks.get(label, 0)} breaks inside a word; {kinds.get('box scrolls', 0)} boxes "
-              f"scrolling apart; {kinds.get('first screen', 0)} first screens without their verdicts; "
-              f"{kinds.get('long', 0)} pages too long; tallest: "
-              + ", ".join(f"{k} {v:,} px" for k, v in tallest))
+        print(
+            f"  {label}: {report.breaks.get(label, 0)} breaks inside a word; {kinds.get('box scrolls', 0)} boxes "
+            f"scrolling apart; {kinds.get('first screen', 0)} first screens without their verdicts; "
+            f"{kinds.get('long', 0)} pages too long; tallest: " + ", ".join(f"{k} {v:,} px" for k, v in tallest)
+        )
     for page in ("book/generated/scorecard.html", "book/generated/claims.html"):
-        print(f"  {page}: " + ", ".join(f"{label} {report.heights.get(label, {}).get(page, 0):,} px" for label in widths))
+        print(
+            f"  {page}: " + ", ".join(f"{label} {report.heights.get(label, {}).get(page, 0):,} px" for label in widths)
+        )
     if report.contrast:
         low = sorted(report.contrast.items(), key=lambda kv: kv[1])[:3]
         print("  lowest contrast: " + "; ".join(f"{v}:1 {k}" for k, v in low))
     if args.json:
-        args.json.write_text(json.dumps({"problems": [p.__dict__ for p in report.problems],
-                                         "figures": report.figures, "scrolled": report.scrolled,
-                                         "breaks": report.breaks, "heights": report.heights,
-                                         "contrast": report.contrast}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "problems": [p.__dict__ for p in report.problems],
+                    "figures": report.figures,
+                    "scrolled": report.scrolled,
+                    "breaks": report.breaks,
+                    "heights": report.heights,
+                    "contrast": report.contrast,
+                },
+                indent=1,
+            )
+        )
     print("page check: " + ("passed" if not report.problems else f"{len(report.problems)} problems"))
     return 1 if report.problems else 0
 

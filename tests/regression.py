@@ -73,8 +73,9 @@ def close(ours: float, ref: float, rtol: float = RTOL, atol: float = ATOL) -> bo
     return abs(ours - ref) <= atol + rtol * abs(ref)
 
 
-def compare(reference: dict[str, list[dict]], ours: dict[str, list[dict]], rtol: float = RTOL,
-            atol: float = ATOL) -> list[str]:
+def compare(
+    reference: dict[str, list[dict]], ours: dict[str, list[dict]], rtol: float = RTOL, atol: float = ATOL
+) -> list[str]:
     """Every difference beyond the tolerance, missing run or extra run, as one line each (empty: they agree)."""
     problems = []
     for rid in sorted(set(reference) - set(ours)):
@@ -90,9 +91,11 @@ def compare(reference: dict[str, list[dict]], ours: dict[str, list[dict]], rtol:
         for r, n in zip(ref, new):
             for field, value in r.items():
                 if field != "step" and not close(n[field], value, tol, atol):
-                    problems.append(f"{rid} step {r['step']} {field}: {n[field]!r} vs reference {value!r} "
-                                    f"(relative difference {abs(n[field] - value) / max(abs(value), 1e-300):.2e}, "
-                                    f"tolerance {tol:g} + {atol:g})")
+                    problems.append(
+                        f"{rid} step {r['step']} {field}: {n[field]!r} vs reference {value!r} "
+                        f"(relative difference {abs(n[field] - value) / max(abs(value), 1e-300):.2e}, "
+                        f"tolerance {tol:g} + {atol:g})"
+                    )
     return problems
 
 

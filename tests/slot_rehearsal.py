@@ -40,8 +40,12 @@ MAX_MINUTES = 6.0  # slot 1's limit: set-up (the pack, the keys), the check, the
 BUDGET = "4"  # estimated minutes of a slot (smoke estimates: enough runs that the limit falls inside slot 1)
 LANES = "2"
 HOLD_S = 300  # the longest a held step waits for the time limit (a bound, in case it never fires)
-GIT_ID = {"GIT_AUTHOR_NAME": "slot rehearsal", "GIT_AUTHOR_EMAIL": "rehearsal@localhost",
-          "GIT_COMMITTER_NAME": "slot rehearsal", "GIT_COMMITTER_EMAIL": "rehearsal@localhost"}
+GIT_ID = {
+    "GIT_AUTHOR_NAME": "slot rehearsal",
+    "GIT_AUTHOR_EMAIL": "rehearsal@localhost",
+    "GIT_COMMITTER_NAME": "slot rehearsal",
+    "GIT_COMMITTER_EMAIL": "rehearsal@localhost",
+}
 
 
 def hold(step: int) -> None:
@@ -58,7 +62,7 @@ def device_main(argv: list[str]) -> int:
     """Inside the device's clone: the command, its runs slowed by :func:`hold` once one is recorded (``slow``: 1),
     the time limit marking the moment it fires for them."""
     slow = argv[1] == "1"
-    args = argv[argv.index("--") + 1:]
+    args = argv[argv.index("--") + 1 :]
     from lmcompanion import campaign, cli
     from lmcompanion.campaign import runner
 
@@ -105,34 +109,73 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="lmc-slot-rehearsal-"))
     try:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("LMC_", "PYTHONPATH", "GIT_"))}
-        base.update(OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), LMC_PROGRESS="0", PYTHONUNBUFFERED="1",
-                    **GIT_ID)
+        base.update(
+            OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), LMC_PROGRESS="0", PYTHONUNBUFFERED="1", **GIT_ID
+        )
         here = tmp / "here"
         _run(["git", "clone", "-q", str(REPO), str(here)], tmp, base, "a fresh clone of the last commit")
-        env_here = {**base, "PYTHONPATH": str(here / "src"), "LMC_RUNS_DIR": str(tmp / "runs-here"),
-                    "LMC_CACHE_DIR": str(tmp / "cache-here")}
+        env_here = {
+            **base,
+            "PYTHONPATH": str(here / "src"),
+            "LMC_RUNS_DIR": str(tmp / "runs-here"),
+            "LMC_CACHE_DIR": str(tmp / "cache-here"),
+        }
         data = Path(os.environ.get("LMC_DATA_DIR") or REPO.parent / "shared" / "data")
         if data.is_dir():  # the pack is made where the offline corpora are (README); the device has only the pack
             env_here["LMC_DATA_DIR"] = str(data.resolve())
         py = [sys.executable, "-m", "lmcompanion", "campaign", "--profile", "smoke", "--seeds", "1"]
         _run(py + ["--pack", "_pack", "--wheels", str(_wheels(tmp))], here, env_here, "the pack, made here")
-        command = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--from-pack", "_pack",
-                   "--budget-min", BUDGET, "--max-minutes", str(MAX_MINUTES), "--lanes", LANES]
+        command = [
+            "campaign",
+            "--profile",
+            "smoke",
+            "--device",
+            "cpu",
+            "--seeds",
+            "1",
+            "--from-pack",
+            "_pack",
+            "--budget-min",
+            BUDGET,
+            "--max-minutes",
+            str(MAX_MINUTES),
+            "--lanes",
+            LANES,
+        ]
         texts, took = [], []
         for slot in (1, 2):
             device, out = tmp / f"device{slot}", tmp / f"OUT{slot}"
             out.mkdir()
             _run(["git", "clone", "-q", str(here), str(device)], tmp, base, f"slot {slot}: the device's tree")
             shutil.copytree(here / "_pack", device / "_pack")  # the carried folder
-            env_dev = {**base, "PYTHONPATH": str(device / "src"), "LMC_RUNS_DIR": str(device / "fresh-runs"),
-                       "LMC_CACHE_DIR": str(device / "fresh-cache"), "HF_HUB_OFFLINE": "1",
-                       "HF_DATASETS_OFFLINE": "1", "TORCHINDUCTOR_CACHE_DIR": str(device / "fresh-inductor"),
-                       "SLOT_REHEARSAL_RECORDED": str(device / "book" / "recorded" / "smoke"),
-                       "SLOT_REHEARSAL_FIRED": str(tmp / f"fired{slot}")}
+            env_dev = {
+                **base,
+                "PYTHONPATH": str(device / "src"),
+                "LMC_RUNS_DIR": str(device / "fresh-runs"),
+                "LMC_CACHE_DIR": str(device / "fresh-cache"),
+                "HF_HUB_OFFLINE": "1",
+                "HF_DATASETS_OFFLINE": "1",
+                "TORCHINDUCTOR_CACHE_DIR": str(device / "fresh-inductor"),
+                "SLOT_REHEARSAL_RECORDED": str(device / "book" / "recorded" / "smoke"),
+                "SLOT_REHEARSAL_FIRED": str(tmp / f"fired{slot}"),
+            }
             t0 = time.monotonic()
-            code, text = _run([sys.executable, "tests/slot_rehearsal.py", "device", str(int(slot == 1)), "--",
-                               *command, "--archive", str(out / "slot.tgz")], device, env_dev,
-                              f"slot {slot} on the device", ok=(0, 75))
+            code, text = _run(
+                [
+                    sys.executable,
+                    "tests/slot_rehearsal.py",
+                    "device",
+                    str(int(slot == 1)),
+                    "--",
+                    *command,
+                    "--archive",
+                    str(out / "slot.tgz"),
+                ],
+                device,
+                env_dev,
+                f"slot {slot} on the device",
+                ok=(0, 75),
+            )
             took.append(time.monotonic() - t0)
             (out / "campaign.log").write_text(text)
             texts.append(text)
@@ -141,27 +184,43 @@ def main() -> int:
             recorded_now = re.findall(r"^    recorded \S+/smoke/(\S+)\.json: ", text, re.M)
             if slot == 1:
                 cut = re.findall(r"^    interrupted during (\S+)", text, re.M)
-                check(code == 75 and len(cut) == 2 and set(cut) <= set(started),
-                      f"slot 1 was not stopped by its limit with both lanes busy (exit {code}, interrupted: {cut})"
-                      f":\n{text[-3000:]}")
+                check(
+                    code == 75 and len(cut) == 2 and set(cut) <= set(started),
+                    f"slot 1 was not stopped by its limit with both lanes busy (exit {code}, interrupted: {cut})"
+                    f":\n{text[-3000:]}",
+                )
                 finished = [r for r in started if r not in cut]
-                check(finished and len(recorded_now) == len(finished), "slot 1 recorded no run before the cut, or "
-                                                                       f"not every run it finished: {recorded_now}")
-                check(re.search(r"lanes: 2 side by side: [\d,]+ tokens/s in all", text),
-                      "slot 1 did not measure its lanes")
+                check(
+                    finished and len(recorded_now) == len(finished),
+                    f"slot 1 recorded no run before the cut, or not every run it finished: {recorded_now}",
+                )
+                check(
+                    re.search(r"lanes: 2 side by side: [\d,]+ tokens/s in all", text),
+                    "slot 1 did not measure its lanes",
+                )
             else:
-                check(started and set(started[:2]) == set(cut), f"slot 2's first runs are not the runs cut off "
-                                                                 f"({cut}): {started[:3]}")
+                check(
+                    started and set(started[:2]) == set(cut),
+                    f"slot 2's first runs are not the runs cut off ({cut}): {started[:3]}",
+                )
                 check(not set(started) & set(finished), "slot 2 ran again what slot 1 had finished")
                 check(len(recorded_now) >= 2, f"slot 2 did not finish the runs cut off: {recorded_now}")
-            _, restored = _run([sys.executable, "-m", "lmcompanion", "campaign", "--restore", str(out / "slot.tgz"),
-                                "--commit"], here, env_here, f"slot {slot}: restored and committed here")
-            head = subprocess.run(["git", "-C", str(here), "log", "-1", "--format=%s"], capture_output=True,
-                                  text=True).stdout
-            check(head.startswith(f"Recorded GPU campaign, slot {slot} on cpu (smoke profile)"),
-                  f"the commit of slot {slot} does not name it and its device: {head!r}")
-            status = subprocess.run(["git", "-C", str(here), "status", "--porcelain"], capture_output=True,
-                                    text=True).stdout
+            _, restored = _run(
+                [sys.executable, "-m", "lmcompanion", "campaign", "--restore", str(out / "slot.tgz"), "--commit"],
+                here,
+                env_here,
+                f"slot {slot}: restored and committed here",
+            )
+            head = subprocess.run(
+                ["git", "-C", str(here), "log", "-1", "--format=%s"], capture_output=True, text=True
+            ).stdout
+            check(
+                head.startswith(f"Recorded GPU campaign, slot {slot} on cpu (smoke profile)"),
+                f"the commit of slot {slot} does not name it and its device: {head!r}",
+            )
+            status = subprocess.run(
+                ["git", "-C", str(here), "status", "--porcelain"], capture_output=True, text=True
+            ).stdout
             check(status.strip() == "", f"slot {slot} left files uncommitted:\n{status}")
         recorded = here / "book" / "recorded"
         sys.path.insert(0, str(here / "src"))
@@ -173,42 +232,66 @@ def main() -> int:
         progress = json.loads((recorded / "campaign" / "smoke" / "progress.json").read_text())
         check([c["slot"] for c in progress["commands"]] == [1, 2], f"progress names slots {progress['commands']}")
         for name in cut:
-            check(progress["steps"][name]["attempts"] == 2 and progress["steps"][name]["status"] == "done",
-                  f"the cut run {name}: {progress['steps'][name]}")
+            check(
+                progress["steps"][name]["attempts"] == 2 and progress["steps"][name]["status"] == "done",
+                f"the cut run {name}: {progress['steps'][name]}",
+            )
         report = json.loads((recorded / "campaign" / "smoke" / "check.json").read_text())
         failed = {k: v.get("error") for k, v in report["items"].items() if not v.get("ok")}
-        check(report["ok"] and not failed and set(report["items"]) == {
-            "autocast_and_fused_adamw", "compile_against_eager", "sdpa", "torchrun_gloo"},
-              f"the two slots' check (merged) failed: {failed}")
+        check(
+            report["ok"]
+            and not failed
+            and set(report["items"]) == {"autocast_and_fused_adamw", "compile_against_eager", "sdpa", "torchrun_gloo"},
+            f"the two slots' check (merged) failed: {failed}",
+        )
         compiled = report["items"]["compile_against_eager"]["families"]
-        check(all(v["graphs_compiled"] >= 1 and v["recompiled_for_another_seed"] == 0 for v in compiled.values()),
-              f"a second model of a compiled shape was compiled again: {compiled}")
+        check(
+            all(v["graphs_compiled"] >= 1 and v["recompiled_for_another_seed"] == 0 for v in compiled.values()),
+            f"a second model of a compiled shape was compiled again: {compiled}",
+        )
         lanes = json.loads((recorded / "campaign" / "smoke" / "lanes.json").read_text())["devices"]["cpu"]
         check(set(lanes["speedup"]) == {"1", "2"}, f"the lanes were not measured at 1 and 2 lanes: {lanes}")
         for name in [*cut, *finished]:
             summary = json.loads(campaign.reports.recorded_path(recorded, by_id[name].run).read_text())["summary"]
-            check({"compile_s", "graphs_compiled", "lanes_busy", "tokens_per_s"} <= set(summary),
-                  f"the recorded {name} lacks its lane's figures: {sorted(summary)}")
+            check(
+                {"compile_s", "graphs_compiled", "lanes_busy", "tokens_per_s"} <= set(summary),
+                f"the recorded {name} lacks its lane's figures: {sorted(summary)}",
+            )
         commands = progress["commands"]
-        check(all(c.get("lanes") == 2 and c.get("lane_groups") for c in commands),
-              f"a slot's progress lacks its lanes' figures: {commands}")
+        check(
+            all(c.get("lanes") == 2 and c.get("lane_groups") for c in commands),
+            f"a slot's progress lacks its lanes' figures: {commands}",
+        )
         minutes = json.loads((recorded / "campaign" / "smoke" / "minutes.json").read_text())["measured"]
-        check(sum(1 for k in minutes if k.startswith("run/")) >= len(finished) + 1 and "check/base" in minutes,
-              f"minutes.json lacks the measured runs or the check: {sorted(minutes)}")
+        check(
+            sum(1 for k in minutes if k.startswith("run/")) >= len(finished) + 1 and "check/base" in minutes,
+            f"minutes.json lacks the measured runs or the check: {sorted(minutes)}",
+        )
         # the next plan with a second seed per arm: the runs whose first seed the slots measured are estimated by it
-        _, plan = _run(py[:-1] + ["2", "--device", "cpu", "--plan", "--budget-min", BUDGET], here, env_here,
-                       "the next plan, here (two seeds per arm)")
+        _, plan = _run(
+            py[:-1] + ["2", "--device", "cpu", "--plan", "--budget-min", BUDGET],
+            here,
+            env_here,
+            "the next plan, here (two seeds per arm)",
+        )
         m = re.search(r"estimates: (\d+) measured by earlier slots", plan)
-        check(m and int(m.group(1)) >= len(finished) + 2 and re.search(
-            rf"{re.escape(cut[0].split('-s')[0])}-s1@\S+ .* min  measured ", plan),
-              f"the next plan does not read the measured minutes:\n{plan[:3000]}")
-        check(re.search(r"^lanes: \d+ lane\(s\), [\d.]+x the throughput of one \(measured on ", plan, re.M),
-              f"the next plan does not read the measured lane speed:\n{plan[:3000]}")
-        print(f"slot rehearsal passed in {time.monotonic() - t_start:.0f} s (slot 1 {took[0]:.0f} s, slot 2 "
-              f"{took[1]:.0f} s): slot 1 measured its lanes ({lanes['speedup']}), recorded {len(finished)} run(s) "
-              f"from two lanes and was cut off with both busy ({', '.join(cut)}), restored and committed; slot 2 "
-              f"began with them; the check covers {', '.join(report['families'])}; the next plan has {m.group(1)} "
-              "measured estimate(s)")
+        check(
+            m
+            and int(m.group(1)) >= len(finished) + 2
+            and re.search(rf"{re.escape(cut[0].split('-s')[0])}-s1@\S+ .* min  measured ", plan),
+            f"the next plan does not read the measured minutes:\n{plan[:3000]}",
+        )
+        check(
+            re.search(r"^lanes: \d+ lane\(s\), [\d.]+x the throughput of one \(measured on ", plan, re.M),
+            f"the next plan does not read the measured lane speed:\n{plan[:3000]}",
+        )
+        print(
+            f"slot rehearsal passed in {time.monotonic() - t_start:.0f} s (slot 1 {took[0]:.0f} s, slot 2 "
+            f"{took[1]:.0f} s): slot 1 measured its lanes ({lanes['speedup']}), recorded {len(finished)} run(s) "
+            f"from two lanes and was cut off with both busy ({', '.join(cut)}), restored and committed; slot 2 "
+            f"began with them; the check covers {', '.join(report['families'])}; the next plan has {m.group(1)} "
+            "measured estimate(s)"
+        )
         print(plan.split("\n\n")[0])
         return 0
     finally:

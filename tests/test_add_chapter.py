@@ -17,7 +17,7 @@ from conftest import REPO
 
 BIN = Path(sys.executable).parent
 
-DECLARATION = '''\
+DECLARATION = """\
 title = "Toy chapter"
 order = 7
 write_up = "none: a chapter added by the README's steps"
@@ -26,9 +26,9 @@ summary = "a toy chapter, added by the README's steps in a test"
 notebooks = ["01_toy"]
 # the modules of lmcompanion.experiments that register its runs: none, it trains nothing
 experiments = []
-'''
+"""
 
-NOTEBOOK = '''\
+NOTEBOOK = """\
 # ---
 # jupyter:
 #   jupytext:
@@ -55,12 +55,12 @@ import pandas as pd
 from lmcompanion import contents
 
 pd.DataFrame([(c.order, c.name, c.title) for c in contents.chapters()], columns=["order", "name", "title"])
-'''
+"""
 
 LANDING = "# Toy chapter\n\nA chapter added by following the README's steps. Its one page lists the book's chapters.\n"
 
 # The build: the intro, the prologue (the intro cites its verdict rule), the toy chapter, the generated pages.
-TOC = '''\
+TOC = """\
 format: jb-book
 root: book/intro
 parts:
@@ -79,7 +79,7 @@ parts:
       - file: book/generated/scorecard
       - file: book/generated/claims
       - file: book/generated/build
-'''
+"""
 
 
 def _copy_of_the_repository(to: Path) -> Path:
@@ -105,12 +105,22 @@ def _run(args: list[str], cwd: Path, env: dict) -> str:
 
 def test_a_chapter_added_by_the_readme_s_steps_builds_its_page(tmp_path):
     steps = _readme_steps()
-    for said in ("src/lmcompanion/chapters/<name>/chapter.toml", "notebooks/<name>/<notebook>.py",
-                 "book/<name>/index.md", "python -m lmcompanion contents --write", "make test"):
+    for said in (
+        "src/lmcompanion/chapters/<name>/chapter.toml",
+        "notebooks/<name>/<notebook>.py",
+        "book/<name>/index.md",
+        "python -m lmcompanion contents --write",
+        "make test",
+    ):
         assert said in steps, f"the README's steps no longer say {said!r}"
     repo = _copy_of_the_repository(tmp_path / "repo")
-    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "OMP_NUM_THREADS": "1", "LMC_PROGRESS": "0",
-           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(repo / "src"),
+        "OMP_NUM_THREADS": "1",
+        "LMC_PROGRESS": "0",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     python = [sys.executable, "-m", "lmcompanion"]
 
     # steps 1, 5 and 6: the declaration, the notebook, the landing page
@@ -136,8 +146,9 @@ def test_a_chapter_added_by_the_readme_s_steps_builds_its_page(tmp_path):
     assert "file: book/toy/index" in toc and "file: notebooks/toy/01_toy" in toc
     assert toc.index("book/hourglass/index") < toc.index("book/toy/index") < toc.index("Scorecard")
     assert "| Toy chapter | none: a chapter added by the README's steps |" in (repo / "book/intro.md").read_text()
-    assert "| Toy chapter | a toy chapter, added by the README's steps in a test | `notebooks/toy/` |" in \
-        (repo / "README.md").read_text(encoding="utf-8")
+    assert "| Toy chapter | a toy chapter, added by the README's steps in a test | `notebooks/toy/` |" in (
+        repo / "README.md"
+    ).read_text(encoding="utf-8")
 
     # the book, restricted to the intro, the prologue and the toy chapter, built from the smoke executions as
     # `make smoke-book` builds it
@@ -147,8 +158,22 @@ def test_a_chapter_added_by_the_readme_s_steps_builds_its_page(tmp_path):
     with tarfile.open(repo / "book/generated/lmcompanion-source.tar.gz", "w:gz") as tar:
         tar.add(repo / "src/lmcompanion/chapters/toy", arcname="src/lmcompanion/chapters/toy")
     (repo / "_toc_toy.yml").write_text(TOC, encoding="utf-8")
-    _run([str(BIN / "jupyter-book"), "build", ".", "--toc", "_toc_toy.yml", "-W", "-n", "--keep-going",
-          "--path-output", str(tmp_path / "out")], repo, env)
+    _run(
+        [
+            str(BIN / "jupyter-book"),
+            "build",
+            ".",
+            "--toc",
+            "_toc_toy.yml",
+            "-W",
+            "-n",
+            "--keep-going",
+            "--path-output",
+            str(tmp_path / "out"),
+        ],
+        repo,
+        env,
+    )
     html = tmp_path / "out/_build/html"
     page = (html / "notebooks/toy/01_toy.html").read_text(encoding="utf-8")
     assert "The book’s chapters" in page or "The book's chapters" in page

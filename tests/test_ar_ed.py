@@ -10,9 +10,16 @@ from lmcompanion import experiments, models
 from lmcompanion.errors import ConfigError
 from lmcompanion.models.ar_ed import AREDConfig, AREncoderDecoder, CrossAttnConfig
 
-SMALL = dict(vocab_size=60, context_size=10, n_embed=24, n_head=2, n_layer=2, cross_attn_config=CrossAttnConfig(4, None))
-NO_LOSS = dict(embedding_loss_type="NONE", detach_type=None, embedding_ln_type=None, embedding_loss_coeff=None,
-               use_ln_on_encoder_out=None)
+SMALL = dict(
+    vocab_size=60, context_size=10, n_embed=24, n_head=2, n_layer=2, cross_attn_config=CrossAttnConfig(4, None)
+)
+NO_LOSS = dict(
+    embedding_loss_type="NONE",
+    detach_type=None,
+    embedding_ln_type=None,
+    embedding_loss_coeff=None,
+    use_ln_on_encoder_out=None,
+)
 
 
 def build(**kw) -> AREncoderDecoder:
@@ -111,7 +118,9 @@ def test_embedding_loss_matches_the_write_up_formula():
     enc_ln = F.layer_norm(enc, (24,), sd["encoder_out_ln.weight"], sd["encoder_out_ln.bias"])
     out = model(idx, idx)
     assert torch.allclose(out.aux["embedding"], ((enc_ln - avg) ** 2).mean(), atol=1e-6)
-    assert torch.allclose(out.loss, F.cross_entropy(out.logits.reshape(-1, 60), idx.reshape(-1)) + out.aux["embedding"], atol=1e-5)
+    assert torch.allclose(
+        out.loss, F.cross_entropy(out.logits.reshape(-1, 60), idx.reshape(-1)) + out.aux["embedding"], atol=1e-5
+    )
     cos = F.cosine_similarity(enc_ln, avg, dim=-1)
     model_cos = build(embedding_loss_type="COSINE").train()
     assert torch.allclose(model_cos(idx, idx).aux["embedding"], (1 - (cos + 1) / 2).mean(), atol=1e-6)
@@ -150,8 +159,14 @@ def test_detached_embedding_loss_trains_only_the_embeddings_and_its_layer_norms(
     E = model.embed(idx)
     model.embedding_loss(E, model.encode(E)).backward()
     reached = {n for n, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
-    assert reached == {"wte.weight", "wpe.weight", "encoder_out_ln.weight", "encoder_out_ln.bias",
-                       "embeddings_ln.weight", "embeddings_ln.bias"}
+    assert reached == {
+        "wte.weight",
+        "wpe.weight",
+        "encoder_out_ln.weight",
+        "encoder_out_ln.bias",
+        "embeddings_ln.weight",
+        "embeddings_ln.bias",
+    }
     model.zero_grad()
     detach_embeddings = build(embedding_loss_type="MSE", detach_type="EMBEDDING").train()
     E = detach_embeddings.embed(idx)
@@ -171,8 +186,10 @@ def test_position_subtraction_uses_the_next_positions_embedding():
 
 
 def test_write_up_parameter_counts():
-    counts = {name: models.num_params(experiments.config(name, "paper", device="cpu").model)
-              for name in experiments.names("ar_ed")}
+    counts = {
+        name: models.num_params(experiments.config(name, "paper", device="cpu").model)
+        for name in experiments.names("ar_ed")
+    }
     assert counts["ar_ed/mse_pos_sub"] == 15_763_500
     assert counts["ar_ed/baseline"] == counts["ar_ed/dropout_baseline"] == 16_036_800
     assert counts["ar_ed/smaller_baseline"] == 15_441_192
@@ -184,13 +201,42 @@ def test_write_up_parameter_counts():
 def test_paper_profile_is_the_appendix():
     cfg = experiments.config("ar_ed/mse_pos_sub", "paper", device="cpu")
     m, t, d = cfg.model, cfg.train, cfg.data
-    assert (m.n_embed, m.n_head, m.n_layer, m.context_size, m.cross_n_head, m.cross_use_bias) == (150, 5, 13, 200, 10, False)
-    assert (m.embedding_loss_type, m.embedding_loss_coeff, m.sub_pos_embed_to_decoder, m.detach_type,
-            m.embedding_ln_type, m.use_ln_on_encoder_out, m.order_type, m.use_bias, m.dropout_rate) == (
-        "MSE", 8.0, "YES_NO_LN", "ENCODER_OUT", "INIT", True, "ORIGINAL", False, 0.0)
+    assert (m.n_embed, m.n_head, m.n_layer, m.context_size, m.cross_n_head, m.cross_use_bias) == (
+        150,
+        5,
+        13,
+        200,
+        10,
+        False,
+    )
+    assert (
+        m.embedding_loss_type,
+        m.embedding_loss_coeff,
+        m.sub_pos_embed_to_decoder,
+        m.detach_type,
+        m.embedding_ln_type,
+        m.use_ln_on_encoder_out,
+        m.order_type,
+        m.use_bias,
+        m.dropout_rate,
+    ) == ("MSE", 8.0, "YES_NO_LN", "ENCODER_OUT", "INIT", True, "ORIGINAL", False, 0.0)
     assert (t.batch_size, t.grad_accum, t.max_steps, t.lr, t.min_lr, t.warmup_steps, t.decay_steps) == (
-        50, 16, 9000, 9e-4, 9e-5, 300, 700_000)
-    assert (t.beta1, t.beta2, t.weight_decay, t.grad_clip, t.eval_interval, t.eval_batches) == (0.9, 0.95, 0.1, 0.0, 500, 200)
+        50,
+        16,
+        9000,
+        9e-4,
+        9e-5,
+        300,
+        700_000,
+    )
+    assert (t.beta1, t.beta2, t.weight_decay, t.grad_clip, t.eval_interval, t.eval_batches) == (
+        0.9,
+        0.95,
+        0.1,
+        0.0,
+        500,
+        200,
+    )
     assert (d.corpus, d.tokenizer, d.split) == ("wikipedia", "gpt2", "chars_90_10")
 
 
@@ -206,21 +252,30 @@ def test_scaled_profiles_keep_the_proportions(profile):
         assert models.num_params(small) < models.num_params(ed) < models.num_params(base)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(embedding_loss_type="NONE"), r"embedding_loss_type is NONE, so model.use_ln_on_encoder_out, "
-                                        r"model.embedding_ln_type, model.detach_type, model.embedding_loss_coeff must be null"),
-    ({**NO_LOSS, "detach_type": "ENCODER_OUT"}, r"so model.detach_type must be null"),
-    ({**NO_LOSS, "embedding_loss_coeff": 1.0}, r"so model.embedding_loss_coeff must be null"),
-    (dict(detach_type=None), r"embedding_loss_type=MSE needs model.detach_type"),
-    (dict(embedding_ln_type=None, use_ln_on_encoder_out=None), r"needs model.use_ln_on_encoder_out, model.embedding_ln_type"),
-    (dict(embedding_loss_coeff=-1.0), r"embedding_loss_coeff must be > 0"),
-    (dict(n_head=5), r"n_embed \(24\) must be divisible by model.n_head \(5\)"),
-    (dict(cross_attn_config=CrossAttnConfig(5, None)), r"divisible by model.cross_attn_config.n_head \(5\)"),
-    (dict(dropout_rate=1.0), r"dropout_rate must lie in \[0, 1\)"),
-    (dict(order_type="REVERSED"), r"order_type must be 'ORIGINAL' \| 'ALT'"),
-    (dict(sub_pos_embed_to_decoder="YES"), r"sub_pos_embed_to_decoder must be 'NO' \| 'YES_NO_LN' \| 'YES_LN'"),
-    (dict(embedding_loss_type="L1"), r"embedding_loss_type must be 'NONE' \| 'MSE' \| 'COSINE' \| 'LOG_COSINE'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            dict(embedding_loss_type="NONE"),
+            r"embedding_loss_type is NONE, so model.use_ln_on_encoder_out, "
+            r"model.embedding_ln_type, model.detach_type, model.embedding_loss_coeff must be null",
+        ),
+        ({**NO_LOSS, "detach_type": "ENCODER_OUT"}, r"so model.detach_type must be null"),
+        ({**NO_LOSS, "embedding_loss_coeff": 1.0}, r"so model.embedding_loss_coeff must be null"),
+        (dict(detach_type=None), r"embedding_loss_type=MSE needs model.detach_type"),
+        (
+            dict(embedding_ln_type=None, use_ln_on_encoder_out=None),
+            r"needs model.use_ln_on_encoder_out, model.embedding_ln_type",
+        ),
+        (dict(embedding_loss_coeff=-1.0), r"embedding_loss_coeff must be > 0"),
+        (dict(n_head=5), r"n_embed \(24\) must be divisible by model.n_head \(5\)"),
+        (dict(cross_attn_config=CrossAttnConfig(5, None)), r"divisible by model.cross_attn_config.n_head \(5\)"),
+        (dict(dropout_rate=1.0), r"dropout_rate must lie in \[0, 1\)"),
+        (dict(order_type="REVERSED"), r"order_type must be 'ORIGINAL' \| 'ALT'"),
+        (dict(sub_pos_embed_to_decoder="YES"), r"sub_pos_embed_to_decoder must be 'NO' \| 'YES_NO_LN' \| 'YES_LN'"),
+        (dict(embedding_loss_type="L1"), r"embedding_loss_type must be 'NONE' \| 'MSE' \| 'COSINE' \| 'LOG_COSINE'"),
+    ],
+)
 def test_invalid_combinations_are_rejected(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         AREDConfig(**{**SMALL, **kwargs})
@@ -233,10 +288,20 @@ def test_null_coefficient_with_a_loss_means_one():
 def test_every_valid_combination_builds_and_runs():
     idx = torch.randint(0, 60, (1, 10))
     for loss, ln, detach, sub, order in itertools.product(
-            ["MSE", "COSINE", "LOG_COSINE"], ["NONE", "INIT", "AVG_CUM_SUM"], ["NONE", "EMBEDDING", "ENCODER_OUT"],
-            ["NO", "YES_NO_LN", "YES_LN"], ["ORIGINAL", "ALT"]):
-        model = build(embedding_loss_type=loss, embedding_ln_type=ln, detach_type=detach, sub_pos_embed_to_decoder=sub,
-                      order_type=order, use_ln_on_encoder_out=(loss != "COSINE"))
+        ["MSE", "COSINE", "LOG_COSINE"],
+        ["NONE", "INIT", "AVG_CUM_SUM"],
+        ["NONE", "EMBEDDING", "ENCODER_OUT"],
+        ["NO", "YES_NO_LN", "YES_LN"],
+        ["ORIGINAL", "ALT"],
+    ):
+        model = build(
+            embedding_loss_type=loss,
+            embedding_ln_type=ln,
+            detach_type=detach,
+            sub_pos_embed_to_decoder=sub,
+            order_type=order,
+            use_ln_on_encoder_out=(loss != "COSINE"),
+        )
         out = model(idx, idx)
         assert torch.isfinite(out.loss) and set(out.aux) == {"embedding"}
     assert dataclasses.asdict(AREDConfig(**SMALL))["cross_attn_config"] == {"n_head": 4, "use_bias": None}

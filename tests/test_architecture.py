@@ -19,16 +19,32 @@ from conftest import REPO, tiny_run
 
 SRC = REPO / "src"
 MODULES = sorted(
-    ".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__") for p in (SRC / "lmcompanion").rglob("*.py")
+    ".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
+    for p in (SRC / "lmcompanion").rglob("*.py")
 )
 
 # Each module imports only modules of a lower layer (or, within a layer, without cycles). Exact names first, then
 # patterns ("x.*": the submodules of x; "x*": x and its submodules).
 LAYERS = {
-    0: ["lmcompanion", "lmcompanion.errors", "lmcompanion.paths", "lmcompanion.untrusted", "lmcompanion.signals",
-        "lmcompanion.resources"],  # files made elsewhere, the signal policy, folders and resource errors
-    1: ["lmcompanion.argtypes", "lmcompanion.config", "lmcompanion.contents", "lmcompanion.formats", "lmcompanion.stats", "lmcompanion.fingerprint", "lmcompanion.env", "lmcompanion.runner",
-        "lmcompanion.ledger"],
+    0: [
+        "lmcompanion",
+        "lmcompanion.errors",
+        "lmcompanion.paths",
+        "lmcompanion.untrusted",
+        "lmcompanion.signals",
+        "lmcompanion.resources",
+    ],  # files made elsewhere, the signal policy, folders and resource errors
+    1: [
+        "lmcompanion.argtypes",
+        "lmcompanion.config",
+        "lmcompanion.contents",
+        "lmcompanion.formats",
+        "lmcompanion.stats",
+        "lmcompanion.fingerprint",
+        "lmcompanion.env",
+        "lmcompanion.runner",
+        "lmcompanion.ledger",
+    ],
     2: ["lmcompanion.data.*", "lmcompanion.models.*"],  # data kinds, model families, shared layers
     3: ["lmcompanion.data", "lmcompanion.models"],  # their registries
     4: ["lmcompanion.run", "lmcompanion.estimate", "lmcompanion.memory"],  # a run, its key, its GPU time, its memory
@@ -40,8 +56,13 @@ LAYERS = {
     # the GPU campaign, a package of its parts: its files in the output folder, the GPT-2-small and chapter benches,
     # the CUDA-path check; the plan and its slots; the pack, one slot's runner and the restore of its archive; the
     # package that names them
-    10: ["lmcompanion.campaign.reports", "lmcompanion.campaign.bench", "lmcompanion.campaign.check",
-         "lmcompanion.campaign.lanes", "lmcompanion.campaign.measures"],
+    10: [
+        "lmcompanion.campaign.reports",
+        "lmcompanion.campaign.bench",
+        "lmcompanion.campaign.check",
+        "lmcompanion.campaign.lanes",
+        "lmcompanion.campaign.measures",
+    ],
     11: ["lmcompanion.campaign.plan"],
     12: ["lmcompanion.campaign.pack", "lmcompanion.campaign.runner", "lmcompanion.campaign.restore"],
     13: ["lmcompanion.campaign"],
@@ -51,23 +72,23 @@ LAYERS = {
 # What each layer's modules know: with LAYERS, the text of CONTRIBUTING.md's list of layers (layers_table()).
 LAYER_NOTES = {
     0: "the package, its errors, files made elsewhere (read checked), the signal policy, folders, resource errors; "
-       "they know nothing else",
+    "they know nothing else",
     1: "command-line types and `LMC_*` variables, configs and overrides, number formats, statistics, code digests, "
-       "provenance, papermill, the chapters' declarations, the claims ledger's registry",
+    "provenance, papermill, the chapters' declarations, the claims ledger's registry",
     2: "data kinds (corpora, tokenizers, token caches; what the book asks of each kind: `data/kinds.py`) and model "
-       "families (shared layers, one file per write-up); they know configs",
+    "families (shared layers, one file per write-up); they know configs",
     3: "their registries (the packages `data` and `models`); they know their own modules",
     4: "a run (`RunConfig`, `RunSpec`: its identity, key, tokens and counted FLOPs), its GPU time from those FLOPs, a "
-       "training step's memory (counted the same way for every model family); they know data and models",
+    "training step's memory (counted the same way for every model family); they know data and models",
     5: "the trainer, schedules, checkpoints, DDP, seeding, the run store; they know runs, never a particular model",
     6: "named configs from the write-ups, per profile; where each runs and by which procedure; `plan`, the one "
-       "planner; they know runs",
+    "planner; they know runs",
     7: "figures, tables, the learning gate; they know runs' metrics",
     8: "verdicts, recorded runs, the registry of claim rows; they know experiments, tables, stats",
     9: "the chapters' analyses and rows, the notebooks' helpers (`nb`: only notebooks and the command line import it), "
-       "benches, the generated pages; they know everything below",
+    "benches, the generated pages; they know everything below",
     10: "the GPU campaign's files in the output folder, the GPT-2-small and chapter benches, the CUDA-path check, the "
-        "lanes, the chapters' measures",
+    "lanes, the chapters' measures",
     11: "the campaign's plan and its slots",
     12: "the campaign's pack, one slot's runner and the restore of its archive",
     13: "the package that names the campaign's parts",
@@ -81,8 +102,15 @@ def layers_table() -> str:
     items = []
     for rank, names in LAYERS.items():
         shown = ", ".join(f"`{n.removeprefix('lmcompanion.')}`" for n in names)
-        items.append(textwrap.fill(f"- **{rank}** {shown}: {LAYER_NOTES[rank]}.", width=120,
-                                   subsequent_indent="  ", break_long_words=False, break_on_hyphens=False))
+        items.append(
+            textwrap.fill(
+                f"- **{rank}** {shown}: {LAYER_NOTES[rank]}.",
+                width=120,
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
     return "\n".join(items)
 
 
@@ -94,8 +122,11 @@ def layer(module: str) -> int:
         for pattern in names:
             if pattern.endswith(".*") and module.startswith(pattern[:-1]):
                 return rank
-            if pattern.endswith("*") and not pattern.endswith(".*") and (
-                    module == pattern[:-1] or module.startswith(pattern[:-1] + ".")):
+            if (
+                pattern.endswith("*")
+                and not pattern.endswith(".*")
+                and (module == pattern[:-1] or module.startswith(pattern[:-1] + "."))
+            ):
                 return rank
     raise AssertionError(f"{module} has no layer in tests/test_architecture.py: add it")
 
@@ -127,8 +158,10 @@ def test_contributing_shows_the_layers_of_this_test():
     """CONTRIBUTING.md's list of layers is this test's LAYERS (its table once showed 11 where the test had 15)."""
     assert sorted(LAYER_NOTES) == sorted(LAYERS)
     text = (REPO / "CONTRIBUTING.md").read_text()
-    assert layers_table() in text, ("CONTRIBUTING.md's list of layers differs from the LAYERS of "
-                                    "tests/test_architecture.py; replace it with:\n" + layers_table())
+    assert layers_table() in text, (
+        "CONTRIBUTING.md's list of layers differs from the LAYERS of "
+        "tests/test_architecture.py; replace it with:\n" + layers_table()
+    )
 
 
 def test_only_the_command_line_imports_the_notebooks_front_door():
@@ -170,7 +203,9 @@ def test_no_function_local_imports_of_the_package():
 def test_the_command_line_starts_without_matplotlib_or_scipy():
     """Every command (and every unit test that runs one) paid about 0.9 s on the 2-core build machine importing
     matplotlib and scipy, which only the commands that draw or test import: they are imported where they are used."""
-    code = "import sys, lmcompanion.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'scipy'}))"
+    code = (
+        "import sys, lmcompanion.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'scipy'}))"
+    )
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr[-2000:]
     assert got.stdout.split() == ["[]"]
@@ -205,8 +240,14 @@ def _literal_spec(cfg):
 def test_an_edit_to_seeding_checkpoint_or_ddp_code_changes_the_key(edited):
     cfg = tiny_run()
     before = run.spec(cfg).key
-    for module in ("lmcompanion.train.seeding", "lmcompanion.train.checkpoint", "lmcompanion.train.distributed",
-                   "lmcompanion.train.schedules", "lmcompanion.models.layers", "lmcompanion.data.lm"):
+    for module in (
+        "lmcompanion.train.seeding",
+        "lmcompanion.train.checkpoint",
+        "lmcompanion.train.distributed",
+        "lmcompanion.train.schedules",
+        "lmcompanion.models.layers",
+        "lmcompanion.data.lm",
+    ):
         edited(module)
         assert run.spec(cfg).key != before, f"editing {module} left the key unchanged"
 
@@ -215,10 +256,18 @@ def test_an_edit_to_tables_verdicts_or_another_family_does_not_change_the_key(ed
     cfg = tiny_run()
     formal = experiments.config("formal_ed/adamw", "smoke")
     before, before_literal = run.spec(cfg).key, _literal_spec(formal).key
-    edited("lmcompanion.tables", "lmcompanion.verdicts", "lmcompanion.plots", "lmcompanion.nb",
-           "lmcompanion.chapters.formal_ed.analysis", "lmcompanion.chapters.formal_ed",
-           "lmcompanion.models.ar_ed", "lmcompanion.experiments.ar_ed", "lmcompanion.models",
-           "lmcompanion.run")
+    edited(
+        "lmcompanion.tables",
+        "lmcompanion.verdicts",
+        "lmcompanion.plots",
+        "lmcompanion.nb",
+        "lmcompanion.chapters.formal_ed.analysis",
+        "lmcompanion.chapters.formal_ed",
+        "lmcompanion.models.ar_ed",
+        "lmcompanion.experiments.ar_ed",
+        "lmcompanion.models",
+        "lmcompanion.run",
+    )
     assert run.spec(cfg).key == before
     assert _literal_spec(formal).key == before_literal  # the literal ED-Training runs' key covers no table code
 
@@ -248,7 +297,9 @@ def test_the_code_digest_is_the_same_on_every_python():
     refused by the GPU machine's 3.12: every run key differed there."""
     text = fingerprint._normalized_source(_GOLDEN_SOURCE)
     assert "docstring" not in text and "comment" not in text and "type_params" not in text
-    assert hashlib.sha256(text.encode()).hexdigest() == "edbb021c532ef04fcbf70283f8e1b91b95655912edb81d484d63dc14ab253bf6"
+    assert (
+        hashlib.sha256(text.encode()).hexdigest() == "edbb021c532ef04fcbf70283f8e1b91b95655912edb81d484d63dc14ab253bf6"
+    )
     assert fingerprint._normalized_source(_GOLDEN_SOURCE.replace("x: int = 1", "x: int = 2")) != text
 
 
@@ -257,7 +308,11 @@ def test_an_edit_to_a_comment_or_docstring_does_not_change_the_key(monkeypatch):
     before = run.spec(cfg).key
     original = fingerprint._source
     fingerprint._source.cache_clear()
-    monkeypatch.setattr(fingerprint, "_source", lambda m: (original(m) or "") + "\n# a comment\n" if m == "lmcompanion.train.seeding" else original(m))
+    monkeypatch.setattr(
+        fingerprint,
+        "_source",
+        lambda m: (original(m) or "") + "\n# a comment\n" if m == "lmcompanion.train.seeding" else original(m),
+    )
     try:
         assert run.spec(cfg).key == before
     finally:
@@ -267,10 +322,15 @@ def test_an_edit_to_a_comment_or_docstring_does_not_change_the_key(monkeypatch):
 def test_the_key_covers_every_module_whose_code_runs_during_training(tmp_path):
     """Trace a real run (and a literal ED-Training run): every project function called must live in a module the
     key covers (the registries are lookup tables; they name the module, which the key covers)."""
-    cases = [(tiny_run(steps=3), trainer.train, "lmcompanion.train.trainer.train", None),
-             (experiments.config("formal_ed/adamw", "smoke"), procedure.literal_training,
-              "lmcompanion.experiments.ed_training.literal_training",
-              procedure.LiteralConfig(T=1, eta=0.01, n=4, evals=1))]
+    cases = [
+        (tiny_run(steps=3), trainer.train, "lmcompanion.train.trainer.train", None),
+        (
+            experiments.config("formal_ed/adamw", "smoke"),
+            procedure.literal_training,
+            "lmcompanion.experiments.ed_training.literal_training",
+            procedure.LiteralConfig(T=1, eta=0.01, n=4, evals=1),
+        ),
+    ]
     for cfg, fn, name, settings in cases:
         covered = set(run.spec(cfg, name, settings).modules) | fingerprint.REGISTRIES
         executed = set()

@@ -33,11 +33,14 @@ def test_changing_future_tokens_leaves_earlier_logits_unchanged(sub):
     assert not torch.allclose(a[:, 7:], b[:, 7:])
 
 
-@pytest.mark.parametrize("cfg, expected", [
-    (BaselineConfig(n_embed=160, n_head=10, n_layer=26, vocab_size=50257), 16_036_800),
-    (BaselineConfig(n_embed=156, n_head=12, n_layer=26, vocab_size=50257), 15_441_192),
-    (BaselineConfig(n_embed=160, n_head=10, n_layer=26, vocab_size=50257, dropout_rate=0.2), 16_036_800),
-])
+@pytest.mark.parametrize(
+    "cfg, expected",
+    [
+        (BaselineConfig(n_embed=160, n_head=10, n_layer=26, vocab_size=50257), 16_036_800),
+        (BaselineConfig(n_embed=156, n_head=12, n_layer=26, vocab_size=50257), 15_441_192),
+        (BaselineConfig(n_embed=160, n_head=10, n_layer=26, vocab_size=50257, dropout_rate=0.2), 16_036_800),
+    ],
+)
 def test_parameter_counts_as_the_write_up_counts_them(cfg, expected):
     assert models.num_params(cfg) == expected
     full = models.build(cfg, device="meta").num_params(exclude_positional=False)

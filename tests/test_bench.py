@@ -26,11 +26,15 @@ def test_side_by_side_refuses_empty_rounds():
 def test_cpu_book_reports_every_phase_of_a_chapters_run_against_another_revision():
     """The CPU book's benchmark at smoke: the code of HEAD (imported beside this one) and this code, one row each,
     with every phase timed, the peak measured, and the ratio of their times; no speed is asserted."""
-    rows = bench.cpu_book(["ar_ed", "mixer/flat_d512"], profile="smoke", against="HEAD", steps=1, warmup=0,
-                          rounds=2, threads=1)
+    rows = bench.cpu_book(
+        ["ar_ed", "mixer/flat_d512"], profile="smoke", against="HEAD", steps=1, warmup=0, rounds=2, threads=1
+    )
     assert [(r["chapter"], r["run"], r["code"]) for r in rows] == [
-        ("ar_ed", "ar_ed/baseline", "HEAD"), ("ar_ed", "ar_ed/baseline", "this"),
-        ("mixer", "mixer/flat_d512", "HEAD"), ("mixer", "mixer/flat_d512", "this")]
+        ("ar_ed", "ar_ed/baseline", "HEAD"),
+        ("ar_ed", "ar_ed/baseline", "this"),
+        ("mixer", "mixer/flat_d512", "HEAD"),
+        ("mixer", "mixer/flat_d512", "this"),
+    ]
     for r in rows:
         assert all(r[f"{p} ms"] > 0 for p in bench.PHASES)
         assert r["step ms (with eval.)"] == pytest.approx(sum(r[f"{p} ms"] for p in bench.PHASES), rel=0.05, abs=0.05)

@@ -37,8 +37,10 @@ def _step_lines(text: str) -> list[str]:
 
 def test_plan_prints_slots_within_the_budget_each_step_with_its_minutes_and_whether_measured(tmp_path, capsys):
     out = tmp_path / "recorded"
-    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--plan", "--budget-min", "1.9",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["campaign", "--profile", "smoke", "--device", "cpu", "--plan", "--budget-min", "1.9", "-o", str(out)])
+        == 0
+    )
     text = capsys.readouterr().out
     found = campaign.plan.plan("smoke", device="cpu", out=out, budget_min=1.9)
     assert len(found.slots) > 1, "the budget should cut the plan into several slots"
@@ -57,19 +59,23 @@ def test_plan_prints_slots_within_the_budget_each_step_with_its_minutes_and_whet
     for slot in found.slots:
         total = next(line for line in text.splitlines() if line.startswith(f"slot {slot.number} total "))
         assert float(total.split()[3]) == pytest.approx(slot.minutes, abs=0.06)
-        assert slot.minutes <= 1.9 + 1e-9 or "OVER" in total and len(
-            [s for s in slot.steps if s.kind not in ("check", "lanes")]) == 1
+        assert (
+            slot.minutes <= 1.9 + 1e-9
+            or "OVER" in total
+            and len([s for s in slot.steps if s.kind not in ("check", "lanes")]) == 1
+        )
     assert text.index("slot 1 (next") < text.index("slot 2\n")
 
 
 def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gpt2_small_and_decides_headlines(
-        data_dir, monkeypatch):
+    data_dir, monkeypatch
+):
     monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
     all_steps = campaign.steps("gpu", device="cpu")
     kinds = [s.kind for s in all_steps]
     runs = [s for s in all_steps if s.kind == "run"]
     assert all_steps[0].name == "bench/gpt2_small" and "check" not in kinds
-    assert set(kinds[1:1 + len(runs)]) == {"run"} and set(kinds[1 + len(runs):]) == {"bench"}  # chapter benches last
+    assert set(kinds[1 : 1 + len(runs)]) == {"run"} and set(kinds[1 + len(runs) :]) == {"bench"}  # chapter benches last
     assert [s.priority for s in all_steps] == list(range(1, len(all_steps) + 1))
     # the whole book: every arm of every chapter that runs at gpu, each with its seeds as registered: the headline
     # comparisons' arms five (as at cpu), every other arm three (four for the arms of a claim of equality, one where it
@@ -86,8 +92,11 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
                 assert len(seeds) == experiments.HEADLINE_SEEDS["gpu"] == 5, name
             elif seeds and "gpu" not in experiments.get(name).first_seed_only:
                 assert len(seeds) >= 3, (name, seeds)
-    assert {s.name for s in runs} == planned == {r.id for c in experiments.chapters()
-                                                 for r in experiments.plan(c, "gpu", device="cpu")}
+    assert (
+        {s.name for s in runs}
+        == planned
+        == {r.id for c in experiments.chapters() for r in experiments.plan(c, "gpu", device="cpu")}
+    )
     assert len({s.name for s in runs}) == len(runs)
     # tier 1 (the registry's headline comparison of each chapter) comes first, cheapest first, then tier 2, then the
     # illustrations
@@ -116,10 +125,10 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
     for slot in slots:
         rest = [s for s in slot.steps if s.kind != "check"]
         chapter = [i for i, s in enumerate(rest) if s.kind == "bench" and s.name != "bench/gpt2_small"]
-        assert all(s.kind == "bench" for s in rest[chapter[0]:]) if chapter else True, [s.name for s in rest]
+        assert all(s.kind == "bench" for s in rest[chapter[0] :]) if chapter else True, [s.name for s in rest]
         assert all(s.kind != "check" for s in slot.steps[1:])
         assert slot is first or all(s.name != "bench/gpt2_small" for s in rest)
-        later = [s for slot in slots[:slots.index(slot)] for s in slot.steps if s.kind == "check"]
+        later = [s for slot in slots[: slots.index(slot)] for s in slot.steps if s.kind == "check"]
         if slot.steps[0].kind == "check":  # a later check covers only families no earlier one did
             new = {r.config.model.family for r in slot.steps[0].covers}
             assert not new & {r.config.model.family for c in later for r in c.covers}
@@ -128,8 +137,10 @@ def test_the_gpu_plan_s_first_slot_fits_8_minutes_checks_its_families_benches_gp
     # the loans the whole book takes at that speed: one slot per loan, each tier complete no later than the next
     the_plan = campaign.Plan("gpu", "cuda", all_steps, slots, [], [], 8.0, 4, speed)
     lines = campaign.plan.loans(the_plan)
-    assert lines[0].startswith(f"loans: {len(slots)} loan(s) of a GPU machine (15 device minutes each") and \
-        "at 4 lane(s) (ASSUMED speed-up 2.00x)" in lines[0]
+    assert (
+        lines[0].startswith(f"loans: {len(slots)} loan(s) of a GPU machine (15 device minutes each")
+        and "at 4 lane(s) (ASSUMED speed-up 2.00x)" in lines[0]
+    )
     after = [int(re.search(r"after loan (\d+) of", line).group(1)) for line in lines[1:]]
     assert len(after) == 3 and after == sorted(after) and after[-1] == len(slots)
 
@@ -140,7 +151,8 @@ def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_r
     grouped = {n for g in campaign.GROUPS for n in g.names}
     assert set(experiments.headline_arms()) <= grouped  # every chapter's headline, declared in the registry
     assert [g.names for g in campaign.GROUPS if g.tier == 1] == [
-        experiments.headlines(g.chapter)[0].arms for g in campaign.GROUPS if g.tier == 1]
+        experiments.headlines(g.chapter)[0].arms for g in campaign.GROUPS if g.tier == 1
+    ]
     decided = campaign.group_claims()
     # every group of tiers 1 and 2 completes claims (tier 3 illustrates: a group completes a claim only where a row
     # compares its arms)
@@ -154,7 +166,7 @@ def test_the_groups_train_every_headline_arm_and_their_claims_are_the_chapters_r
         for text in decided[g]:
             assert text in rows, (g.chapter, text)
             if text in rows:
-                assert set(rows[text]) <= {n for h in campaign.GROUPS[:campaign.GROUPS.index(g) + 1] for n in h.names}
+                assert set(rows[text]) <= {n for h in campaign.GROUPS[: campaign.GROUPS.index(g) + 1] for n in h.names}
                 assert set(rows[text]) & set(g.names), (g.label, text)
     texts = [t for g in campaign.GROUPS for t in decided[g]]
     assert len(texts) == len(set(texts))
@@ -174,7 +186,8 @@ def _cut_off_at(monkeypatch, step):
 
 
 def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut_off_loses_one_step(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     # `make test-slow` runs this test over a smoke run store the pool has just trained, as `make nbval` trains the
     # notebooks' own: the campaign's smoke runs are the runs the notebooks read (tests/test_plan.py), so they are
     # reused, not trained twice; what it rehearses is the plan, the check, the benches, the recording, the cut-off and
@@ -187,24 +200,40 @@ def test_the_smoke_rehearsal_runs_the_whole_plan_records_every_chapter_and_a_cut
     # other code)
     out, tgz = tmp_path / "rehearsal", tmp_path / "campaign.tgz"
     # one slot large enough for every step (slots are rehearsed from a fresh clone by `make slot-rehearsal`)
-    args = ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", str(out), "--archive", str(tgz),
-            "--budget-min", "600"]
+    args = [
+        "campaign",
+        "--profile",
+        "smoke",
+        "--device",
+        "cpu",
+        "--seeds",
+        "1",
+        "-o",
+        str(out),
+        "--archive",
+        str(tgz),
+        "--budget-min",
+        "600",
+    ]
     all_steps = campaign.steps("smoke", device="cpu", seeds=1)
     assert {s.run.name for s in all_steps if s.kind == "run"} == {
-        s.run.name for s in campaign.steps("smoke", device="cpu") if s.kind == "run"}  # every arm of the full plan
+        s.run.name for s in campaign.steps("smoke", device="cpu") if s.kind == "run"
+    }  # every arm of the full plan
     runs = [s for s in all_steps if s.kind == "run"]
     cut = runs[6]
     real = _cut_off_at(monkeypatch, cut)
     assert main(args) == 128 + signal.SIGTERM  # "stopped by SIGTERM ... run the same command to resume"
     first = capsys.readouterr()
     progress = json.loads((out / "campaign" / "smoke" / "progress.json").read_text())
-    before = all_steps[:all_steps.index(cut)]
+    before = all_steps[: all_steps.index(cut)]
     assert progress["steps"][cut.name]["status"] == "interrupted"
     assert all(progress["steps"][s.name]["status"] == "done" for s in before), first.out
     assert progress["steps"]["check"]["status"] == "done" and progress["steps"]["lanes"]["status"] == "done"
-    assert re.search(r"^\[1/\d+\] check check ", first.out, re.M) and re.search(
-        r"^\[2/\d+\] lanes lanes ", first.out, re.M) and re.search(
-        r"^\[3/\d+\] bench bench/gpt2_small ", first.out, re.M), first.out  # the check, the lanes, GPT-2 small
+    assert (
+        re.search(r"^\[1/\d+\] check check ", first.out, re.M)
+        and re.search(r"^\[2/\d+\] lanes lanes ", first.out, re.M)
+        and re.search(r"^\[3/\d+\] bench bench/gpt2_small ", first.out, re.M)
+    ), first.out  # the check, the lanes, GPT-2 small
     with tarfile.open(tgz) as tar:  # the archive holds what is finished
         names = set(tar.getnames())
     assert "rehearsal/campaign/smoke/check.json" in names
@@ -293,7 +322,9 @@ def _wheels(tmp_path):
     folder.mkdir(parents=True)
     blob = b"PK\x05\x06" + bytes(18)  # an empty zip
     (folder / "demo-1.0-py3-none-any.whl").write_bytes(blob)
-    (folder.parent / "SHA256SUMS").write_text(f"{hashlib.sha256(blob).hexdigest()}  py312-x86_64/demo-1.0-py3-none-any.whl\n")
+    (folder.parent / "SHA256SUMS").write_text(
+        f"{hashlib.sha256(blob).hexdigest()}  py312-x86_64/demo-1.0-py3-none-any.whl\n"
+    )
     return folder
 
 
@@ -301,8 +332,10 @@ def test_a_pack_is_verified_on_arrival_and_a_damaged_one_stops_with_a_message(tm
     pack = tmp_path / "pack"
     manifest = campaign.make_pack(pack, "smoke", wheels=_wheels(tmp_path), **QUIET)
     listed = set(manifest["files"])
-    assert {p.relative_to(pack).as_posix() for p in pack.rglob("*") if p.is_file()} == listed | {"manifest.json",
-                                                                                                "SHA256SUMS"}
+    assert {p.relative_to(pack).as_posix() for p in pack.rglob("*") if p.is_file()} == listed | {
+        "manifest.json",
+        "SHA256SUMS",
+    }
     sums = dict(reversed(line.split("  ")) for line in (pack / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == listed | {"manifest.json"}
     assert any(f.startswith("cache/tokens/synthetic/") for f in listed)  # the smoke runs' token caches
@@ -315,8 +348,11 @@ def test_a_pack_is_verified_on_arrival_and_a_damaged_one_stops_with_a_message(tm
     assert os.environ["HF_HUB_OFFLINE"] == "1" and campaign.check_keys(got, "smoke") == len(manifest["run_keys"])
     # a key that differs names its part: here the code, as a pack made on another Python once was (3.11 against 3.12)
     some = next(iter(manifest["run_keys"]))
-    other = {**got, "run_keys": {**got["run_keys"], some: "0" * 12},
-             "run_parts": {**got["run_parts"], some: {**got["run_parts"][some], "code": "f" * 12}}}
+    other = {
+        **got,
+        "run_keys": {**got["run_keys"], some: "0" * 12},
+        "run_parts": {**got["run_parts"], some: {**got["run_parts"][some], "code": "f" * 12}},
+    }
     with pytest.raises(LMCError, match=rf"1 of the run keys .*{re.escape(some)}: .* by its code fingerprint \("):
         campaign.check_keys(other, "smoke")
     # damaged: a changed byte, a truncated file, a missing one
@@ -338,17 +374,25 @@ def test_a_pack_is_verified_on_arrival_and_a_damaged_one_stops_with_a_message(tm
 
 def test_the_wheels_a_pack_leaves_out_are_never_imported_by_a_campaign_ipython_or_a_kernel():
     blocked = "".join(f"sys.modules[{name!r}] = None\n" for name in campaign.pack.NOT_PACKED)  # import -> ImportError
-    code = ("import sys\n" + blocked + "import IPython, ipykernel.kernelapp, ipykernel.ipkernel, papermill\n"
-            "from IPython.core.completer import IPCompleter\nimport lmcompanion.campaign, lmcompanion.nb\n"
-            "from lmcompanion import cli\nprint('ok')")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    code = (
+        "import sys\n" + blocked + "import IPython, ipykernel.kernelapp, ipykernel.ipkernel, papermill\n"
+        "from IPython.core.completer import IPCompleter\nimport lmcompanion.campaign, lmcompanion.nb\n"
+        "from lmcompanion import cli\nprint('ok')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
     assert set(campaign.pack.NOT_PACKED) == {"debugpy", "jedi"}  # a new entry needs its own reason and this check
 
 
-def test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of_a_cpu_build(tmp_path, data_dir,
-                                                                                              monkeypatch):
+def test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of_a_cpu_build(
+    tmp_path, data_dir, monkeypatch
+):
     monkeypatch.setenv("LMC_DATA_DIR", str(data_dir))
     wheels = campaign.default_wheels()
     if not list(wheels.glob("*.whl")):
@@ -359,14 +403,20 @@ def test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of
     assert size <= 48 << 20
     by_kind = {k: sorted(f for f, v in manifest["files"].items() if v["kind"] == k) for k in ("wheel", "data", "cache")}
     every = sorted(w.name for w in wheels.glob("*.whl"))
-    assert sorted(f.split("/")[-1] for f in by_kind["wheel"]) == [w for w in every if w.split("-")[0] not in
-                                                                   campaign.pack.NOT_PACKED]
+    assert sorted(f.split("/")[-1] for f in by_kind["wheel"]) == [
+        w for w in every if w.split("-")[0] not in campaign.pack.NOT_PACKED
+    ]
     assert len(by_kind["wheel"]) == len(every) - len(campaign.pack.NOT_PACKED)
-    assert by_kind["data"] == sorted(["data/tiktoken/gpt2.tiktoken.gz", "data/tinyshakespeare/input.txt.gz",
-                                      "data/tinystories/TinyStories-train.head-2MiB.txt.gz",
-                                      "data/tinystories/TinyStories-validation.first-stories.txt.gz",
-                                      "data/wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt.gz",
-                                      "data/SHA256SUMS.gz"])  # the Wikipedia files by their digests, the first one
+    assert by_kind["data"] == sorted(
+        [
+            "data/tiktoken/gpt2.tiktoken.gz",
+            "data/tinyshakespeare/input.txt.gz",
+            "data/tinystories/TinyStories-train.head-2MiB.txt.gz",
+            "data/tinystories/TinyStories-validation.first-stories.txt.gz",
+            "data/wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt.gz",
+            "data/SHA256SUMS.gz",
+        ]
+    )  # the Wikipedia files by their digests, the first one
     # also as text: the Wikipedia-lead retrieval runs read the first file's articles
     for corpus in ("tokens/wikipedia/", "tokens/shakespeare_char/", "stories/tinystories/"):
         assert any(f.startswith(f"cache/{corpus}") for f in by_kind["cache"]), corpus
@@ -387,10 +437,16 @@ def test_the_gpu_pack_is_under_48_mib_and_gives_by_itself_the_keys_and_tokens_of
         print(n)
     """
     env = {k: v for k, v in os.environ.items() if k != "LMC_DATA_DIR"}
-    env.update(LMC_CACHE_DIR=str(tmp_path / "arrival"), LMC_RUNS_DIR=str(tmp_path / "runs"), HF_HUB_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO / "src"))
-    proc = subprocess.run([sys.executable, "-c", code, str(pack)], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=600)
+    env.update(
+        LMC_CACHE_DIR=str(tmp_path / "arrival"),
+        LMC_RUNS_DIR=str(tmp_path / "runs"),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        PYTHONPATH=str(REPO / "src"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(pack)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.split()[-1]) == len(manifest["run_keys"]) > 80
 
@@ -409,8 +465,10 @@ def test_the_check_builds_every_family_and_compares_compiled_with_eager_without_
     assert data.kinds.check_source(experiments.config("mixer/flat_d512", "smoke", device="cpu")) is None
     hg = experiments.config("hourglass/vanilla", "smoke", device="cpu")
     assert hg.model.dropout > 0 and campaign.check._without_dropout(hg).model.dropout == 0.0
-    assert campaign.check._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout) \
-        == hg.model  # nothing else changes
+    assert (
+        campaign.check._without_dropout(hg).model.replace(dropout=hg.model.dropout, enc_dropout=hg.model.enc_dropout)
+        == hg.model
+    )  # nothing else changes
 
 
 # --- slots, measured minutes and the restore of a slot's archive (fast: no training, no planning of the gpu plan) ---
@@ -427,8 +485,11 @@ def test_slots_fit_their_minutes_lead_with_the_check_of_new_families_and_end_wit
     from lmcompanion.campaign import check
 
     gpt2 = _fake_step("bench/gpt2_small", "bench", 1.0, "baseline", True)
-    runs = [_fake_step(f"m{i}", "run", 1.0) for i in range(3)] + \
-        [_fake_step(f"a{i}", "run", 2.0, "ar_ed", True) for i in range(3)] + [_fake_step("big", "run", 9.0, "ar_ed")]
+    runs = (
+        [_fake_step(f"m{i}", "run", 1.0) for i in range(3)]
+        + [_fake_step(f"a{i}", "run", 2.0, "ar_ed", True) for i in range(3)]
+        + [_fake_step("big", "run", 9.0, "ar_ed")]
+    )
     benches = [_fake_step("bench/x", "bench", 0.3), _fake_step("bench/y", "bench", 5.0)]
     slots = campaign.slots([gpt2, *runs, *benches], 6.0, device="cuda")
     names = [[s.name for s in slot.steps] for slot in slots]
@@ -470,8 +531,25 @@ def test_the_plan_reads_measured_minutes_and_says_which_estimates_are_measured(t
     assert check.kind == "check" and check.measured and check.minutes == pytest.approx(0.1 + 0.2 + 0.3)
     others = [s for s in found.all_steps if s.kind == "run" and s.run.name != run.run.name]
     assert others and not any(s.measured for s in others)
-    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "campaign",
+                "--profile",
+                "smoke",
+                "--device",
+                "cpu",
+                "--seeds",
+                "1",
+                "--plan",
+                "--budget-min",
+                "3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert re.search(rf"{re.escape(run.name)}\s+0\.50 min  measured ", text)
     shown = [s for slot in found.slots for s in slot.steps]
@@ -492,12 +570,32 @@ def test_the_plan_assumes_the_lane_speed_until_a_slot_measures_it_then_reads_it_
     assert not any(s.kind == "lanes" for slot in assumed.slots[1:] for s in slot.steps)
     assert first.speedup == assumed.speed.at(4) == campaign.lanes.ASSUMED[4]
     assert first.minutes == pytest.approx(campaign.plan.wall(first.steps, first.speedup))
-    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
-                 "--lanes", "4", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "campaign",
+                "--profile",
+                "smoke",
+                "--device",
+                "cpu",
+                "--seeds",
+                "1",
+                "--plan",
+                "--budget-min",
+                "3",
+                "--lanes",
+                "4",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "lanes: 4 lane(s), ASSUMED 2.00x the throughput of one (stated, not measured" in text
-    assert re.search(rf"^loans: {len(assumed.slots)} loan\(s\) of a GPU machine .* at 4 lane\(s\) \(ASSUMED ", text,
-                     re.M)
+    assert re.search(
+        rf"^loans: {len(assumed.slots)} loan\(s\) of a GPU machine .* at 4 lane\(s\) \(ASSUMED ", text, re.M
+    )
     # measured by a slot (lanes.json beside minutes.json): every later plan reads it, and measures nothing again
     campaign.lanes.file(out, "smoke", "cpu", {"speedup": {"1": 1.0, "2": 1.9, "4": 3.5, "8": 3.52}, "gpu": None})
     found = campaign.plan.plan("smoke", device="cpu", seeds=1, out=out, budget_min=3, lanes=4)
@@ -506,8 +604,27 @@ def test_the_plan_assumes_the_lane_speed_until_a_slot_measures_it_then_reads_it_
     assert len(found.slots) <= len(assumed.slots)
     assert campaign.plan.lanes_of(None, found.speed, "cuda") == 4  # 8 lanes gain under 2% more: four
     assert campaign.plan.lanes_of(None, found.speed, "cpu") == min(4, os.cpu_count())  # a CPU lane needs a core
-    assert main(["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "--plan", "--budget-min", "3",
-                 "--lanes", "4", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "campaign",
+                "--profile",
+                "smoke",
+                "--device",
+                "cpu",
+                "--seeds",
+                "1",
+                "--plan",
+                "--budget-min",
+                "3",
+                "--lanes",
+                "4",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "lanes: 4 lane(s), 3.50x the throughput of one (measured on this device" in capsys.readouterr().out
     # a run a time limit cut off is the first run of the next slot
     runs = [s for s in found.all_steps if s.kind == "run"]
@@ -522,8 +639,11 @@ def test_the_plan_assumes_the_lane_speed_until_a_slot_measures_it_then_reads_it_
 
 
 def test_a_slot_s_wall_counts_its_runs_at_the_lanes_speed_and_a_run_in_lanes_files_its_minutes_alone():
-    steps = [_fake_step("check", "check", 1.0), *(_fake_step(n, "run", 2.0) for n in "abc"),
-             _fake_step("bench/x", "bench", 0.5)]
+    steps = [
+        _fake_step("check", "check", 1.0),
+        *(_fake_step(n, "run", 2.0) for n in "abc"),
+        _fake_step("bench/x", "bench", 0.5),
+    ]
     assert campaign.plan.wall(steps, 2.0) == pytest.approx(1.5 + 6.0 / 2)  # side by side
     assert campaign.plan.wall(steps, 8.0) == pytest.approx(1.5 + 2.0)  # never shorter than its longest run alone
     speed = campaign.lanes.Speed({1: 1.0, 2: 1.8, 4: 3.0}, True)
@@ -537,8 +657,15 @@ def test_a_slot_s_wall_counts_its_runs_at_the_lanes_speed_and_a_run_in_lanes_fil
 def test_a_freed_lane_takes_the_next_run_of_the_shape_it_compiled_and_a_new_shape_takes_a_fresh_lane():
     from lmcompanion.experiments.pool import _lane_for, _next_ready, shape
 
-    a0, a1, b0, b1 = (experiments.planned(n, "gpu", seed, device="cpu") for n, seed in (
-        ("ar_ed/baseline", 0), ("ar_ed/baseline", 1), ("deepsight/baseline", 0), ("deepsight/baseline", 1)))
+    a0, a1, b0, b1 = (
+        experiments.planned(n, "gpu", seed, device="cpu")
+        for n, seed in (
+            ("ar_ed/baseline", 0),
+            ("ar_ed/baseline", 1),
+            ("deepsight/baseline", 0),
+            ("deepsight/baseline", 1),
+        )
+    )
     assert a0.config.train.compile and shape(a0.config) == shape(a1.config) != shape(b0.config)  # not the seed
     pending = [b0, a1, b1]
     assert _next_ready(pending, {}, [], shapes=[shape(a0.config)]) is a1  # the freed lane compiled its shape
@@ -549,7 +676,8 @@ def test_a_freed_lane_takes_the_next_run_of_the_shape_it_compiled_and_a_new_shap
 
 
 def test_a_slot_s_runs_go_to_lanes_each_recorded_with_its_figures_and_a_failed_lane_fails_its_run_only(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     from lmcompanion.experiments import pool
 
     out = tmp_path / "out"
@@ -616,7 +744,8 @@ def _slot_archive(path, members):
 
 
 def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_the_device(
-        tmp_path, recorded_smoke_run, capsys):
+    tmp_path, recorded_smoke_run, capsys
+):
     name, blob = recorded_smoke_run
     repo = tmp_path / "repo"
     out = repo / "book" / "recorded"
@@ -627,25 +756,35 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
     _git(repo, "add", "book")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "slot 1")
-    progress = {"format": campaign.PROGRESS_FORMAT, "commands": earlier + [
-        {"device": "cuda", "slot": 2, "gpu": "NVIDIA H100 80GB HBM3"}], "steps": {"x": {"status": "done"}}}
+    progress = {
+        "format": campaign.PROGRESS_FORMAT,
+        "commands": earlier + [{"device": "cuda", "slot": 2, "gpu": "NVIDIA H100 80GB HBM3"}],
+        "steps": {"x": {"status": "done"}},
+    }
     minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
     lanes = {"format": campaign.lanes.FORMAT, "devices": {"cuda": {"speedup": {"1": 1.0, "4": 2.6}}}}
-    good = {f"recorded/smoke/{name}": blob, "recorded/campaign/smoke/progress.json": json.dumps(progress).encode(),
-            "recorded/campaign/smoke/minutes.json": json.dumps(minutes).encode(),
-            "recorded/campaign/smoke/lanes.json": json.dumps(lanes).encode()}
+    good = {
+        f"recorded/smoke/{name}": blob,
+        "recorded/campaign/smoke/progress.json": json.dumps(progress).encode(),
+        "recorded/campaign/smoke/minutes.json": json.dumps(minutes).encode(),
+        "recorded/campaign/smoke/lanes.json": json.dumps(lanes).encode(),
+    }
     # refused before anything is written: a member that is neither a recorded run nor a report, a name that leaves
     # the folder, a run under another name, a report that fails its format, an archive older than what is here
     older = {**good, "recorded/campaign/smoke/progress.json": json.dumps({"commands": []}).encode()}
     bad_minutes = {**good, "recorded/campaign/smoke/minutes.json": b'{"measured": {"x": {"cuda": {"minutes": [1e9]}}}}'}
     bad_lanes = {**good, "recorded/campaign/smoke/lanes.json": b'{"devices": {"cuda": {"speedup": {"0": 1}}}}'}
-    for i, (members, needle) in enumerate((
+    for i, (members, needle) in enumerate(
+        (
             ({**good, "recorded/run.sh": b"echo"}, "neither a recorded run"),
             ({**good, "recorded/smoke/../../x.json": blob}, "leaves its folder"),
             ({**good, "recorded/smoke/mixer__flat_d512-s0.json": blob}, "not the file its name says"),
-            (bad_minutes, "not a valid campaign minutes file"), (bad_lanes, "not a valid campaign lanes file"),
+            (bad_minutes, "not a valid campaign minutes file"),
+            (bad_lanes, "not a valid campaign lanes file"),
             (older, "does not continue the progress"),
-            ({**good, "other/smoke/x.json": blob}, "not under one top folder"))):
+            ({**good, "other/smoke/x.json": blob}, "not under one top folder"),
+        )
+    ):
         archive = _slot_archive(tmp_path / f"bad{i}.tgz", members)
         assert main(["campaign", "--restore", str(archive), "-o", str(out), "--commit"]) == 2
         assert needle in capsys.readouterr().err
@@ -663,7 +802,8 @@ def test_a_slot_s_archive_is_checked_restored_and_committed_naming_the_slot_and_
     head = _git(repo, "log", "-1", "--format=%B")
     assert head.startswith("Recorded GPU campaign, slot 2 on NVIDIA H100 80GB HBM3 (smoke profile): 1 recorded run(s)")
     assert set(_git(repo, "show", "--name-only", "--format=", "HEAD").split()) == {
-        f"book/recorded/{rel.split('/', 1)[1]}" for rel in good}
+        f"book/recorded/{rel.split('/', 1)[1]}" for rel in good
+    }
     assert _git(repo, "status", "--porcelain") == ""
     assert len(recorded.import_dir(out, RunStore(tmp_path / "store"))) == 1  # what came back imports
     # the same archive again: nothing to write, nothing to commit
@@ -700,8 +840,14 @@ def test_a_slot_whose_models_attend_to_nothing_passes_the_sdpa_check_and_the_mer
     assert some["ok"] and some["calls"] and all(c["ok"] for c in some["calls"])
 
     def report(sdpa):
-        return {"device": "cuda", "complete": True, "environment": {}, "families": ["x"], "compiled": [],
-                "items": {"sdpa": sdpa}}
+        return {
+            "device": "cuda",
+            "complete": True,
+            "environment": {},
+            "families": ["x"],
+            "compiled": [],
+            "items": {"sdpa": sdpa},
+        }
 
     # slot 2 of the first H200 campaign recorded a slot without attention as failed, with no call and no error: the
     # next merge derives the item from its calls
@@ -724,5 +870,6 @@ def test_a_bench_made_on_the_gpu_is_done_in_a_plan_made_on_a_cpu():
     assert campaign.plan.bench_done(step, report, "cuda")
     assert not campaign.plan.bench_done(step, {**report, "device": "cpu"}, "cpu")  # another device's bench
     other = step.run.config.replace(device="cuda", seed=1).hash()
-    assert not campaign.plan.bench_done(step, {**report, "results": {"bench/gpt2_small": {"config_hash": other}}},
-                                        "cuda")
+    assert not campaign.plan.bench_done(
+        step, {**report, "results": {"bench/gpt2_small": {"config_hash": other}}}, "cuda"
+    )

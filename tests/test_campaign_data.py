@@ -51,8 +51,9 @@ def test_a_joined_corpus_reads_every_file_in_order_cleaned_and_cuts_the_whole(tw
     assert len(head["train"] + head["val"]) == 500 and "omega" not in head["train"] + head["val"]
 
 
-def test_its_fingerprint_names_each_file_from_its_bytes_or_else_the_data_folder_s_digests(two_files, tmp_path,
-                                                                                          monkeypatch):
+def test_its_fingerprint_names_each_file_from_its_bytes_or_else_the_data_folder_s_digests(
+    two_files, tmp_path, monkeypatch
+):
     cfg = _cfg()
     here = cfg.fingerprint()
     assert here.startswith("sha256:") and here != _cfg(files=(SECOND, FIRST)).fingerprint()  # the order is part of it
@@ -96,8 +97,9 @@ def test_a_joined_config_names_two_distinct_files_inside_the_data_folder():
     with pytest.raises(ConfigError, match="inside the data folder"):
         JoinedDataConfig(corpus="wikipedia", files=(FIRST, "../b.txt"), tokenizer="char")
     with pytest.raises(ConfigError, match="rule of fractions"):
-        JoinedDataConfig(corpus="wikipedia", files=(FIRST, SECOND), tokenizer="char", split="given",
-                         eval_splits=("all",))
+        JoinedDataConfig(
+            corpus="wikipedia", files=(FIRST, SECOND), tokenizer="char", split="given", eval_splits=("all",)
+        )
 
 
 def test_gpu_and_paper_read_both_wikipedia_files_and_cpu_and_smoke_runs_never_execute_the_joined_module():
@@ -113,8 +115,11 @@ def test_gpu_and_paper_read_both_wikipedia_files_and_cpu_and_smoke_runs_never_ex
         for chapter in experiments.CHAPTERS:
             for run in experiments.plan(chapter, profile, device="cpu"):
                 fn = run.procedure.fn
-                roots = (fn.__module__ if fn else TRAINER, models.module_of(run.config.model.family),
-                         data.module_of(run.config.data.kind))
+                roots = (
+                    fn.__module__ if fn else TRAINER,
+                    models.module_of(run.config.model.family),
+                    data.module_of(run.config.data.kind),
+                )
                 assert "lmcompanion.data.joined" not in fingerprint.closure(*roots), run.id
 
 
@@ -137,7 +142,8 @@ def test_the_mixer_s_wikipedia_setting_is_the_headline_s_arms_on_wikipedia_at_gp
 
 
 def test_a_pack_carries_a_joined_corpus_s_tokens_and_digests_and_names_the_same_data_without_its_text(
-        two_files, tmp_path, monkeypatch):
+    two_files, tmp_path, monkeypatch
+):
     from lmcompanion.campaign import pack as pack_mod
 
     cfg = _cfg()
@@ -155,8 +161,11 @@ def test_a_pack_carries_a_joined_corpus_s_tokens_and_digests_and_names_the_same_
     data_files = {v["unpacks_to"] for v in manifest["files"].values() if v["kind"] == "data"}
     assert data_files == {joined.SUMS}  # no text
     caches = [v for v in manifest["files"].values() if v["kind"] == "cache"]
-    assert caches and all(v["unpacks_to"] and v["bytes"] < v["unpacked_bytes"]  # compressed
-                          for v in caches if v["unpacked_bytes"] > 1000)
+    assert caches and all(
+        v["unpacks_to"] and v["bytes"] < v["unpacked_bytes"]  # compressed
+        for v in caches
+        if v["unpacked_bytes"] > 1000
+    )
     # arrival: an empty cache, no data folder; the text may not be read
     for k in ("LMC_DATA_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.setenv(k, "")
@@ -206,8 +215,9 @@ def hourglass_measured(tmp_path_factory):
     return runs, recorded.arms(names, store=store)["smoke"].runs, out, logged
 
 
-def test_the_last_token_rows_are_decided_from_recorded_runs_as_from_the_runs_themselves(hourglass_measured,
-                                                                                        monkeypatch):
+def test_the_last_token_rows_are_decided_from_recorded_runs_as_from_the_runs_themselves(
+    hourglass_measured, monkeypatch
+):
     """The smoke arms learn little; with the learning gate's line put above them (no data read), the rows are
     decided, and alike from the recorded measures and from the weights."""
     from lmcompanion import claims, learning
@@ -231,7 +241,8 @@ def test_the_last_token_rows_are_decided_from_recorded_runs_as_from_the_runs_the
 
 
 def test_a_recorded_measure_is_the_value_the_weights_give_and_a_missing_one_says_it_needs_the_files(
-        hourglass_measured, tmp_path):
+    hourglass_measured, tmp_path
+):
     from lmcompanion import recorded
     from lmcompanion.chapters import hourglass
     from lmcompanion.train import RunStore
@@ -239,11 +250,16 @@ def test_a_recorded_measure_is_the_value_the_weights_give_and_a_missing_one_says
 
     made, found, out, _ = hourglass_measured
     run, imported = made[hourglass.BEST_ATTN][0], found[hourglass.BEST_ATTN][0]
-    assert hourglass.window_losses(imported) == hourglass.window_losses(imported, "val") == pytest.approx(
-        hourglass.window_losses(run), rel=1e-6)
+    assert (
+        hourglass.window_losses(imported)
+        == hourglass.window_losses(imported, "val")
+        == pytest.approx(hourglass.window_losses(run), rel=1e-6)
+    )
     assert hourglass.group_position_losses(imported) == pytest.approx(hourglass.group_position_losses(run), rel=1e-6)
     assert set(recorded.recorded_measures(found[hourglass.VANILLA][0])) == {  # the chapter's, and none other
-        "hourglass/window_losses/val", "hourglass/group_position_losses/val"}
+        "hourglass/window_losses/val",
+        "hourglass/group_position_losses/val",
+    }
     with pytest.raises(NoRunFiles, match="no hourglass/window_losses/train was recorded"):
         hourglass.window_losses(imported, "train")
     # a file recorded without measures (the first H200 slot's): the row needs the run's files, as before
@@ -266,8 +282,15 @@ def test_a_recorded_file_s_measures_are_checked_strictly(hourglass_measured, tmp
     path = next(out.glob("smoke/*.json"))
     good = json.loads(path.read_text())
     assert good["measures"] and recorded.validate(good, path)
-    for bad in ({"k": "a string"}, {"k": [1.0, "x"]}, {"k": {"a": [1.0]}}, {"k": True}, ["not", "an", "object"],
-                {"k": [[1.0]]}, {"x" * 300: 1.0}):
+    for bad in (
+        {"k": "a string"},
+        {"k": [1.0, "x"]},
+        {"k": {"a": [1.0]}},
+        {"k": True},
+        ["not", "an", "object"],
+        {"k": [[1.0]]},
+        {"x" * 300: 1.0},
+    ):
         with pytest.raises((LMCError, Untrusted)):
             recorded.validate({**good, "measures": bad}, path)
     with pytest.raises((LMCError, Untrusted)):
@@ -310,8 +333,12 @@ def test_the_retrieval_rows_on_embeddings_are_decided_from_recorded_runs_as_from
     made = RunStore(tmp_path / "elsewhere")
     runs = [r.train(made) for r in experiments.plan([name], "smoke", seeds=2) if r.name == name]
     for run, path in zip(runs, recorded.write(runs, tmp_path / "recorded")):
-        assert {"retrieval/metric_top1/cosine", "retrieval/metric_top1/l1", "retrieval/metric_top1/l2",
-                "retrieval/norm_spread"} <= set(measures.record(run, path, log=lambda *a: None))
+        assert {
+            "retrieval/metric_top1/cosine",
+            "retrieval/metric_top1/l1",
+            "retrieval/metric_top1/l2",
+            "retrieval/norm_spread",
+        } <= set(measures.record(run, path, log=lambda *a: None))
     store = RunStore(tmp_path / "runs")
     recorded.import_dir(tmp_path / "recorded", store)
     found = recorded.arms([name], store=store)["smoke"].runs
@@ -335,8 +362,9 @@ def test_the_gpt2_bench_sweeps_its_micro_batches_profiles_each_and_reports_the_f
     result = cbench.bench_step(run)
     sweep = result["sweep"]
     assert [e["micro_batch"] for e in sweep] == list(cbench.REHEARSAL_SWEEP_BATCHES)
-    assert all(e["tokens/s"] > 0 and e["tokens/step"] == e["micro_batch"] * run.config.model.context_size
-               for e in sweep)
+    assert all(
+        e["tokens/s"] > 0 and e["tokens/step"] == e["micro_batch"] * run.config.model.context_size for e in sweep
+    )
     best = max(sweep, key=lambda e: e["tokens/s"])
     assert result["tokens/s"] == best["tokens/s"] and result["batch"]["micro_batch"] == best["micro_batch"]
     for e in sweep:
@@ -382,8 +410,12 @@ def test_idle_is_the_span_s_time_in_which_no_kernel_ran():
     from lmcompanion.bench import idle_summary
 
     def ev(name, a, b, gpu, parent=None):
-        return SimpleNamespace(name=name, time_range=SimpleNamespace(start=a, end=b),
-                               device_type=DeviceType.CUDA if gpu else DeviceType.CPU, cpu_parent=parent)
+        return SimpleNamespace(
+            name=name,
+            time_range=SimpleNamespace(start=a, end=b),
+            device_type=DeviceType.CUDA if gpu else DeviceType.CPU,
+            cpu_parent=parent,
+        )
 
     events = [ev("step", 0, 400, False), ev("gemm", 0, 100, True), ev("gemm", 50, 150, True), ev("add", 250, 300, True)]
     s = idle_summary(events, on_gpu=True)

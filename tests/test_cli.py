@@ -26,8 +26,20 @@ def test_bad_input_exits_with_a_message_not_a_traceback(capsys):
 
 
 def test_train_command_trains_then_reuses():
-    cmd = [sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke", "--no-progress",
-           "--set", "train.max_steps=4", "--set", "train.eval_interval=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmcompanion",
+        "train",
+        "ar_ed/baseline",
+        "--profile",
+        "smoke",
+        "--no-progress",
+        "--set",
+        "train.max_steps=4",
+        "--set",
+        "train.eval_interval=2",
+    ]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -82,4 +94,3 @@ def test_every_command_defaults_to_the_cpu_profile_and_says_so():
     # run-notebook's default is the notebook's own: cpu in every notebook of the book
     for src in sorted(Path(__file__).resolve().parents[1].glob("notebooks/*/*.py")):
         assert parameters_of(read_source(src))["profile"] == "cpu", src
-

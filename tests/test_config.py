@@ -24,12 +24,15 @@ def test_field_types_are_checked_at_construction():
     assert TrainConfig(lr=1).lr == 1.0 and isinstance(TrainConfig(lr=1).lr, float)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"batch_size": 0}, "batch_size must be >= 1"),
-    ({"lr": 1e-3, "min_lr": 1e-2}, "min_lr must lie in"),
-    ({"warmup_steps": 10, "decay_steps": 5}, "decay_steps .* must exceed"),
-    ({"grad_clip": -1.0}, "grad_clip must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 0}, "batch_size must be >= 1"),
+        ({"lr": 1e-3, "min_lr": 1e-2}, "min_lr must lie in"),
+        ({"warmup_steps": 10, "decay_steps": 5}, "decay_steps .* must exceed"),
+        ({"grad_clip": -1.0}, "grad_clip must be >= 0"),
+    ],
+)
 def test_impossible_train_settings_are_rejected(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         TrainConfig(**kwargs)
@@ -65,5 +68,9 @@ def test_vocab_mismatch_between_model_and_tokenizer_is_caught():
     from lmcompanion.data import LMDataConfig
 
     with pytest.raises(ConfigError, match=r"model.vocab_size=100 but the gpt2 tokenizer has 50257"):
-        RunConfig(name="x", model=BaselineConfig(vocab_size=100), data=LMDataConfig(corpus="wikipedia", tokenizer="gpt2"),
-                  train=TrainConfig())
+        RunConfig(
+            name="x",
+            model=BaselineConfig(vocab_size=100),
+            data=LMDataConfig(corpus="wikipedia", tokenizer="gpt2"),
+            train=TrainConfig(),
+        )

@@ -35,8 +35,11 @@ def test_the_derived_tables_are_the_declared_ones():
 
 def _chapters_named(node: ast.AST, names: set[str]) -> set[str]:
     keys = node.keys if isinstance(node, ast.Dict) else node.elts
-    return {k.value.split("/")[0] for k in keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
-            and k.value.split("/")[0] in names}
+    return {
+        k.value.split("/")[0]
+        for k in keys
+        if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.split("/")[0] in names
+    }
 
 
 def hand_kept(root: Path, at_least: int) -> list[str]:
@@ -73,8 +76,9 @@ def test_every_chapter_has_the_one_shape(chapter):
     assert sorted(chapter.notebooks) == on_disk
     assert (REPO / "book" / chapter.name / "index.md").is_file()
     names = experiments.names(chapter.name) if chapter.name in experiments.chapters() else []
-    families = {models.FAMILIES[experiments.config(n, "smoke").model.family][0].__module__.rpartition(".")[2]
-                for n in names}
+    families = {
+        models.FAMILIES[experiments.config(n, "smoke").model.family][0].__module__.rpartition(".")[2] for n in names
+    }
     brought = {m for c in DECLARED for m, _, _ in c.families}
     assert families <= brought, f"{chapter.name} trains families no chapter declares: {families - brought}"
     kinds = {experiments.config(n, "smoke").data.kind for n in names}
@@ -99,7 +103,7 @@ def test_a_bad_declaration_names_its_file_and_key(tmp_path):
     path.write_text(good.replace("order = ", "ordre = "), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"toy/chapter\.toml.*'ordre'.*'order'"):
         contents.read(path)
-    path.write_text(good.replace('notebooks = [', 'notebooks = [3, '), encoding="utf-8")
+    path.write_text(good.replace("notebooks = [", "notebooks = [3, "), encoding="utf-8")
     with pytest.raises(ConfigError, match="notebooks"):
         contents.read(path)
     assert contents.read(REPO / "src/lmcompanion/chapters/hourglass/chapter.toml").name == "hourglass"

@@ -36,8 +36,9 @@ def test_memory_is_counted_at_the_write_ups_size_and_a_recorded_peak_decides_whe
     counted = cost.memory_similar(ar_ed.MEMORY, "", *ar_ed.TIMED)
     assert counted.chance == verdicts.EXACT and "not recorded yet" in counted.ours
     a, b = cost.counted(ar_ed.TIMED[0]), cost.counted(ar_ed.TIMED[1])
-    assert counted.outcome == (verdicts.HOLDS if 0.8 <= a["training_step"] / b["training_step"] <= 1.25
-                               else verdicts.FAILS)
+    assert counted.outcome == (
+        verdicts.HOLDS if 0.8 <= a["training_step"] / b["training_step"] <= 1.25 else verdicts.FAILS
+    )
 
     class Run:
         def __init__(self, peak):

@@ -60,8 +60,11 @@ def test_accumulation_must_split_over_the_processes():
     from lmcompanion.train.distributed import Dist, check_accumulation
 
     check_accumulation(4, Dist(world=2))
-    with pytest.raises(ConfigError, match=r"grad_accum=3 must be a multiple of the number of processes \(2\).*"
-                                          r"--set train.grad_accum=2"):
+    with pytest.raises(
+        ConfigError,
+        match=r"grad_accum=3 must be a multiple of the number of processes \(2\).*"
+        r"--set train.grad_accum=2",
+    ):
         check_accumulation(3, Dist(world=2))
 
 
@@ -113,7 +116,10 @@ def test_token_cache_is_written_once_and_memory_mapped():
 def test_bpe_is_trained_on_train_split_and_cached():
     cfg = LMDataConfig(corpus="synthetic", tokenizer="bpe", vocab_size=300, max_chars=50_000)
     tok = lm.tokenizer(cfg)
-    assert tok.vocab_size == 300 and tok.decode(tok.encode("the cat sat.\nada had 3 cups")) == "the cat sat.\nada had 3 cups"
+    assert (
+        tok.vocab_size == 300
+        and tok.decode(tok.encode("the cat sat.\nada had 3 cups")) == "the cat sat.\nada had 3 cups"
+    )
     again = lm.tokenizer(cfg)
     assert again.tok.to_str() == tok.tok.to_str()
     with pytest.raises(DataError, match="too small for this vocabulary"):
@@ -159,8 +165,14 @@ def test_shakespeare_char_matches_nanogpt(data_dir, monkeypatch):
 
 def _data_source(n=1000, T=8, world=1, rank=0, train=None, **data_kw):
     arr = np.arange(n, dtype=np.uint16)
-    data = TokenData({"train": arr, "val": arr[:300], "test": arr[:100]}, 1000, "test", "generated",
-                     {"train": n, "val": 300, "test": 100}, "test")
+    data = TokenData(
+        {"train": arr, "val": arr[:300], "test": arr[:100]},
+        1000,
+        "test",
+        "generated",
+        {"train": n, "val": 300, "test": 100},
+        "test",
+    )
     cfg = TrainConfig(**{"batch_size": 4, "grad_accum": 2, "eval_batches": 3, **(train or {})})
     dcfg = LMDataConfig(split="chars_80_10_10", **data_kw)
     return LMSource(data, T, cfg, seed=7, rank=rank, world=world, data_cfg=dcfg)
@@ -211,17 +223,28 @@ def test_sliding_evaluation_windows_step_by_the_stride_and_score_the_last_positi
 
 
 def test_sliding_windows_can_be_subsampled_evenly_and_cover_the_original_protocol():
-    src = _data_source(T=8, train={"eval_batch_size": 4}, eval_windows="sliding", eval_stride=3, eval_max_windows=8,
-                       eval_last=1, eval_splits=("val", "test"))
+    src = _data_source(
+        T=8,
+        train={"eval_batch_size": 4},
+        eval_windows="sliding",
+        eval_stride=3,
+        eval_max_windows=8,
+        eval_last=1,
+        eval_splits=("val", "test"),
+    )
     starts = src.sliding_starts("val")
     assert starts.numel() == 8 and starts[0] == 0 and starts[-1] == 291 and (starts.diff() > 0).all()
     assert src.eval_splits == ("val", "test")
     b = next(src.eval_batches("test", 0))
     assert ((b["targets"] != -100).sum(1) == 1).all()  # the original code's protocol: the last token only
     # the efficient-transformer's numbers: 111,539 validation tokens, windows of 768 every 32 -> 3,462 windows
-    big = LMSource(TokenData({"train": np.zeros(2000, np.uint16), "val": np.zeros(111_539, np.uint16)}, 65, "t", "g",
-                             {}, "t"), 768, TrainConfig(batch_size=128), seed=0,
-                   data_cfg=LMDataConfig(eval_windows="sliding", eval_stride=32, eval_last=32))
+    big = LMSource(
+        TokenData({"train": np.zeros(2000, np.uint16), "val": np.zeros(111_539, np.uint16)}, 65, "t", "g", {}, "t"),
+        768,
+        TrainConfig(batch_size=128),
+        seed=0,
+        data_cfg=LMDataConfig(eval_windows="sliding", eval_stride=32, eval_last=32),
+    )
     assert big.sliding_starts("val").numel() == 3_462 and len(list(big.eval_batches("val", 0))) == 27
     assert big.n_windows("val") == 111_539 - 768
 
@@ -229,20 +252,25 @@ def test_sliding_windows_can_be_subsampled_evenly_and_cover_the_original_protoco
 def test_default_windows_are_unchanged():
     a, b = _source(), _data_source()
     assert all(torch.equal(x["idx"], y["idx"]) for x, y in zip(a.train_batches(3), b.train_batches(3)))
-    assert all(torch.equal(x["targets"], y["targets"]) for x, y in zip(a.eval_batches("val", 0), b.eval_batches("val", 0)))
+    assert all(
+        torch.equal(x["targets"], y["targets"]) for x, y in zip(a.eval_batches("val", 0), b.eval_batches("val", 0))
+    )
     assert b.eval_splits == ("train", "val")
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(eval_stride=16), "set data.eval_windows='sliding'"),
-    (dict(eval_max_windows=10), "set data.eval_windows='sliding'"),
-    (dict(eval_windows="sliding", eval_stride=0), "eval_stride must be >= 1"),
-    (dict(eval_windows="sliding", eval_max_windows=0), "eval_max_windows must be >= 1"),
-    (dict(eval_last=0), "eval_last must be >= 1"),
-    (dict(eval_splits=("val", "test")), r"data.split=chars_80_10_10 for a test split"),
-    (dict(eval_splits=()), "at least one split"),
-    (dict(train_windows="epoch"), "train_windows"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(eval_stride=16), "set data.eval_windows='sliding'"),
+        (dict(eval_max_windows=10), "set data.eval_windows='sliding'"),
+        (dict(eval_windows="sliding", eval_stride=0), "eval_stride must be >= 1"),
+        (dict(eval_windows="sliding", eval_max_windows=0), "eval_max_windows must be >= 1"),
+        (dict(eval_last=0), "eval_last must be >= 1"),
+        (dict(eval_splits=("val", "test")), r"data.split=chars_80_10_10 for a test split"),
+        (dict(eval_splits=()), "at least one split"),
+        (dict(train_windows="epoch"), "train_windows"),
+    ],
+)
 def test_invalid_window_settings_name_the_fix(changes, message):
     with pytest.raises(ConfigError, match=message):
         LMDataConfig(**changes)

@@ -26,8 +26,13 @@ def test_two_process_ddp_matches_one_process(tmp_path):
     script = tmp_path / "ddp_run.py"
     script.write_text(SCRIPT.format(tests=str(REPO / "tests"), root=str(tmp_path / "two")))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(script)], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     double = RunStore(tmp_path / "two").get(cfg)
     assert double is not None and double.env["world_size"] == 2

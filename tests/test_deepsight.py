@@ -7,8 +7,15 @@ from lmcompanion.errors import ConfigError
 from lmcompanion.models.ar_ed import CrossAttnConfig
 from lmcompanion.models.deepsight import PLANNING_KEYS, DeepSight, DeepSightConfig, planning_weights
 
-SMALL = dict(vocab_size=50, context_size=12, n_embed=16, n_head=2, n_layer=1, cross_attn_config=CrossAttnConfig(4, None),
-             future_context_size=3)
+SMALL = dict(
+    vocab_size=50,
+    context_size=12,
+    n_embed=16,
+    n_head=2,
+    n_layer=1,
+    cross_attn_config=CrossAttnConfig(4, None),
+    future_context_size=3,
+)
 
 
 def build(**kw) -> DeepSight:
@@ -18,14 +25,18 @@ def build(**kw) -> DeepSight:
 
 def test_planning_weights_by_hand():
     # T = 5, delta = 2: target i = (mean(E_0..E_i) + E_{i+1} + E_{i+2}/2) / 2, for i = 0, 1, 2
-    expected = torch.tensor([
-        [1 / 2, 1 / 2, 1 / 4, 0, 0],
-        [1 / 4, 1 / 4, 1 / 2, 1 / 4, 0],
-        [1 / 6, 1 / 6, 1 / 6, 1 / 2, 1 / 4],
-    ])
+    expected = torch.tensor(
+        [
+            [1 / 2, 1 / 2, 1 / 4, 0, 0],
+            [1 / 4, 1 / 4, 1 / 2, 1 / 4, 0],
+            [1 / 6, 1 / 6, 1 / 6, 1 / 2, 1 / 4],
+        ]
+    )
     assert torch.allclose(planning_weights(5, 2), expected)
     # the future weights of DECAY are not normalised: they sum to the harmonic number H_delta
-    assert planning_weights(400, 11, aggregation="NONE")[0].sum().item() == pytest.approx(sum(1 / k for k in range(1, 12)))
+    assert planning_weights(400, 11, aggregation="NONE")[0].sum().item() == pytest.approx(
+        sum(1 / k for k in range(1, 12))
+    )
     assert planning_weights(400, 11, "DECAY_W_NORMALIZE", "NONE")[0].sum().item() == pytest.approx(1.0)
     assert planning_weights(20, 4, "AVG", "NONE")[3, 4:8].tolist() == [0.25] * 4
     ctx = planning_weights(10, 3, aggregation="CONTEXT_SIZE")  # present (i+1)/(i+1+delta), future delta/(i+1+delta)
@@ -88,12 +99,20 @@ def test_write_up_parameter_count():
     assert models.num_params(experiments.config("deepsight/mse_d11", "paper", device="cpu").model) == 15_763_500
     cfg = experiments.config("deepsight/mse_d11", "paper", device="cpu").model
     assert (cfg.context_size, cfg.future_context_size, cfg.n_embed, cfg.n_head, cfg.n_layer, cfg.cross_n_head) == (
-        400, 11, 150, 5, 13, 10)
+        400,
+        11,
+        150,
+        5,
+        13,
+        10,
+    )
 
 
 @pytest.mark.parametrize("delta", [1, 12, 40])
 def test_delta_is_validated(delta):
-    with pytest.raises(ConfigError, match=rf"future_context_size \(delta={delta}\) must satisfy 1 < delta < context_size \(12\)"):
+    with pytest.raises(
+        ConfigError, match=rf"future_context_size \(delta={delta}\) must satisfy 1 < delta < context_size \(12\)"
+    ):
         DeepSightConfig(**{**SMALL, "future_context_size": delta})
 
 

@@ -33,11 +33,14 @@ def test_the_chapters_estimates_are_the_books_one_estimate():
     assert table.loc[name, "runs"] == runs == 4  # an arm of a claim of equality: four seeds (experiments/mixer.py)
     assert table.loc[name, "minutes per run (estimate)"] == pytest.approx(seconds / 60, abs=0.005)
     assert table.loc[name, mixer.compute.MINUTES] == pytest.approx(runs * seconds / 60, abs=0.005)
-    assert table.loc[name, mixer.compute.MINUTES.replace("minutes", "hours")] == pytest.approx(runs * seconds / 3600,
-                                                                                              abs=0.005)
+    assert table.loc[name, mixer.compute.MINUTES.replace("minutes", "hours")] == pytest.approx(
+        runs * seconds / 3600, abs=0.005
+    )
     df, hours = retrieval.rerun_estimate("paper", ["retrieval/flat_d1024_c32"])
     cfg = experiments.config("retrieval/flat_d1024_c32", "paper", device="cpu")
-    assert df.loc["retrieval/flat_d1024_c32", "estimated hours/run (H100)"] == formats.number(estimate.seconds(cfg) / 3600)
+    assert df.loc["retrieval/flat_d1024_c32", "estimated hours/run (H100)"] == formats.number(
+        estimate.seconds(cfg) / 3600
+    )
     assert hours == pytest.approx(3 * estimate.seconds(cfg) / 3600)
 
 
@@ -59,8 +62,9 @@ def test_the_share_of_the_peak_follows_the_micro_batch_not_the_accumulated_step(
     # 1e13-FLOP step
     cfg = experiments.config("ar_ed/baseline", "paper", device="cpu")
     assert cfg.train.grad_accum > 1
-    one_pass = dataclasses.replace(cfg, train=dataclasses.replace(
-        cfg.train, batch_size=cfg.train.batch_size * cfg.train.grad_accum, grad_accum=1))
+    one_pass = dataclasses.replace(
+        cfg, train=dataclasses.replace(cfg.train, batch_size=cfg.train.batch_size * cfg.train.grad_accum, grad_accum=1)
+    )
     assert one_pass.flops_per_step() == pytest.approx(cfg.flops_per_step())
     micro = cfg.flops_per_step() / cfg.train.grad_accum
     assert estimate.mfu(micro) < estimate.mfu(one_pass.flops_per_step())
@@ -99,8 +103,11 @@ def test_a_flop_count_is_kept_in_the_cache_by_config_training_code_and_torch(tmp
     monkeypatch.setenv("LMC_FLOPS_DIR", str(tmp_path / "shared"))
     models.flops_per_token.cache_clear()
     assert models.flops_per_token(cfg) == counted and (tmp_path / "shared" / entry.name).is_file()
-    keys = {models.flops_key(cfg), models.flops_key(cfg, training=False),
-            models.flops_key(dataclasses.replace(cfg, n_head=cfg.n_head * 2))}
+    keys = {
+        models.flops_key(cfg),
+        models.flops_key(cfg, training=False),
+        models.flops_key(dataclasses.replace(cfg, n_head=cfg.n_head * 2)),
+    }
     monkeypatch.setattr(models.torch, "__version__", "0.0")
     keys.add(models.flops_key(cfg))
     monkeypatch.undo()

@@ -69,44 +69,85 @@ class Door:
 DOORS = {
     "list": Door(["list"]),
     "params": Door(["params", "--all", "--profile", "smoke"]),
-    "train": Door(["train", "ar_ed/baseline", "--profile", "smoke"],
-                  (["train", "ar_ed/baseline", "--profile", "smoke", "--no-progress", "--set", "train.max_steps=100000",
-                    "--set", "train.ckpt_interval=20"], "runs/*/ckpt.pt"),
-                  ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.max_steps=2"],
-                  "the run store only (checkpoints and summaries atomically: tests/test_trainer.py)"),
-    "run-notebook": Door(["run-notebook", "{file}", "-o", "{out}/x.ipynb"],
-                         (["run-notebook", "{nb}", "-o", "{out}/long.ipynb"], "runs/*/ckpt.pt"),
-                         output=["run-notebook", "{file}", "-o", "{out}/x.ipynb"]),
+    "train": Door(
+        ["train", "ar_ed/baseline", "--profile", "smoke"],
+        (
+            [
+                "train",
+                "ar_ed/baseline",
+                "--profile",
+                "smoke",
+                "--no-progress",
+                "--set",
+                "train.max_steps=100000",
+                "--set",
+                "train.ckpt_interval=20",
+            ],
+            "runs/*/ckpt.pt",
+        ),
+        ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.max_steps=2"],
+        "the run store only (checkpoints and summaries atomically: tests/test_trainer.py)",
+    ),
+    "run-notebook": Door(
+        ["run-notebook", "{file}", "-o", "{out}/x.ipynb"],
+        (["run-notebook", "{nb}", "-o", "{out}/long.ipynb"], "runs/*/ckpt.pt"),
+        output=["run-notebook", "{file}", "-o", "{out}/x.ipynb"],
+    ),
     "runs": Door(["runs"]),
-    "retrain": Door(["retrain", "{dir}"], (["retrain", "{long_run}", "--no-progress"], "runs/test_long-*/ckpt.pt"),
-                    output="the run store only, as train"),
-    "train-chapter": Door(["train-chapter", "ar_ed", "--profile", "smoke", "--plan"],
-                          (["train-chapter", "all", "--profile", "smoke", "--jobs", "2", "--no-progress"],
-                           "runs/*/ckpt.pt"), output="the run store only, as train"),
+    "retrain": Door(
+        ["retrain", "{dir}"],
+        (["retrain", "{long_run}", "--no-progress"], "runs/test_long-*/ckpt.pt"),
+        output="the run store only, as train",
+    ),
+    "train-chapter": Door(
+        ["train-chapter", "ar_ed", "--profile", "smoke", "--plan"],
+        (["train-chapter", "all", "--profile", "smoke", "--jobs", "2", "--no-progress"], "runs/*/ckpt.pt"),
+        output="the run store only, as train",
+    ),
     "record": Door(["record", "{dir}"], output=["record", "{run}", "-o", "{out}/recorded"]),
-    "import-recorded": Door(["import-recorded", "{dir}"], resources=["import-recorded", "{recorded}"],
-                            output="the run store only, each run into a temporary folder renamed whole"),
-    "export-retrieval": Door(["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", "{out}"],
-                             "long, but it trains through PlannedRun.train, as `train` does (tested there)",
-                             output=["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o",
-                                     "{out}"]),
+    "import-recorded": Door(
+        ["import-recorded", "{dir}"],
+        resources=["import-recorded", "{recorded}"],
+        output="the run store only, each run into a temporary folder renamed whole",
+    ),
+    "export-retrieval": Door(
+        ["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", "{out}"],
+        "long, but it trains through PlannedRun.train, as `train` does (tested there)",
+        output=["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", "{out}"],
+    ),
     "pages": Door(["pages", "{dir}", "{out}"], output=["pages", "{executed}", "{out}/pages"]),
-    "bench": Door(["bench", "ar_ed/baseline", "--profile", "smoke"],
-                  (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "100000"], 14.0)),
-    "bench-cpu": Door(["bench-cpu", "ar_ed/baseline", "--profile", "smoke"],
-                      (["bench-cpu", "ar_ed/baseline", "--profile", "smoke", "--rounds", "100000"], 14.0)),
-    "campaign": Door(["campaign", "--profile", "smoke", "--plan"],
-                     (["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", "{out}/c",
-                       "--no-progress"], ("stdout", "] check check", 4.0)),  # in the check (compile, torchrun)
-                     output=["campaign", "--profile", "smoke", "--pack", "{out}/pack"]),  # the slot's own: below
+    "bench": Door(
+        ["bench", "ar_ed/baseline", "--profile", "smoke"],
+        (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "100000"], 14.0),
+    ),
+    "bench-cpu": Door(
+        ["bench-cpu", "ar_ed/baseline", "--profile", "smoke"],
+        (["bench-cpu", "ar_ed/baseline", "--profile", "smoke", "--rounds", "100000"], 14.0),
+    ),
+    "campaign": Door(
+        ["campaign", "--profile", "smoke", "--plan"],
+        (
+            ["campaign", "--profile", "smoke", "--device", "cpu", "--seeds", "1", "-o", "{out}/c", "--no-progress"],
+            ("stdout", "] check check", 4.0),
+        ),  # in the check (compile, torchrun)
+        output=["campaign", "--profile", "smoke", "--pack", "{out}/pack"],
+    ),  # the slot's own: below
 }
 
 # Arguments whose check needs more than the value (an experiment or chapter name, checked against the registry with
 # the closest valid names; a notebook parameter, checked against the notebook's parameters cell before a kernel
 # starts: tests/test_reliability.py) or that take any text.
-FREE = {("list", "--chapter"), ("params", "name"), ("train", "name"), ("run-notebook", "-p"),
-        ("train-chapter", "chapter"), ("export-retrieval", "runs"), ("pages", "--prefix"), ("bench", "name"),
-        ("bench-cpu", "chapters")}
+FREE = {
+    ("list", "--chapter"),
+    ("params", "name"),
+    ("train", "name"),
+    ("run-notebook", "-p"),
+    ("train-chapter", "chapter"),
+    ("export-retrieval", "runs"),
+    ("pages", "--prefix"),
+    ("bench", "name"),
+    ("bench-cpu", "chapters"),
+}
 CHECKED = {getattr(argtypes, n) for n in argtypes.__all__ if callable(getattr(argtypes, n))}
 
 
@@ -165,10 +206,17 @@ def made(tmp_path_factory):
 
 # --- 1. arguments --------------------------------------------------------------------------------------------------
 
-BAD = {argtypes.positive_int: ["0", "-1", "1.5", "nan", "x"], argtypes.nonnegative_int: ["-1", "2.5", "x"],
-       argtypes.seed: ["-1", str(2**31), "x"], argtypes.minutes: ["0", "-3", "nan", "inf", "x"],
-       argtypes.command_minutes: ["0", "0.5", "nan", "inf"], argtypes.seconds: ["0", "-1", "nan", "inf"],
-       argtypes.profile: ["tiny", ""], argtypes.device: ["gpu", "cuda:9"], argtypes.override: ["lr", "=1"]}
+BAD = {
+    argtypes.positive_int: ["0", "-1", "1.5", "nan", "x"],
+    argtypes.nonnegative_int: ["-1", "2.5", "x"],
+    argtypes.seed: ["-1", str(2**31), "x"],
+    argtypes.minutes: ["0", "-3", "nan", "inf", "x"],
+    argtypes.command_minutes: ["0", "0.5", "nan", "inf"],
+    argtypes.seconds: ["0", "-1", "nan", "inf"],
+    argtypes.profile: ["tiny", ""],
+    argtypes.device: ["gpu", "cuda:9"],
+    argtypes.override: ["lr", "=1"],
+}
 
 
 @pytest.mark.parametrize("command", sorted(DOORS))
@@ -186,12 +234,13 @@ def test_a_bad_value_of_any_argument_stops_where_it_is_parsed_naming_it(command,
 
 
 def test_the_cases_the_issue_names(capsys):
-    for argv, needle in ((["campaign", "--max-minutes", "0"], "argument --max-minutes: expected a finite number"),
-                         (["campaign", "--budget-min", "nan"], "argument --budget-min: expected a finite number"),
-                         (["bench-cpu", "--threads", "-1"], "argument --threads: expected a whole number >= 0"),
-                         (["bench-cpu", "--against", "HEAD~100000"], "argument --against: 'HEAD~100000' is not a "
-                                                                     "commit"),
-                         (["bench-cpu", "--against", "acd93d5~60"], "has no 'def planned(' in")):
+    for argv, needle in (
+        (["campaign", "--max-minutes", "0"], "argument --max-minutes: expected a finite number"),
+        (["campaign", "--budget-min", "nan"], "argument --budget-min: expected a finite number"),
+        (["bench-cpu", "--threads", "-1"], "argument --threads: expected a whole number >= 0"),
+        (["bench-cpu", "--against", "HEAD~100000"], "argument --against: 'HEAD~100000' is not a commit"),
+        (["bench-cpu", "--against", "acd93d5~60"], "has no 'def planned(' in"),
+    ):
         code, err = _main(argv, capsys)
         assert code == 2 and needle in err, err
 
@@ -202,11 +251,13 @@ def test_the_cases_the_issue_names(capsys):
 @pytest.mark.parametrize("command", sorted(DOORS))
 def test_a_path_that_is_not_there_or_not_of_its_kind_is_named(command, sandbox, capsys):
     for name, a in _actions(command):
-        wrong = {argtypes.existing_dir: [("missing", "does not exist"), ("file.py", "is a file")],
-                 argtypes.existing_file: [("missing.py", "does not exist"), ("dir", "is a folder")],
-                 argtypes.existing_path: [("missing", "does not exist")],
-                 argtypes.output_dir: [("file.py", "is a file")],
-                 argtypes.output_file: [("file.py/x", "is a file")]}.get(a.type, [])
+        wrong = {
+            argtypes.existing_dir: [("missing", "does not exist"), ("file.py", "is a file")],
+            argtypes.existing_file: [("missing.py", "does not exist"), ("dir", "is a folder")],
+            argtypes.existing_path: [("missing", "does not exist")],
+            argtypes.output_dir: [("file.py", "is a file")],
+            argtypes.output_file: [("file.py/x", "is a file")],
+        }.get(a.type, [])
         for value, needle in wrong:
             argv = _fill(DOORS[command].argv, sandbox)
             if a.option_strings:
@@ -215,8 +266,10 @@ def test_a_path_that_is_not_there_or_not_of_its_kind_is_named(command, sandbox, 
                 positionals = [x for _, x in _actions(command) if not x.option_strings]
                 argv[1 + positionals.index(a)] = str(sandbox / value)
             code, err = _main(argv, capsys)
-            assert code == 2 and needle in err and f"argument {a.dest if not a.option_strings else name}" in err, \
-                (argv, err)
+            assert code == 2 and needle in err and f"argument {a.dest if not a.option_strings else name}" in err, (
+                argv,
+                err,
+            )
 
 
 def test_import_recorded_of_a_missing_folder_fails_and_of_one_file_imports_it(sandbox, capsys, made):
@@ -240,8 +293,7 @@ def test_pages_of_a_folder_without_notebooks_is_an_error(sandbox, capsys):
 # --- 3. files made elsewhere, per door (the readers' properties: tests/test_untrusted.py) ----------------------------
 
 
-def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_name(sandbox, capsys, tmp_path,
-                                                                                      made):
+def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_name(sandbox, capsys, tmp_path, made):
     made, rec = made
     good = json.loads(next(rec.rglob("*.json")).read_text())
     # import-recorded: a recorded run whose results are NaN
@@ -255,8 +307,11 @@ def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_na
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(made.config.to_dict()))
     (folder / "procedure.json").write_text(json.dumps({"procedure": "os.system", "settings": None}))
-    for argv in (["retrain", str(folder)], ["record", str(folder), "-o", str(sandbox / "out")],
-                 ["export-retrieval", str(folder), "-o", str(sandbox / "out")]):
+    for argv in (
+        ["retrain", str(folder)],
+        ["record", str(folder), "-o", str(sandbox / "out")],
+        ["export-retrieval", str(folder), "-o", str(sandbox / "out")],
+    ):
         code, err = _main(argv, capsys)
         assert code == 2 and "procedure.json" in err, (argv, err)
     assert not any((sandbox / "out").iterdir()) and not RunStore().root.exists()
@@ -265,9 +320,23 @@ def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_na
     (pack / "data").mkdir(parents=True)
     z = gzip.compress(b"text", mtime=0)
     (pack / "data" / "a.gz").write_bytes(z)
-    (pack / "manifest.json").write_text(json.dumps({"format": "lmcompanion-campaign-pack/1", "files": {"data/a.gz": {
-        "sha256": hashlib.sha256(z).hexdigest(), "bytes": len(z), "kind": "data", "unpacks_to": "../../../../evil",
-        "unpacked_sha256": hashlib.sha256(b"text").hexdigest(), "unpacked_bytes": 4}}}))
+    (pack / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": "lmcompanion-campaign-pack/1",
+                "files": {
+                    "data/a.gz": {
+                        "sha256": hashlib.sha256(z).hexdigest(),
+                        "bytes": len(z),
+                        "kind": "data",
+                        "unpacks_to": "../../../../evil",
+                        "unpacked_sha256": hashlib.sha256(b"text").hexdigest(),
+                        "unpacked_bytes": 4,
+                    }
+                },
+            }
+        )
+    )
     code, err = _main(["campaign", "--profile", "smoke", "--from-pack", str(pack), "--plan"], capsys)
     assert code == 2 and "manifest.json" in err and "leaves its folder" in err
     assert not list(tmp_path.rglob("evil"))
@@ -280,7 +349,7 @@ def test_every_door_that_reads_a_file_made_elsewhere_refuses_a_hostile_one_by_na
 
 # --- 4. signals: real processes, stopped from outside ---------------------------------------------------------------
 
-LONG_NOTEBOOK = '''# %% tags=["parameters"]
+LONG_NOTEBOOK = """# %% tags=["parameters"]
 profile = "cpu"
 
 # %%
@@ -289,7 +358,7 @@ sys.path.insert(0, {tests!r})
 from conftest import tiny_run
 from lmcompanion.train import RunStore
 print(RunStore().run(tiny_run("test/long", steps=100000, ckpt_interval=20, eval_interval=1000)).path)
-'''
+"""
 
 
 def _marked(mark: str) -> list[int]:
@@ -311,16 +380,25 @@ def _stop(argv, busy, sig, tmp_path, cwd=None, group=False):
     started is left."""
     mark = f"LMC_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1", mark.split("=")[0]: mark.split("=")[1]}
-    proc = subprocess.Popen([sys.executable, "-m", "lmcompanion", *argv], env=env, cwd=cwd or tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmcompanion", *argv],
+        env=env,
+        cwd=cwd or tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     streams = {"out": [], "err": []}
 
     def read(f, lines):
         for line in iter(f.readline, ""):
             lines.append(line)
 
-    readers = [threading.Thread(target=read, args=(f, streams[k]), daemon=True)
-               for f, k in ((proc.stdout, "out"), (proc.stderr, "err"))]
+    readers = [
+        threading.Thread(target=read, args=(f, streams[k]), daemon=True)
+        for f, k in ((proc.stdout, "out"), (proc.stderr, "err"))
+    ]
     for r in readers:
         r.start()
     deadline = time.monotonic() + 240
@@ -361,8 +439,9 @@ def signal_sandbox(tmp_path, monkeypatch):
     (root / "nb" / "long.py").write_text(LONG_NOTEBOOK.format(tests=str(REPO / "tests")))
     long_run = tmp_path / "runs" / "long"
     long_run.mkdir(parents=True)
-    (long_run / "config.json").write_text(json.dumps(tiny_run("test/long", steps=100000, ckpt_interval=20,
-                                                              eval_interval=1000).to_dict()))
+    (long_run / "config.json").write_text(
+        json.dumps(tiny_run("test/long", steps=100000, ckpt_interval=20, eval_interval=1000).to_dict())
+    )
     return root
 
 
@@ -370,11 +449,15 @@ LONG = sorted(c for c, d in DOORS.items() if isinstance(d.signal, tuple))
 
 
 @pytest.mark.parametrize("command", LONG)
-def test_sigterm_stops_every_long_command_with_one_true_message_and_no_process_left(command, signal_sandbox,
-                                                                                     tmp_path):
+def test_sigterm_stops_every_long_command_with_one_true_message_and_no_process_left(command, signal_sandbox, tmp_path):
     argv, busy = DOORS[command].signal
-    argv = _fill(argv, signal_sandbox, nb=signal_sandbox / "nb" / "long.py", long_run=tmp_path / "runs" / "long",
-                 out=tmp_path / "out")
+    argv = _fill(
+        argv,
+        signal_sandbox,
+        nb=signal_sandbox / "nb" / "long.py",
+        long_run=tmp_path / "runs" / "long",
+        out=tmp_path / "out",
+    )
     code, err = _stop(argv, busy, signal.SIGTERM, tmp_path)
     assert code == 128 + signal.SIGTERM, err[-3000:]
     assert err.count("stopped by SIGTERM") == 1 and "Traceback" not in err, err[-3000:]
@@ -384,8 +467,7 @@ def test_sigterm_stops_every_long_command_with_one_true_message_and_no_process_l
 
 
 @pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGHUP, False)])
-def test_ctrl_c_or_sighup_to_a_pool_stops_its_workers_and_keeps_their_checkpoints(sig, group, signal_sandbox,
-                                                                                 tmp_path):
+def test_ctrl_c_or_sighup_to_a_pool_stops_its_workers_and_keeps_their_checkpoints(sig, group, signal_sandbox, tmp_path):
     argv, busy = DOORS["train-chapter"].signal
     code, err = _stop(argv, busy, sig, tmp_path, group=group)
     assert code == 128 + sig and err.count("stopped by") == 1 and "Traceback" not in err, err[-3000:]
@@ -397,8 +479,14 @@ def test_a_pool_whose_parent_is_killed_leaves_no_worker(signal_sandbox, tmp_path
     argv, busy = DOORS["train-chapter"].signal
     mark = f"LMC_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1", "LMC_TEST_MARK": mark.split("=")[1]}
-    proc = subprocess.Popen([sys.executable, "-m", "lmcompanion", *argv], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lmcompanion", *argv],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not list(tmp_path.glob(busy)):
         time.sleep(0.2)
@@ -430,10 +518,13 @@ def test_a_store_or_cache_that_cannot_be_written_names_the_variable(command, san
         assert code == 2 and var in err, (command, var, err)
 
 
-@pytest.mark.parametrize("argv, where", [
-    (["import-recorded", "{recorded}"], "lmcompanion.recorded.untrusted.parse_json"),
-    (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "1", "--warmup", "0"], "lmcompanion.cli.bench"),
-])
+@pytest.mark.parametrize(
+    "argv, where",
+    [
+        (["import-recorded", "{recorded}"], "lmcompanion.recorded.untrusted.parse_json"),
+        (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "1", "--warmup", "0"], "lmcompanion.cli.bench"),
+    ],
+)
 def test_running_out_of_memory_is_a_message(argv, where, sandbox, capsys, made, monkeypatch):
     rec = made[1]
 
@@ -449,8 +540,9 @@ def test_a_full_disk_names_the_folder_and_the_fix():
     exc = OSError(errno.ENOSPC, "No space left on device", "/some/where/runs/x/ckpt.pt")
     text = resources.explain(exc, "train")
     assert "free disk space" in text and "run the same command again" in text
-    assert "set LMC_CACHE_DIR" in resources.explain(PermissionError(errno.EACCES, "Permission denied", str(
-        Path(os.environ["LMC_CACHE_DIR"]) / "tokens" / "x.bin")))
+    assert "set LMC_CACHE_DIR" in resources.explain(
+        PermissionError(errno.EACCES, "Permission denied", str(Path(os.environ["LMC_CACHE_DIR"]) / "tokens" / "x.bin"))
+    )
 
 
 # --- 6. paths ---------------------------------------------------------------------------------------------------------
@@ -460,9 +552,24 @@ def test_relative_lmc_paths_mean_where_the_command_started(tmp_path):
     start = tmp_path / WEIRD
     start.mkdir()
     env = {**os.environ, "LMC_RUNS_DIR": "my runs", "LMC_PROGRESS": "0"}
-    got = subprocess.run([sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke",
-                          "--set", "train.max_steps=2"], env=env, cwd=start, capture_output=True, text=True,
-                         timeout=300)
+    got = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lmcompanion",
+            "train",
+            "ar_ed/baseline",
+            "--profile",
+            "smoke",
+            "--set",
+            "train.max_steps=2",
+        ],
+        env=env,
+        cwd=start,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert got.returncode == 0, got.stderr
     assert Path(got.stdout.splitlines()[0]).parent == start / "my runs"
 
@@ -481,7 +588,7 @@ def test_every_corpus_and_tokenizer_reads_from_a_data_folder_whose_path_is_not_a
     read = 0
     for corpus in corpora.CORPORA.values():
         for split, rel in corpus.files.items():
-            text = f"<doc id=\"1\" url=\"u\" title=\"{corpus.name}\">\n{corpus.name}\n\nOne {split} line, ü é.\n</doc>\n"
+            text = f'<doc id="1" url="u" title="{corpus.name}">\n{corpus.name}\n\nOne {split} line, ü é.\n</doc>\n'
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
             assert f"One {split} line" in corpora.load_raw(corpus.name, split), (corpus.name, split)
@@ -506,8 +613,14 @@ def test_a_notebook_s_relative_run_store_is_where_run_notebook_started(tmp_path)
     src = start / "nb [x]" / "tiny.py"
     src.write_text(LONG_NOTEBOOK.format(tests=str(REPO / "tests")).replace("steps=100000", "steps=3"))
     env = {**os.environ, "LMC_RUNS_DIR": "rel runs", "LMC_PROGRESS": "0"}
-    got = subprocess.run([sys.executable, "-m", "lmcompanion", "run-notebook", str(src), "-o", "out ü/tiny.ipynb"],
-                         env=env, cwd=start, capture_output=True, text=True, timeout=300)
+    got = subprocess.run(
+        [sys.executable, "-m", "lmcompanion", "run-notebook", str(src), "-o", "out ü/tiny.ipynb"],
+        env=env,
+        cwd=start,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert got.returncode == 0, got.stderr
     assert list((start / "rel runs").glob("test_long-*/summary.json")) and not (start / "nb [x]" / "rel runs").exists()
     assert (start / "out ü" / "tiny.ipynb").is_file()
@@ -528,10 +641,14 @@ def test_temporary_files_of_a_killed_writer_are_removed_by_the_next_command(sand
     pid = dead.pid
     runs, cache = Path(os.environ["LMC_RUNS_DIR"]), Path(os.environ["LMC_CACHE_DIR"])
     monkeypatch.setenv("LMC_FLOPS_DIR", str(tmp_path / "flops"))  # outside the cache folder, as make unit sets it
-    stale = [runs / f"x-s0-abc/summary.json.tmp{pid}", runs / f".import-{pid}-abc/config.json",
-             cache / f"tokens/meta.json.tmp{pid}", tmp_path / "flops" / f"0123abcd.json.tmp{pid}",
-             sandbox / "out" / f".nb.partial{pid}.ipynb",
-             sandbox / "out" / f"gpu/a.json.tmp{pid}"]
+    stale = [
+        runs / f"x-s0-abc/summary.json.tmp{pid}",
+        runs / f".import-{pid}-abc/config.json",
+        cache / f"tokens/meta.json.tmp{pid}",
+        tmp_path / "flops" / f"0123abcd.json.tmp{pid}",
+        sandbox / "out" / f".nb.partial{pid}.ipynb",
+        sandbox / "out" / f"gpu/a.json.tmp{pid}",
+    ]
     mine = [runs / f"y-s0-abc/summary.json.tmp{os.getpid()}"]  # a live writer's: kept
     for p in stale + mine:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -562,6 +679,7 @@ class _Writes:
             if isinstance(file, (str, bytes, os.PathLike)) and any(c in mode for c in "wax+"):
                 self.paths.append(Path(os.fsdecode(file)))
             return real(file, mode, *args, **kwargs)
+
         return opener
 
 
@@ -571,8 +689,9 @@ def _temporary(path: Path, root: Path) -> bool:
 
 
 @pytest.mark.parametrize("command", sorted(c for c, d in DOORS.items() if not isinstance(d.output, str)))
-def test_every_output_a_command_writes_is_written_whole_under_a_temporary_name(command, sandbox, capsys, made,
-                                                                               monkeypatch):
+def test_every_output_a_command_writes_is_written_whole_under_a_temporary_name(
+    command, sandbox, capsys, made, monkeypatch
+):
     """A reader of an output (an executed notebook, a recorded run, an export, pages, a pack) never finds a part of
     it at its final name, whatever stops the writer: each is filled under a temporary name and renamed whole."""
     if command in ("export-retrieval", "campaign") and not os.environ.get("LMC_DATA_DIR"):
@@ -593,8 +712,9 @@ def test_every_output_a_command_writes_is_written_whole_under_a_temporary_name(c
 
 def test_every_command_says_what_it_writes_for_others():
     for command, door in DOORS.items():
-        assert isinstance(door.output, list) or door.output, f"{command}: give the command line that writes its " \
-                                                             "outputs, or say why it writes none"
+        assert isinstance(door.output, list) or door.output, (
+            f"{command}: give the command line that writes its outputs, or say why it writes none"
+        )
 
 
 def test_an_export_stopped_while_it_writes_leaves_nothing_at_its_name(tmp_path, monkeypatch):
@@ -619,8 +739,12 @@ def test_an_export_stopped_while_it_writes_leaves_nothing_at_its_name(tmp_path, 
 # --- 8. messages: the offending thing named, and a fix that keeps what can be repaired ---------------------------------
 
 
-BAD_ENV = {argtypes.output_dir: "{file}", argtypes.existing_dir: "{out}/missing", argtypes.switch: "maybe",
-           argtypes.seconds: "0"}
+BAD_ENV = {
+    argtypes.output_dir: "{file}",
+    argtypes.existing_dir: "{out}/missing",
+    argtypes.switch: "maybe",
+    argtypes.seconds: "0",
+}
 
 
 def test_every_environment_variable_the_package_reads_is_checked_by_its_type():
@@ -640,14 +764,17 @@ def test_a_wrong_environment_variable_is_named_by_every_door_and_by_a_notebook(n
     monkeypatch.setenv(name, bad)
     for command, door in DOORS.items():
         code, err = _main(_fill(door.argv, sandbox), capsys)
-        assert code == 2 and f"environment variable {name}" in err and repr(bad) in err and f"unset {name}" in err, \
-            (command, err)
+        assert code == 2 and f"environment variable {name}" in err and repr(bad) in err and f"unset {name}" in err, (
+            command,
+            err,
+        )
     with pytest.raises(LMCError, match=f"environment variable {name}"):
         nb.setup("smoke")
 
 
-def test_a_misspelled_key_in_a_run_s_config_is_named_with_its_file_by_every_door_that_reads_it(sandbox, capsys,
-                                                                                                 made, tmp_path):
+def test_a_misspelled_key_in_a_run_s_config_is_named_with_its_file_by_every_door_that_reads_it(
+    sandbox, capsys, made, tmp_path
+):
     import shutil
 
     folder = tmp_path / WEIRD / "run"
@@ -658,10 +785,12 @@ def test_a_misspelled_key_in_a_run_s_config_is_named_with_its_file_by_every_door
     record = json.loads(next(made[1].rglob("*.json")).read_text())
     record["config"] = cfg
     (tmp_path / "bad.json").write_text(json.dumps(record))
-    for argv, file in ((["retrain", str(folder)], folder / "config.json"),
-                       (["record", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
-                       (["export-retrieval", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
-                       (["import-recorded", str(tmp_path / "bad.json")], tmp_path / "bad.json")):
+    for argv, file in (
+        (["retrain", str(folder)], folder / "config.json"),
+        (["record", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
+        (["export-retrieval", str(folder), "-o", str(sandbox / "out")], folder / "config.json"),
+        (["import-recorded", str(tmp_path / "bad.json")], tmp_path / "bad.json"),
+    ):
         code, err = _main(argv, capsys)
         assert code == 2 and str(file) in err and "train.lrr (did you mean 'train.lr'?)" in err, (argv, err)
         assert "delete" not in err, (argv, err)
@@ -670,14 +799,20 @@ def test_a_misspelled_key_in_a_run_s_config_is_named_with_its_file_by_every_door
 def test_a_damaged_run_file_names_the_repair_not_a_deletion(sandbox, capsys, made, tmp_path):
     import shutil
 
-    for name, damage in (("summary.json", "[1, 2"), ("env.json", "{}}"), ("config.json", "not json"),
-                         ("procedure.json", '{"procedure": "os.system"}')):
+    for name, damage in (
+        ("summary.json", "[1, 2"),
+        ("env.json", "{}}"),
+        ("config.json", "not json"),
+        ("procedure.json", '{"procedure": "os.system"}'),
+    ):
         folder = tmp_path / name / "run"
         shutil.copytree(made[0].path, folder)
         (folder / name).write_text(damage)
         for command in ("retrain", "record"):
-            code, err = _main([command, str(folder), "-o", str(sandbox / "out")] if command == "record"
-                              else [command, str(folder)], capsys)
+            code, err = _main(
+                [command, str(folder), "-o", str(sandbox / "out")] if command == "record" else [command, str(folder)],
+                capsys,
+            )
             assert code == 2 and str(folder / name) in err and "delete" not in err, (command, name, err)
 
 
@@ -690,8 +825,12 @@ def test_the_python_entry_points_refuse_bad_values_and_missing_paths(tmp_path):
     from lmcompanion.experiments.pool import train_all
 
     runs = experiments.plan(["ar_ed/baseline"], "smoke", seeds=1, device="cpu")
-    for kw in ({"jobs": 0}, {"jobs": 1, "threads": 0}, {"jobs": 1, "budget_s": float("nan")},
-               {"jobs": 1, "budget_s": float("inf")}):
+    for kw in (
+        {"jobs": 0},
+        {"jobs": 1, "threads": 0},
+        {"jobs": 1, "budget_s": float("nan")},
+        {"jobs": 1, "budget_s": float("inf")},
+    ):
         with pytest.raises(LMCError, match="must be a"):
             train_all(runs, store=RunStore(tmp_path / "runs"), **kw)
     for kw in ({"budget_min": float("nan")}, {"budget_min": 0}, {"max_minutes": 0}, {"max_minutes": float("inf")}):

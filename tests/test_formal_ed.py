@@ -18,8 +18,16 @@ from lmcompanion.chapters import formal_ed as fe
 from lmcompanion.experiments.formal_ed import LITERAL, NAME, literal_config, protocol
 from lmcompanion.models import formal_ed_literal as literal
 from lmcompanion.models.formal_ed import LiteralConfig
-from lmcompanion.models.formal_ed import (FormalED, FormalEDConfig, check_temperature, ed_inference, ed_training,
-                                          sample_tau, sequence_loss, tempered)
+from lmcompanion.models.formal_ed import (
+    FormalED,
+    FormalEDConfig,
+    check_temperature,
+    ed_inference,
+    ed_training,
+    sample_tau,
+    sequence_loss,
+    tempered,
+)
 from lmcompanion.train import RunStore
 
 SMALL = FormalEDConfig(vocab_size=13, l_max=7, L_enc=2, L_dec=2, H=2, d_e=8, d_mlp=12)
@@ -39,12 +47,15 @@ def P_of(model, z, x, z_valid=None):
 # Config
 
 
-@pytest.mark.parametrize("changes, fix", [
-    ({"d_e": 10, "H": 4}, "must be divisible by model.H"),
-    ({"L_enc": 0}, "model.L_enc must be >= 1"),
-    ({"vocab_size": 2}, "PAD, BOS and EOS"),
-    ({"ln_eps": -1.0}, "model.ln_eps must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "changes, fix",
+    [
+        ({"d_e": 10, "H": 4}, "must be divisible by model.H"),
+        ({"L_enc": 0}, "model.L_enc must be >= 1"),
+        ({"vocab_size": 2}, "PAD, BOS and EOS"),
+        ({"ln_eps": -1.0}, "model.ln_eps must be >= 0"),
+    ],
+)
 def test_bad_model_configs_name_the_fix(changes, fix):
     with pytest.raises(ConfigError, match=fix):
         dataclasses.replace(SMALL, **changes)
@@ -62,11 +73,14 @@ def test_run_config_rejects_a_model_too_short_for_the_data():
 # ED-Transformer against the literal transcription
 
 
-@pytest.mark.parametrize("cfg", [
-    SMALL,
-    dataclasses.replace(SMALL, H=1, L_enc=1, L_dec=3),
-    dataclasses.replace(SMALL, H=4, L_enc=3, L_dec=1, d_mlp=5, ln_eps=0.0),
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        SMALL,
+        dataclasses.replace(SMALL, H=1, L_enc=1, L_dec=3),
+        dataclasses.replace(SMALL, H=4, L_enc=3, L_dec=1, d_mlp=5, ln_eps=0.0),
+    ],
+)
 def test_batched_model_equals_the_literal_pseudocode(cfg):
     model = random_model(cfg)
     g = torch.Generator().manual_seed(1)
@@ -172,8 +186,12 @@ def test_parameter_inventory_matches_the_write_up_list():
     c = SMALL
     mha = c.H * (3 * c.d_attn * c.d_e + 3 * c.d_attn) + c.d_e * c.d_e + c.d_e
     mlp = 2 * c.d_mlp * c.d_e + c.d_mlp + c.d_e
-    expected = (2 * c.d_e * c.vocab_size + c.d_e * c.l_max + c.L_enc * (mha + 4 * c.d_e + mlp)
-                + c.L_dec * (2 * mha + 6 * c.d_e + mlp))
+    expected = (
+        2 * c.d_e * c.vocab_size
+        + c.d_e * c.l_max
+        + c.L_enc * (mha + 4 * c.d_e + mlp)
+        + c.L_dec * (2 * mha + 6 * c.d_e + mlp)
+    )
     assert model.num_params() == expected == models.num_params(SMALL)
     assert model.num_params(exclude_positional=True) == expected - c.d_e * c.l_max
     assert model.W_u.weight.data_ptr() != model.W_e.weight.data_ptr()  # untied
@@ -308,8 +326,10 @@ def test_inference_never_ending_without_eos_hits_the_cap():
 def test_inference_is_reproducible_with_a_seeded_generator():
     model = random_model(dtype=torch.float32)
     z = torch.randint(3, 13, (8, 4))
-    runs = [ed_inference(model, z, 1.0, bos=BOS, eos=EOS, pad=PAD, generator=torch.Generator().manual_seed(5)).x
-            for _ in range(2)]
+    runs = [
+        ed_inference(model, z, 1.0, bos=BOS, eos=EOS, pad=PAD, generator=torch.Generator().manual_seed(5)).x
+        for _ in range(2)
+    ]
     assert torch.equal(*runs)
 
 
@@ -380,8 +400,8 @@ def test_examples_are_correct_distinct_and_split_without_overlap():
         assert seq2seq.decode(z) == s.sources[i]
         assert x[0] == BOS and x[-1] == EOS and seq2seq.answer(x.tolist()) == s.sources[i][::-1]
         n = len(s.sources[i])
-        assert s.targets[i, n] == EOS and (s.targets[i, n + 1:] == IGNORE).all()
-        assert (s.x[i, n + 1:] == PAD).all() and (s.z_valid[i] == (torch.arange(5) < n)).all()
+        assert s.targets[i, n] == EOS and (s.targets[i, n + 1 :] == IGNORE).all()
+        assert (s.x[i, n + 1 :] == PAD).all() and (s.z_valid[i] == (torch.arange(5) < n)).all()
     sort = seq2seq.dataset(dataclasses.replace(cfg, task="sort"))["val"]
     assert all(a == "".join(sorted(src)) for src, a in zip(sort.sources, sort.answers))
 
@@ -442,16 +462,28 @@ def test_every_profile_builds_a_valid_config(profile):
         assert protocol(profile).target >= 0.99
 
 
-@pytest.mark.parametrize("p, outcome, side", [(0.0025, "holds", "above 0.001: the draws fit p"),
-                                              (0.0004, "does not hold", "at or below 0.001: the draws do not fit p")])
+@pytest.mark.parametrize(
+    "p, outcome, side",
+    [
+        (0.0025, "holds", "above 0.001: the draws fit p"),
+        (0.0004, "does not hold", "at or below 0.001: the draws do not fit p"),
+    ],
+)
 def test_a_goodness_of_fit_row_says_which_way_its_p_points(p, outcome, side):
     import pandas as pd
 
     from lmcompanion import verdicts
 
     inf = float("inf")
-    table = pd.DataFrame({"_tau": [0.0, 1.0, inf], "_err": [0.0, 0.0, 0.0], "_p": [math.nan, p, 0.5],
-                          "_argmax_share": [1.0, 0.5, 0.1], "non-finite entries of q": [0, 0, 0]})
+    table = pd.DataFrame(
+        {
+            "_tau": [0.0, 1.0, inf],
+            "_err": [0.0, 0.0, 0.0],
+            "_p": [math.nan, p, 0.5],
+            "_argmax_share": [1.0, 0.5, 0.1],
+            "non-finite entries of q": [0, 0, 0],
+        }
+    )
     row = fe.verdict_temperatures(table)[1]
     assert row.outcome == outcome and side in row.ours and "a small p speaks against the sampler" in row.chance
     assert row.is_check and verdicts.at_scale(row, "cpu", (1e-4, 1e-4)) == row  # a check of our code: no scale

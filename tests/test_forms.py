@@ -47,8 +47,11 @@ def test_a_crossover_holds_only_when_both_parts_hold_and_is_not_decided_below_on
     assert vf.crossover("x", "", [("validation", better), ("train", reverse)]).verdict == FAILS
     lean = vf.crossover("x", "", [("validation", better), ("train", verdicts.claim("", "", LOW, [4.0, 4.2, 4.1]))])
     assert lean.verdict.startswith(INCONCLUSIVE)
-    cfg = SimpleNamespace(data=SimpleNamespace(sequences_per_epoch=lambda model: 1000), model=None,
-                          train=SimpleNamespace(max_steps=10, global_batch=50))  # half a pass
+    cfg = SimpleNamespace(
+        data=SimpleNamespace(sequences_per_epoch=lambda model: 1000),
+        model=None,
+        train=SimpleNamespace(max_steps=10, global_batch=50),
+    )  # half a pass
     undecided = vf.needs_passes(both, cfg)
     assert undecided.outcome == NOT_DECIDED and "cannot show" in undecided.verdict
     cfg.train.max_steps = 100  # five passes
@@ -74,7 +77,9 @@ def test_a_decided_row_whose_effect_has_the_other_sign_at_another_profile_says_s
     here = verdicts.sized(verdicts.claim("x", "", LOW, HIGH))
     there = verdicts.claim("x", "", HIGH, LOW)
     flagged = verdicts.cross_profile([here], {"gpu": [there]})[0]
-    assert flagged.flags == ("the other sign at `gpu` (+0.283, does not hold)",) and "⚑ the other sign" in flagged.effect
+    assert (
+        flagged.flags == ("the other sign at `gpu` (+0.283, does not hold)",) and "⚑ the other sign" in flagged.effect
+    )
     assert verdicts.cross_profile([here], {"gpu": [here]})[0].flags == ()
     assert verdicts.cross_profile(verdicts.cross_profile([here], {"gpu": [there]}), {"gpu": [here]})[0].flags == ()
 
@@ -95,13 +100,22 @@ def test_the_gap_between_headline_arms_is_closing_steady_or_widening_over_the_se
     assert verdicts.gap_trend(steady, b, "val")[1].startswith("steady")
     # arms of different lengths are read at the same fraction of their runs
     longer = [_run([(200, 5.5), (500, 4.3), (750, 4.0), (1000, 3.8)], 1000)]
-    assert verdicts.gap_trend(longer, b, "val")[1] == "closing: +0.300 at 50% of training, +0.200 at 100% of training (-33%)"
+    assert (
+        verdicts.gap_trend(longer, b, "val")[1]
+        == "closing: +0.300 at 50% of training, +0.200 at 100% of training (-33%)"
+    )
     assert verdicts.gap_trend([_run([(500, 3.0)], 500)], [_run([(500, 3.1)], 500)], "val")[1] == ""  # one point
     crossing = [_run([(100, 5.5), (250, 3.8), (375, 3.7), (500, 3.9)], 500)]  # ahead by 0.2, then behind by 0.3
-    assert verdicts.gap_trend(crossing, b, "val")[1] == "widening: -0.200 at step 250, +0.300 at step 500 (it changed sign)"
+    assert (
+        verdicts.gap_trend(crossing, b, "val")[1]
+        == "widening: -0.200 at step 250, +0.300 at step 500 (it changed sign)"
+    )
     uneven = [_run([(100, 5.5), (200, 4.6), (300, 4.2), (400, 3.95), (450, 3.9)], 450)]  # evaluated elsewhere
     # read at b's points, the other run interpolated between its own evaluations (4.5 halfway)
-    assert verdicts.gap_trend(b, uneven, "val")[1] == "closing: -0.500 at 50% of training, -0.300 at 100% of training (-40%)"
+    assert (
+        verdicts.gap_trend(b, uneven, "val")[1]
+        == "closing: -0.500 at 50% of training, -0.300 at 100% of training (-40%)"
+    )
     fails = verdicts.claim("x", "", [4.3, 4.4, 4.45], [4.0, 4.1, 4.2])
     said = verdicts.with_trend(fails, "closing: +0.300 at step 250, +0.200 at step 500 (-33%)")
     assert said.verdict.startswith("does not hold (the gap between the arms is closing")
@@ -116,9 +130,14 @@ def test_a_headline_row_carries_its_gap_trend_from_the_runs_eval_records(monkeyp
     row = next(r for r in claims.rows("ar_ed") if r.text == "the combined model beats the baseline in validation loss")
 
     def runs(finals):
-        return [SimpleNamespace(summary={"final": {"val": f}, "steps": 500}, config=None,
-                                evals=lambda f=f: pd.DataFrame({"step": [250, 500], "val": [f + 0.3, f]}))
-                for f in finals]
+        return [
+            SimpleNamespace(
+                summary={"final": {"val": f}, "steps": 500},
+                config=None,
+                evals=lambda f=f: pd.DataFrame({"step": [250, 500], "val": [f + 0.3, f]}),
+            )
+            for f in finals
+        ]
 
     v = claims.decide("ar_ed", row, claims.Context({row.arms[0]: runs(HIGH), row.arms[1]: runs(LOW)}))
     assert v.headline and v.outcome == FAILS and v.trend.startswith("steady")

@@ -23,9 +23,23 @@ from lmcompanion.models.hourglass import (
 )
 
 # 24 tokens in 4 groups of 6; level 0 keeps 2 latents per group (a 4-token blind spot), level 1 keeps 1
-TINY = HourglassConfig(vocab_size=11, context_size=24, n_embed=(8, 16, 16), n_head=2, dropout=0.0, enc_dropout=0.0,
-                       dec_dropout=0.0, n_groups=4, latent_size=(2, 1), n_block_local_global=1, n_block_latent=2,
-                       n_block_enc=2, nb_soft_experts=3, nb_shared_experts=1, apply_soft_experts_every=2)
+TINY = HourglassConfig(
+    vocab_size=11,
+    context_size=24,
+    n_embed=(8, 16, 16),
+    n_head=2,
+    dropout=0.0,
+    enc_dropout=0.0,
+    dec_dropout=0.0,
+    n_groups=4,
+    latent_size=(2, 1),
+    n_block_local_global=1,
+    n_block_latent=2,
+    n_block_enc=2,
+    nb_soft_experts=3,
+    nb_shared_experts=1,
+    apply_soft_experts_every=2,
+)
 THREE_LEVELS = dict(n_embed=(8, 8, 16, 16), latent_size=(3, 2, 1))
 TINY_VANILLA = vanilla_config(vocab_size=11, context_size=24, n_embed=(16,), n_head=2, n_block_latent=3, dropout=0.0)
 LOWER = torch.ones(24, 24, dtype=torch.bool).tril()  # (t, s) with s <= t
@@ -97,8 +111,9 @@ def influence(model: Hourglass, idx: torch.Tensor) -> torch.Tensor:
     hook.remove()
     T = idx.size(1)
     w = torch.randn(logits.size(-1), dtype=logits.dtype, generator=torch.Generator().manual_seed(1))
-    rows = [torch.autograd.grad(logits[0, t] @ w, store["E"], retain_graph=True)[0][0, :T].abs().sum(-1)
-            for t in range(T)]
+    rows = [
+        torch.autograd.grad(logits[0, t] @ w, store["E"], retain_graph=True)[0][0, :T].abs().sum(-1) for t in range(T)
+    ]
     return torch.stack(rows)  # (T, T)
 
 
@@ -138,7 +153,9 @@ def test_repeat_mode_blind_spot_is_exactly_the_first_offsets_of_each_group(chang
     J = influence(build(cfg), torch.randint(0, 11, (1, 24), generator=torch.Generator().manual_seed(3)))
     blind = blind_pairs(24, cfg.group_len, cfg.blind_spot)
     assert cfg.blind_spot == cfg.group_len - cfg.latent_size[0] > 0
-    assert torch.equal((J == 0) & LOWER, blind)  # zero exactly on the blind pairs, nowhere else at or below the diagonal
+    assert torch.equal(
+        (J == 0) & LOWER, blind
+    )  # zero exactly on the blind pairs, nowhere else at or below the diagonal
 
 
 @pytest.mark.parametrize("changes", [{}, dict(encoder_type="perceiver"), THREE_LEVELS, dict(attn_skip_twice=True)])
@@ -191,12 +208,15 @@ def test_base_model_counts_19_55m_as_the_original_counts():
     assert sum(quirks.original_unused_params().values()) == 97_472
 
 
-@pytest.mark.parametrize("cfg, expected", [
-    (run_config(), 27_423_232),
-    (run_config(up_sampling="attn"), 27_484_864),
-    (run_config(up_sampling="attn", attn_skip_twice=True, global_ln1=False), 27_484_864),
-    (vanilla_config(), 20_484_096),
-])
+@pytest.mark.parametrize(
+    "cfg, expected",
+    [
+        (run_config(), 27_423_232),
+        (run_config(up_sampling="attn"), 27_484_864),
+        (run_config(up_sampling="attn", attn_skip_twice=True, global_ln1=False), 27_484_864),
+        (vanilla_config(), 20_484_096),
+    ],
+)
 def test_run_config_and_vanilla_counts(cfg, expected):
     model = meta(cfg)
     assert model.num_params() == expected
@@ -205,13 +225,20 @@ def test_run_config_and_vanilla_counts(cfg, expected):
     assert model.num_params(exclude_positional=False) - expected == tables
 
 
-@pytest.mark.parametrize("label, experts, up, none_shared, one_shared", [
-    ("384-32", 6, "attn", 23.58, 22.79), ("512-32", 6, "repeat", 23.51, 22.73),
-    ("448-96", 2, "repeat", 20.47, 19.69), ("448-96", 4, "repeat", 21.98, 21.19),
-])
+@pytest.mark.parametrize(
+    "label, experts, up, none_shared, one_shared",
+    [
+        ("384-32", 6, "attn", 23.58, 22.79),
+        ("512-32", 6, "repeat", 23.51, 22.73),
+        ("448-96", 2, "repeat", 20.47, 19.69),
+        ("448-96", 4, "repeat", 21.98, 21.19),
+    ],
+)
 def test_plotted_variants_match_the_notes_recount(label, experts, up, none_shared, one_shared):
     for shared, expected in ((0, none_shared), (1, one_shared)):
-        cfg = run_config(latent_size=latent_size_for(label), nb_soft_experts=experts, nb_shared_experts=shared, up_sampling=up)
+        cfg = run_config(
+            latent_size=latent_size_for(label), nb_soft_experts=experts, nb_shared_experts=shared, up_sampling=up
+        )
         assert round(meta(cfg).num_params() / 1e6, 2) == expected
 
 
@@ -250,11 +277,19 @@ def original_count(c: HourglassConfig) -> int:
     return total
 
 
-@pytest.mark.parametrize("cfg", [
-    base_config(), run_config(), run_config(up_sampling="attn"),
-    tiny(), tiny(up_sampling="attn"), tiny(**THREE_LEVELS), tiny(nb_soft_experts=4, nb_shared_experts=2),
-    tiny(latent_size=(2, 2)),  # a decoder level with nothing to add: the original still allocates in_T rows
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        base_config(),
+        run_config(),
+        run_config(up_sampling="attn"),
+        tiny(),
+        tiny(up_sampling="attn"),
+        tiny(**THREE_LEVELS),
+        tiny(nb_soft_experts=4, nb_shared_experts=2),
+        tiny(latent_size=(2, 2)),  # a decoder level with nothing to add: the original still allocates in_T rows
+    ],
+)
 def test_counts_match_the_closed_form(cfg):
     assert meta(cfg).num_params() == original_count(cfg)
 
@@ -307,8 +342,11 @@ def test_the_write_ups_other_merges_take_the_max_or_the_mean_over_the_channels()
     assert torch.equal(merge_experts(y, "max"), y.max(dim=-3).values)
     assert torch.allclose(merge_experts(y, "mean"), y.mean(dim=-3))
     for how in ("max", "mean"):  # inside a block, the block's own channels merged that way
-        block = Block(tiny(nb_soft_experts=4, nb_shared_experts=1, expert_merge=how), 16, 16,
-                      soft_experts=True).double().eval()
+        block = (
+            Block(tiny(nb_soft_experts=4, nb_shared_experts=1, expert_merge=how), 16, 16, soft_experts=True)
+            .double()
+            .eval()
+        )
         x = torch.randn(2, 7, 16, dtype=torch.float64)
         assert torch.allclose(block(x), merge_experts(block.streams(x), how))
     # the merge has no parameters: the counts do not change
@@ -338,6 +376,7 @@ def test_mup_is_the_vanilla_baselines_scaling_and_init():
     attn = model.latent[0].attn
     q = torch.randn(1, 5, n, dtype=torch.float64)
     from lmcompanion.models.hourglass import attend
+
     hs = n // cfg.n_head
     assert torch.allclose(attend(q, q, q, cfg.n_head, 0.0, mup=True), attend(q / math.sqrt(hs), q, q, cfg.n_head, 0.0))
     assert attn.mup
@@ -354,19 +393,22 @@ def test_mup_is_the_vanilla_baselines_scaling_and_init():
 # 5. Invalid configs are rejected with the fix
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(context_size=25), "must split into model.n_groups"),
-    (dict(latent_size=(7, 1)), r"latent_size\[0\] = 7 is larger than a group"),
-    (dict(latent_size=(2, 3)), r"latent_size\[1\] = 3 is larger than a group at that level \(2 tokens\)"),
-    (dict(nb_soft_experts=3, nb_shared_experts=3), "must be fewer than model.nb_soft_experts"),
-    (dict(nb_soft_experts=0, nb_shared_experts=1), "set nb_shared_experts=0 too"),
-    (dict(n_embed=(8, 16)), "give one width per level"),
-    (dict(n_embed=(8, 16, 15)), "multiple of model.n_head"),
-    (dict(learnable_skip=True, up_sampling="attn"), "set attn_skip_twice=True"),
-    (dict(encoder_type="perceiver", soft_experts_in=("enc",)), "set encoder_type='transformer'"),
-    (dict(nb_soft_experts=20, nb_shared_experts=1), "raise model.coeff_soft_expert_mlp_dim"),
-    (dict(latent_loss_coeff=1.0), "latent_loss_coeff must lie in"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(context_size=25), "must split into model.n_groups"),
+        (dict(latent_size=(7, 1)), r"latent_size\[0\] = 7 is larger than a group"),
+        (dict(latent_size=(2, 3)), r"latent_size\[1\] = 3 is larger than a group at that level \(2 tokens\)"),
+        (dict(nb_soft_experts=3, nb_shared_experts=3), "must be fewer than model.nb_soft_experts"),
+        (dict(nb_soft_experts=0, nb_shared_experts=1), "set nb_shared_experts=0 too"),
+        (dict(n_embed=(8, 16)), "give one width per level"),
+        (dict(n_embed=(8, 16, 15)), "multiple of model.n_head"),
+        (dict(learnable_skip=True, up_sampling="attn"), "set attn_skip_twice=True"),
+        (dict(encoder_type="perceiver", soft_experts_in=("enc",)), "set encoder_type='transformer'"),
+        (dict(nb_soft_experts=20, nb_shared_experts=1), "raise model.coeff_soft_expert_mlp_dim"),
+        (dict(latent_loss_coeff=1.0), "latent_loss_coeff must lie in"),
+    ],
+)
 def test_invalid_configs_name_the_fix(changes, message):
     with pytest.raises(ConfigError, match=message):
         tiny(**changes)
@@ -429,10 +471,10 @@ def loop_soft_block(block, x, c):
         if c.same_kv_for_soft_experts:
             q_all = h @ attn.q_proj.weight.T
             k, v = (h @ attn.kv_proj.weight.T).split(n, -1)
-            qkv = [(q_all[:, e * n:(e + 1) * n], k, v) for e in range(E_)]
+            qkv = [(q_all[:, e * n : (e + 1) * n], k, v) for e in range(E_)]
         else:
             q_all, k_all, v_all = (h @ attn.c_attn.weight.T).split(E_ * n, -1)
-            qkv = [tuple(t[:, e * n:(e + 1) * n] for t in (q_all, k_all, v_all)) for e in range(E_)]
+            qkv = [tuple(t[:, e * n : (e + 1) * n] for t in (q_all, k_all, v_all)) for e in range(E_)]
         ys = []
         for e, (q, k, v) in enumerate(qkv):
             a = loop_attention(rms(q, attn.qk_norm.weight), rms(k, attn.qk_norm.weight), v, c.n_head)
@@ -447,8 +489,15 @@ def loop_soft_block(block, x, c):
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("changes", [dict(nb_soft_experts=4, nb_shared_experts=2), dict(nb_soft_experts=3, nb_shared_experts=0),
-                                     dict(same_kv_for_soft_experts=True), dict(global_ln1=False)])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(nb_soft_experts=4, nb_shared_experts=2),
+        dict(nb_soft_experts=3, nb_shared_experts=0),
+        dict(same_kv_for_soft_experts=True),
+        dict(global_ln1=False),
+    ],
+)
 def test_soft_expert_block_matches_a_loop_over_experts(changes):
     torch.manual_seed(0)
     c = tiny(**changes)

@@ -183,7 +183,7 @@ def test_every_ledger_row_of_the_chapter_is_a_verdict_row_it_declares_and_every_
 
 
 def test_every_finding_is_tested_in_both_upsampling_modes_unless_the_write_up_names_one():
-    """"All experiments were performed for each of the two upsamplers": a finding's rows come in pairs, the repeat
+    """ "All experiments were performed for each of the two upsamplers": a finding's rows come in pairs, the repeat
     row on the attention arms' repeat twins, which are registered experiments."""
     rows = chapter.finding_rows()
     for text, finding, better, worse, _ in rows:
@@ -197,12 +197,13 @@ def test_every_finding_is_tested_in_both_upsampling_modes_unless_the_write_up_na
 
 
 def test_the_margins_come_from_the_write_ups_numbers():
-    """"The same validation loss": the largest gap between one of the write-up's two best models and the vanilla
+    """ "The same validation loss": the largest gap between one of the write-up's two best models and the vanilla
     transformer in best_models.png (0.09 = 2.565 - 2.475); "similar performance": its two best models' gap (0.05);
     "a lot faster": beyond the book's margin of a similar time (under 1/1.25)."""
     pub = {n: experiments.get(n).published["val"] for n in chapter.HEADLINE}
-    assert chapter.same_margin() == pytest.approx(max(abs(pub[m] - pub[chapter.VANILLA])
-                                                      for m in (chapter.BEST_ATTN, chapter.BEST_REPEAT)))
+    assert chapter.same_margin() == pytest.approx(
+        max(abs(pub[m] - pub[chapter.VANILLA]) for m in (chapter.BEST_ATTN, chapter.BEST_REPEAT))
+    )
     assert chapter.same_margin() == pytest.approx(0.09) and chapter.similar_margin() == pytest.approx(0.05)
     assert chapter.LOT_FASTER == pytest.approx(0.8)
 
@@ -221,7 +222,7 @@ def test_every_published_loss_and_minute_names_the_plot_it_was_read_off():
 
 
 def test_experts_are_read_per_compute_at_the_no_expert_models_final_flops():
-    """"Generally until at least 6 you can expect good perf/compute": the 6-expert model is read where the model
+    """ "Generally until at least 6 you can expect good perf/compute": the 6-expert model is read where the model
     without experts ends (it costs more per update, so that is before its own end)."""
     base, six = chapter.SWEEP[0], chapter.ANCHOR
     base_flops = experiments.config(base, "smoke", device="cpu").flops_per_step()
@@ -249,15 +250,16 @@ def test_the_even_more_rows_compare_the_share_of_inference_flops_saved():
 
 def test_the_anchor_and_the_vanilla_transformer_run_under_both_schedules():
     for schedule, (anchor, vanilla) in chapter.SCHEDULES.items():  # at one protocol, as the protocol page reads them
-        a, v = (experiments.config(n, "cpu", protocol=experiments.Protocol.ILLUSTRATIONS).train
-                for n in (anchor, vanilla))
+        a, v = (
+            experiments.config(n, "cpu", protocol=experiments.Protocol.ILLUSTRATIONS).train for n in (anchor, vanilla)
+        )
         assert a.schedule == v.schedule and v.max_steps == -(-a.max_steps // 2)
         assert experiments.runs_at(anchor, "cpu") and experiments.runs_at(vanilla, "cpu")
     assert experiments.config(chapter.CONSTANT[1], "paper").train.schedule == "constant"
 
 
 def test_the_trend_of_the_two_modes_is_read_only_where_both_have_learned(monkeypatch):
-    """"The attention version scales better with compute" reads the gap's slope over the compute points where every
+    """ "The attention version scales better with compute" reads the gap's slope over the compute points where every
     seed of both modes is at least half a nat below the unigram loss, and is not decided with fewer than three."""
     import pandas as pd
     from types import SimpleNamespace
@@ -266,16 +268,25 @@ def test_the_trend_of_the_two_modes_is_read_only_where_both_have_learned(monkeyp
     from lmcompanion.verdicts import NOT_DECIDED
 
     monkeypatch.setattr(learning, "reference", lambda cfg, metric: learning.Reference("the unigram loss", 3.0))
-    frames = [pd.DataFrame({"FLOPs": [1e9, 2e9, 4e9, 8e9, 16e9], "attn": [2.9, 2.6, 2.4, 2.3, 2.2],
-                            "repeat": [2.9, 2.5, 2.45, 2.4, 2.35]}) for _ in range(3)]
+    frames = [
+        pd.DataFrame(
+            {
+                "FLOPs": [1e9, 2e9, 4e9, 8e9, 16e9],
+                "attn": [2.9, 2.6, 2.4, 2.3, 2.2],
+                "repeat": [2.9, 2.5, 2.45, 2.4, 2.35],
+            }
+        )
+        for _ in range(3)
+    ]
     attn = [SimpleNamespace(config=None)]
     kept = chapter.learned_points(frames, attn)
     assert all(list(f["FLOPs"]) == [4e9, 8e9, 16e9] for f in kept)  # the first two: a mode under half a nat below
     monkeypatch.setattr(chapter, "mode_gaps", lambda a, r: [f.assign(gap=f["attn"] - f["repeat"]) for f in frames])
     row = chapter.scales_better_row(attn * 3, attn * 3)
     assert row.outcome != NOT_DECIDED and "at the 3 compute points where both modes have learned" in row.ours
-    late = [f.assign(attn=f["attn"] + [0, 0.3, 0.3, 0.3, 0.0], repeat=f["repeat"] + [0, 0.3, 0.3, 0.3, 0.0])
-            for f in frames]  # learned at one point only
+    late = [
+        f.assign(attn=f["attn"] + [0, 0.3, 0.3, 0.3, 0.0], repeat=f["repeat"] + [0, 0.3, 0.3, 0.3, 0.0]) for f in frames
+    ]  # learned at one point only
     monkeypatch.setattr(chapter, "mode_gaps", lambda a, r: [f.assign(gap=f["attn"] - f["repeat"]) for f in late])
     row = chapter.scales_better_row(attn * 3, attn * 3)
     assert row.outcome == NOT_DECIDED and "fewer than 3 compute points where both modes have learned" in row.verdict

@@ -147,7 +147,7 @@ class RefPerceiver(nn.Module):
         self.out = nn.Linear(n_out, n_out, bias=c.bias)
 
     def forward(self, x):  # (B, ng, G, n_in) -> (B, ng, K, n_out)
-        q, (k, v) = self.q(x[:, :, -self.K:]), self.kv(x).chunk(2, -1)
+        q, (k, v) = self.q(x[:, :, -self.K :]), self.kv(x).chunk(2, -1)
         if self.qk_norm is not None:
             q, k = self.qk_norm(q), self.qk_norm(k)
         return self.out(causal(q, k, v, self.c.n_head, top_left=self.c.perceiver_original_mask))
@@ -163,13 +163,16 @@ class RefTransformerCompressor(nn.Module):
         enc = c.nb_soft_experts > 0 and "enc" in c.soft_experts_in
         self.blocks = nn.ModuleList(
             [RefBlock(c, n_in, n_out, soft=enc)]
-            + [RefBlock(c, n_out, n_out, soft=enc and (j + 1) % c.apply_soft_experts_every == 0)
-               for j in range(c.n_block_enc - 1)])
+            + [
+                RefBlock(c, n_out, n_out, soft=enc and (j + 1) % c.apply_soft_experts_every == 0)
+                for j in range(c.n_block_enc - 1)
+            ]
+        )
 
     def forward(self, x):
         for b in self.blocks:
             x = b(x)  # local: causal inside each group
-        return x[:, :, -self.K:]
+        return x[:, :, -self.K :]
 
 
 class RefModel(nn.Module):
@@ -188,14 +191,16 @@ class RefModel(nn.Module):
             lvl.comp = Comp(c, n[i], n[i + 1], K[i])
             lvl.pos = nn.Embedding(K[i], n[i + 1]) if c.use_pos_embd_in_enc_dec else None
             lvl.local = nn.ModuleList(RefBlock(c, n[i + 1], n[i + 1]) for _ in range(c.n_block_local_global))
-            lvl.glob = nn.ModuleList(RefBlock(c, n[i + 1], n[i + 1], ln_1=c.global_ln1)
-                                     for _ in range(c.n_block_local_global))
+            lvl.glob = nn.ModuleList(
+                RefBlock(c, n[i + 1], n[i + 1], ln_1=c.global_ln1) for _ in range(c.n_block_local_global)
+            )
             self.enc.append(lvl)
         # §2 latent: block j has soft experts when (j + 1) % every == 0
         soft = c.nb_soft_experts > 0 and "latent" in c.soft_experts_in
         self.latent = nn.ModuleList(
             RefBlock(c, n[-1], n[-1], ln_1=c.global_ln1, soft=soft and (j + 1) % c.apply_soft_experts_every == 0)
-            for j in range(c.n_block_latent))
+            for j in range(c.n_block_latent)
+        )
         self.alpha = nn.Parameter(torch.zeros(c.n_block_latent, c.n_block_latent + 1)) if c.dense_former else None
         self.latent_head = nn.Linear(n[-1], n[-1], bias=True) if c.latent_loss else None
         self.dec = nn.ModuleList()
@@ -299,15 +304,39 @@ class RefModel(nn.Module):
 # ------------------------------------------------------------------------------------------------
 # Name map: reference parameter -> package parameter
 
-_BLOCK = {"ln_1": "ln_1", "qkv": "attn.c_attn", "q": "attn.q_proj", "kv": "attn.kv_proj", "qk_norm": "attn.qk_norm",
-          "attn_out": "attn.residual_proj", "res_proj": "up.0", "ln_2": "ln_2", "fc": "mlp.c_fc",
-          "mlp_out": "mlp.residual_proj", "expert": "mlp.experts", "shared": "mlp.shared_experts",
-          "expert_out": "mlp.experts_proj"}
+_BLOCK = {
+    "ln_1": "ln_1",
+    "qkv": "attn.c_attn",
+    "q": "attn.q_proj",
+    "kv": "attn.kv_proj",
+    "qk_norm": "attn.qk_norm",
+    "attn_out": "attn.residual_proj",
+    "res_proj": "up.0",
+    "ln_2": "ln_2",
+    "fc": "mlp.c_fc",
+    "mlp_out": "mlp.residual_proj",
+    "expert": "mlp.experts",
+    "shared": "mlp.shared_experts",
+    "expert_out": "mlp.experts_proj",
+}
 _PERCEIVER = {"q": "q_proj", "kv": "kv_proj", "qk_norm": "qk_norm", "out": "residual_proj"}
-_DECODER = {"first": "first_group_tokens", "lin": "proj", "q": "q_proj", "k": "k_proj", "v": "v_proj",
-            "qk_norm": "qk_norm"}
-_TOP = {"wte": "wte", "wpe": "wpe", "alpha": "dense_former_weights", "latent_head": "latent_head",
-        "lerp": "skip_lerp", "ln_f": "ln_f", "lm_head": "lm_head"}
+_DECODER = {
+    "first": "first_group_tokens",
+    "lin": "proj",
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "qk_norm": "qk_norm",
+}
+_TOP = {
+    "wte": "wte",
+    "wpe": "wpe",
+    "alpha": "dense_former_weights",
+    "latent_head": "latent_head",
+    "lerp": "skip_lerp",
+    "ln_f": "ln_f",
+    "lm_head": "lm_head",
+}
 
 
 def package_name(ref_name: str) -> str:
@@ -319,10 +348,14 @@ def package_name(ref_name: str) -> str:
         (r"enc\.(\d+)\.comp\.blocks\.(\d+)\.(.+)", lambda i, j, r: block(f"encoders.{i}.compress.blocks.{j}", r)),
         (r"enc\.(\d+)\.comp\.(\w+)\.(\w+)", lambda i, m, p: f"encoders.{i}.compress.{_PERCEIVER[m]}.{p}"),
         (r"enc\.(\d+)\.pos\.weight", lambda i: f"level_pos.{i}.weight"),
-        (r"(enc|dec)\.(\d+)\.local\.(\d+)\.(.+)",
-         lambda e, i, j, r: block(f"{'encoders' if e == 'enc' else 'decoders'}.{i}.local_blocks.{j}", r)),
-        (r"(enc|dec)\.(\d+)\.glob\.(\d+)\.(.+)",
-         lambda e, i, j, r: block(f"{'encoders' if e == 'enc' else 'decoders'}.{i}.global_blocks.{j}", r)),
+        (
+            r"(enc|dec)\.(\d+)\.local\.(\d+)\.(.+)",
+            lambda e, i, j, r: block(f"{'encoders' if e == 'enc' else 'decoders'}.{i}.local_blocks.{j}", r),
+        ),
+        (
+            r"(enc|dec)\.(\d+)\.glob\.(\d+)\.(.+)",
+            lambda e, i, j, r: block(f"{'encoders' if e == 'enc' else 'decoders'}.{i}.global_blocks.{j}", r),
+        ),
         (r"latent\.(\d+)\.(.+)", lambda j, r: block(f"latent.{j}", r)),
         (r"dec\.(\d+)\.(\w+)(\.\w+)?", lambda i, m, p: f"decoders.{i}.{_DECODER[m]}{p or ''}"),
         (r"(\w+)(\.\w+)?", lambda m, p: f"{_TOP[m]}{p or ''}"),
@@ -348,7 +381,7 @@ def reference_from(model: Hourglass) -> RefModel:
     ref = RefModel(model.config).double()
     pkg = dict(model.named_parameters())
     mapped = {name: package_name(name) for name, _ in ref.named_parameters()}
-    assert sorted(mapped.values()) == sorted(pkg), (set(mapped.values()) ^ set(pkg))
+    assert sorted(mapped.values()) == sorted(pkg), set(mapped.values()) ^ set(pkg)
     with torch.no_grad():
         for name, p in ref.named_parameters():
             p.copy_(pkg[mapped[name]])
@@ -361,9 +394,22 @@ def reference_from(model: Hourglass) -> RefModel:
 # 32 tokens in 4 groups of 8; level 0 keeps 3 latents per group, level 1 keeps 2: the last decoder tiles 3 latents
 # into a 5-token prefix (not a whole number of copies); widths differ at every level, 2 heads; dropout left on in the
 # config so that eval mode has to turn it off
-BASE = dict(vocab_size=13, context_size=32, n_embed=(16, 24, 32), n_head=2, dropout=0.1, enc_dropout=0.1,
-            dec_dropout=0.1, n_groups=4, latent_size=(3, 2), n_block_enc=2, n_block_local_global=2, n_block_latent=3,
-            nb_soft_experts=0, nb_shared_experts=0)
+BASE = dict(
+    vocab_size=13,
+    context_size=32,
+    n_embed=(16, 24, 32),
+    n_head=2,
+    dropout=0.1,
+    enc_dropout=0.1,
+    dec_dropout=0.1,
+    n_groups=4,
+    latent_size=(3, 2),
+    n_block_enc=2,
+    n_block_local_global=2,
+    n_block_latent=3,
+    nb_soft_experts=0,
+    nb_shared_experts=0,
+)
 EXPERTS = dict(nb_soft_experts=4, nb_shared_experts=1, apply_soft_experts_every=2)  # latent block 1: E' = 3, d = 8
 ATTN = dict(up_sampling="attn")
 
@@ -376,8 +422,9 @@ CASES = {
     "experts_no_shared": dict(nb_soft_experts=3, nb_shared_experts=0, apply_soft_experts_every=1),
     "experts_same_kv": {**EXPERTS, "same_kv_for_soft_experts": True},
     "experts_coeff_3": {**EXPERTS, "coeff_soft_expert_mlp_dim": 3},
-    "experts_in_encoder": dict(nb_soft_experts=3, nb_shared_experts=1, apply_soft_experts_every=1,
-                               soft_experts_in=("latent", "enc")),
+    "experts_in_encoder": dict(
+        nb_soft_experts=3, nb_shared_experts=1, apply_soft_experts_every=1, soft_experts_in=("latent", "enc")
+    ),
     "dense_former_repeat": dict(dense_former=True),
     "dense_former_attn_experts": {**ATTN, **EXPERTS, "dense_former": True},
     "perceiver": dict(encoder_type="perceiver"),
@@ -405,8 +452,14 @@ CASES = {
     "quirk_attn_skip_twice": {**ATTN, "attn_skip_twice": True},
     "quirk_learnable_skip_repeat": dict(learnable_skip=True),
     "quirk_learnable_skip_attn_twice": {**ATTN, "attn_skip_twice": True, "learnable_skip": True},
-    "quirks_all_original": {**ATTN, **EXPERTS, "global_ln1": False, "attn_skip_twice": True, "final_norm": False,
-                            "dense_former": True},
+    "quirks_all_original": {
+        **ATTN,
+        **EXPERTS,
+        "global_ln1": False,
+        "attn_skip_twice": True,
+        "final_norm": False,
+        "dense_former": True,
+    },
 }
 
 
@@ -459,8 +512,15 @@ def test_vanilla_baseline_matches_reference(mup):
     """No levels (notes §5): stem, pre-norm global blocks with QK-norm, final norm, head tied to wte; with the
     original's muP (its vanilla run config), attention scaled by 1/hd and logits divided by the width."""
     torch.manual_seed(0)
-    model = Hourglass(vanilla_config(vocab_size=13, context_size=16, n_embed=(16,), n_head=2, n_block_latent=3,
-                                     dropout=0.1, mup=mup)).double().eval()
+    model = (
+        Hourglass(
+            vanilla_config(
+                vocab_size=13, context_size=16, n_embed=(16,), n_head=2, n_block_latent=3, dropout=0.1, mup=mup
+            )
+        )
+        .double()
+        .eval()
+    )
     randomise_(model, 1)
     ref = reference_from(model).eval()
     idx = tokens(model.config, 16)

@@ -28,15 +28,28 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-@pytest.mark.parametrize("file, old, new, message", [
-    ("pyproject.toml", '"bm25s>=0.2",', '"bm25s>=0.2", "rich>=13",', "rich is declared in pyproject.toml but not in the lock"),
-    ("pyproject.toml", '"bm25s>=0.2",', "", "takes bm25s from pyproject.toml, which no longer declares it"),
-    ("pyproject.toml", '"pandas>=2.1"', '"pandas>=2.1,<3"', "outside pyproject.toml's pandas"),
-    ("pyproject.toml", '"pytest>=8",', '"pytest>=8", "pytest-timeout",', "pytest-timeout is declared"),
-    ("pyproject.toml", 'requires-python = ">=3.11,<3.12"', 'requires-python = ">=3.12"', "requires-python"),
-    ("Makefile", "TORCH ?= torch==2.13.0", "TORCH ?= torch==2.14.1", "the Makefile installs TORCH=torch==2.14.1"),
-    ("requirements/lock.txt", "nbformat==", "# nbformat==", "nbformat is declared in pyproject.toml but not in the lock"),
-])
+@pytest.mark.parametrize(
+    "file, old, new, message",
+    [
+        (
+            "pyproject.toml",
+            '"bm25s>=0.2",',
+            '"bm25s>=0.2", "rich>=13",',
+            "rich is declared in pyproject.toml but not in the lock",
+        ),
+        ("pyproject.toml", '"bm25s>=0.2",', "", "takes bm25s from pyproject.toml, which no longer declares it"),
+        ("pyproject.toml", '"pandas>=2.1"', '"pandas>=2.1,<3"', "outside pyproject.toml's pandas"),
+        ("pyproject.toml", '"pytest>=8",', '"pytest>=8", "pytest-timeout",', "pytest-timeout is declared"),
+        ("pyproject.toml", 'requires-python = ">=3.11,<3.12"', 'requires-python = ">=3.12"', "requires-python"),
+        ("Makefile", "TORCH ?= torch==2.13.0", "TORCH ?= torch==2.14.1", "the Makefile installs TORCH=torch==2.14.1"),
+        (
+            "requirements/lock.txt",
+            "nbformat==",
+            "# nbformat==",
+            "nbformat is declared in pyproject.toml but not in the lock",
+        ),
+    ],
+)
 def test_the_check_names_a_disagreement(tmp_path, file, old, new, message):
     for name in ("pyproject.toml", "Makefile", "requirements/lock.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

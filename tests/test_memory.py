@@ -8,9 +8,15 @@ from lmcompanion.models.mixer import MixerConfig
 from lmcompanion.models.transformer import gpt_config, llama_config
 
 
-@pytest.mark.parametrize("cfg", [MixerConfig(n_embed=64, n_layer=2, context_size=32),
-                                 llama_config(64, 2, 4, context_size=32), gpt_config(64, 2, 4, context_size=32)],
-                         ids=["mixer", "llama", "gpt"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        MixerConfig(n_embed=64, n_layer=2, context_size=32),
+        llama_config(64, 2, 4, context_size=32),
+        gpt_config(64, 2, 4, context_size=32),
+    ],
+    ids=["mixer", "llama", "gpt"],
+)
 def test_counting_on_the_meta_device_gives_what_real_tensors_give(cfg):
     # the stored tensors agree exactly; the pass's peak may not (on real CPU tensors SDPA can take a fused path)
     meta, real = memory.training_memory(cfg, batch_size=3), memory.training_memory(cfg, batch_size=3, device="cpu")
@@ -27,9 +33,19 @@ def test_the_mixer_chapters_names_call_the_shared_method():
     assert callable(analysis.measure_memory_cuda) and callable(analysis.memory_counts)
 
 
-@pytest.mark.parametrize("name", ["ar_ed/baseline", "ar_ed/mse_pos_sub", "deepsight/mse_d11", "deepsight/baseline",
-                                  "hourglass/attn_448_96_e6", "hourglass/vanilla", "mixer/flat_d256",
-                                  "formal_ed/adamw"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ar_ed/baseline",
+        "ar_ed/mse_pos_sub",
+        "deepsight/mse_d11",
+        "deepsight/baseline",
+        "hourglass/attn_448_96_e6",
+        "hourglass/vanilla",
+        "mixer/flat_d256",
+        "formal_ed/adamw",
+    ],
+)
 def test_every_family_is_counted_the_same_way(name):
     if name not in experiments.names():
         pytest.skip(f"{name} is not registered")

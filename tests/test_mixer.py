@@ -14,8 +14,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lmcompanion.errors import ConfigError
-from lmcompanion.models.mixer import (MaskedMixer, MaskedTokenConv, MixerConfig, causal_mask, fixed_window_generate,
-                                      token_mixer, token_weight_census, token_weight_liveness)
+from lmcompanion.models.mixer import (
+    MaskedMixer,
+    MaskedTokenConv,
+    MixerConfig,
+    causal_mask,
+    fixed_window_generate,
+    token_mixer,
+    token_weight_census,
+    token_weight_liveness,
+)
 from lmcompanion.memory import training_memory
 from lmcompanion.models.transformer import Transformer, TransformerConfig, gpt_config, llama_config, rope_cos_sin
 
@@ -80,8 +88,9 @@ def test_no_output_depends_on_a_later_token(name):
     assert (dep[~later] > 0).all(), f"{name}: an output ignores an earlier token or itself"
 
 
-@pytest.mark.parametrize("kw", [{}, {"expansion": 1}, {"expansion": 2}, {"n_parallel": 2}, {"n_head": 2},
-                                {"kernel_size": 4}], ids=str)
+@pytest.mark.parametrize(
+    "kw", [{}, {"expansion": 1}, {"expansion": 2}, {"n_parallel": 2}, {"n_head": 2}, {"kernel_size": 4}], ids=str
+)
 def test_token_mixing_reads_each_tokens_own_position(kw):
     # the flat conv with tril(-1) instead of tril would zero the diagonal block of this Jacobian
     torch.manual_seed(0)
@@ -110,14 +119,15 @@ def test_fixed_window_generation_never_uses_the_last_output():
     assert torch.equal(out[:, 0], model(window).logits[:, L - n].argmax(-1))
     # garbage in the last position's logits changes nothing
     garbage = model.lm_head.register_forward_hook(
-        lambda m, i, o: torch.cat([o[:, :-1], 1e6 * torch.randn_like(o[:, -1:])], dim=1))
+        lambda m, i, o: torch.cat([o[:, :-1], 1e6 * torch.randn_like(o[:, -1:])], dim=1)
+    )
     try:
         assert torch.equal(fixed_window_generate(model, window, n), out)
     finally:
         garbage.remove()
     # the placeholders after the prompt are never read before they are overwritten
     other = window.clone()
-    other[:, L - n + 1:] = (other[:, L - n + 1:] + 1) % V
+    other[:, L - n + 1 :] = (other[:, L - n + 1 :] + 1) % V
     assert torch.equal(fixed_window_generate(model, other, n), out)
 
 
@@ -125,8 +135,8 @@ def test_fixed_window_generation_matches_greedy_generate_for_a_transformer():
     model = build(TRANSFORMERS["llama"])
     window = torch.randint(0, V, (2, L), generator=torch.Generator().manual_seed(3))
     n = 4
-    prompt = window[:, :L - n + 1]
-    expected = model.generate(prompt, n - 1, temperature=0)[:, L - n + 1:]
+    prompt = window[:, : L - n + 1]
+    expected = model.generate(prompt, n - 1, temperature=0)[:, L - n + 1 :]
     assert torch.equal(fixed_window_generate(model, window, n), expected)
 
 
@@ -201,9 +211,11 @@ def test_parameter_counts_match_the_write_up(cfg, formula, reference):
 
 
 def test_counts_without_a_reference_number_follow_the_formulas():
-    cases = [(PAPER.replace(tie_weights=True), mixer_formula(4096, 512, 1024, 8, tie=True)),
-             (llama_config(512, hybrid="sequential"), llama_formula(4096, 512, 8, L=512, hybrid=True)),
-             (llama_config(512, hybrid="parallel"), llama_formula(4096, 512, 8, L=512, hybrid=True))]
+    cases = [
+        (PAPER.replace(tie_weights=True), mixer_formula(4096, 512, 1024, 8, tie=True)),
+        (llama_config(512, hybrid="sequential"), llama_formula(4096, 512, 8, L=512, hybrid=True)),
+        (llama_config(512, hybrid="parallel"), llama_formula(4096, 512, 8, L=512, hybrid=True)),
+    ]
     for cfg, expected in cases:
         with torch.device("meta"):
             model = (MaskedMixer if isinstance(cfg, MixerConfig) else Transformer)(cfg)
@@ -224,20 +236,23 @@ def test_flops_are_counted_from_the_L_by_L_product():
 # 5. Bad configs
 
 
-@pytest.mark.parametrize("cls, kw, fix", [
-    (MixerConfig, {"expansion": 0}, "expansion=None for the flat mixer"),
-    (MixerConfig, {"n_head": 3}, "must divide the block width 1024"),
-    (MixerConfig, {"n_head": 2, "positional": "first"}, "n_embed \\+ 1 positional channel"),
-    (MixerConfig, {"kernel_size": 0}, "kernel_size must be >= 1"),
-    (MixerConfig, {"n_parallel": 0}, "n_parallel must be >= 1"),
-    (MixerConfig, {"expansion": 2, "n_parallel": 2}, "keep one"),
-    (MixerConfig, {"n_parallel": 2, "n_head": 2}, "keep one"),
-    (MixerConfig, {"positional": "rope"}, "'none' | 'first' | 'every'"),
-    (TransformerConfig, {"n_head": 3}, "divisible by model.n_head"),
-    (TransformerConfig, {"n_embed": 12, "n_head": 4}, "head size .* must be even"),
-    (TransformerConfig, {"hybrid": "sequential", "block": "post"}, "set model.block='pre'"),
-    (TransformerConfig, {"dropout": 1.0}, "dropout must lie in"),
-])
+@pytest.mark.parametrize(
+    "cls, kw, fix",
+    [
+        (MixerConfig, {"expansion": 0}, "expansion=None for the flat mixer"),
+        (MixerConfig, {"n_head": 3}, "must divide the block width 1024"),
+        (MixerConfig, {"n_head": 2, "positional": "first"}, "n_embed \\+ 1 positional channel"),
+        (MixerConfig, {"kernel_size": 0}, "kernel_size must be >= 1"),
+        (MixerConfig, {"n_parallel": 0}, "n_parallel must be >= 1"),
+        (MixerConfig, {"expansion": 2, "n_parallel": 2}, "keep one"),
+        (MixerConfig, {"n_parallel": 2, "n_head": 2}, "keep one"),
+        (MixerConfig, {"positional": "rope"}, "'none' | 'first' | 'every'"),
+        (TransformerConfig, {"n_head": 3}, "divisible by model.n_head"),
+        (TransformerConfig, {"n_embed": 12, "n_head": 4}, "head size .* must be even"),
+        (TransformerConfig, {"hybrid": "sequential", "block": "post"}, "set model.block='pre'"),
+        (TransformerConfig, {"dropout": 1.0}, "dropout must lie in"),
+    ],
+)
 def test_bad_configs_are_rejected_with_the_fix(cls, kw, fix):
     with pytest.raises(ConfigError, match=fix):
         cls(**kw)
@@ -246,8 +261,11 @@ def test_bad_configs_are_rejected_with_the_fix(cls, kw, fix):
 def test_input_length_must_be_the_context_for_a_mixer_and_a_hybrid():
     with torch.device("meta"):
         mixer = MaskedMixer(MixerConfig())
-    with pytest.raises(ValueError, match="input length 100 but this mixer was built for context_size 512: pad the "
-                                         "input to 512 tokens \\(the data source pads on the left\\)"):
+    with pytest.raises(
+        ValueError,
+        match="input length 100 but this mixer was built for context_size 512: pad the "
+        "input to 512 tokens \\(the data source pads on the left\\)",
+    ):
         mixer(torch.zeros(1, 100, dtype=torch.long, device="meta"))
     hybrid = build(TRANSFORMERS["hybrid sequential"])
     with pytest.raises(ValueError, match=f"pad the input to {L} tokens"):
@@ -352,8 +370,9 @@ class OriginalMixerBlock(nn.Module):
         self.seq_layernorm = nn.LayerNorm(dim)
         self.patch_ff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
         if expansion:
-            self.conv = nn.Sequential(nn.Conv1d(length, expansion * length, 1), nn.GELU(),
-                                      nn.Conv1d(expansion * length, length, 1))
+            self.conv = nn.Sequential(
+                nn.Conv1d(length, expansion * length, 1), nn.GELU(), nn.Conv1d(expansion * length, length, 1)
+            )
         else:
             self.conv = nn.Conv1d(length, length, kernel, padding="same")
 
@@ -396,8 +415,12 @@ class OriginalLanguageMixer(nn.Module):
 
 
 def original_state_dict(ours):
-    names = {"patch_ff.c_fc": "patch_ff.0", "patch_ff.residual_proj": "patch_ff.2",
-             "conv.expand": "conv.0", "conv.contract": "conv.2"}
+    names = {
+        "patch_ff.c_fc": "patch_ff.0",
+        "patch_ff.residual_proj": "patch_ff.2",
+        "conv.expand": "conv.0",
+        "conv.contract": "conv.2",
+    }
     out = {}
     for key, value in ours.items():
         key = key.replace("blocks.", "mixerblocks.")
@@ -448,8 +471,9 @@ def test_kernel_4_convolution_pads_one_feature_left_and_two_right():
     x = torch.randn(2, L, D, dtype=torch.float64)
     xp = F.pad(x, (1, 2))  # (B, L, D + 3)
     W = conv.weight * torch.tril(torch.ones(L, L, dtype=torch.float64))[..., None]
-    expected = conv.bias[None, :, None] + sum(torch.einsum("it,btj->bij", W[..., tap], xp[..., tap:tap + D])
-                                              for tap in range(4))
+    expected = conv.bias[None, :, None] + sum(
+        torch.einsum("it,btj->bij", W[..., tap], xp[..., tap : tap + D]) for tap in range(4)
+    )
     assert torch.allclose(conv(x), expected, atol=1e-12)
 
 
@@ -472,9 +496,10 @@ def loop_rope_attention(x, attn, n_head, theta):
         for h in range(n_head):
             f = slice(h * hs, (h + 1) * hs)
             for t in range(T):
-                scores = torch.stack([rotate(q[b, t, f], t) @ rotate(k[b, s, f], s) / math.sqrt(hs)
-                                      for s in range(t + 1)])
-                y[b, t, f] = (torch.softmax(scores, 0)[:, None] * v[b, :t + 1, f]).sum(0)
+                scores = torch.stack(
+                    [rotate(q[b, t, f], t) @ rotate(k[b, s, f], s) / math.sqrt(hs) for s in range(t + 1)]
+                )
+                y[b, t, f] = (torch.softmax(scores, 0)[:, None] * v[b, : t + 1, f]).sum(0)
     return y @ attn.residual_proj.weight.T
 
 

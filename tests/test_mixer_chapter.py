@@ -119,7 +119,9 @@ def test_an_expansion_above_one_leaves_dead_weights_and_one_does_not():
     table = analysis.liveness_table(d=16, L=8, expansions=(None, 1, 2))
     live = [int(v.replace(",", "")) for v in table["live (can get a gradient)"]]
     assert live[1] == live[2]  # e = 2 learns no more than e = 1 ...
-    assert int(table["weights"].iloc[2].replace(",", "")) > int(table["weights"].iloc[1].replace(",", ""))  # ... with more
+    assert int(table["weights"].iloc[2].replace(",", "")) > int(
+        table["weights"].iloc[1].replace(",", "")
+    )  # ... with more
 
 
 def test_memory_is_counted_without_allocating_and_attention_grows_faster():
@@ -150,18 +152,29 @@ def test_verdict_helpers_decide_only_what_the_seeds_can_decide():
 
 
 def test_memory_verdicts_read_the_counted_table():
-    cells = {f: pd.DataFrame([[training_memory(analysis.memory_config(f, n, T))["one_pass"] / 2**20
-                               for T in (512, 1024, 2048)] for n in (4, 8)], index=[4, 8], columns=[512, 1024, 2048])
-             for f in ("mixer", "transformer")}
+    cells = {
+        f: pd.DataFrame(
+            [
+                [training_memory(analysis.memory_config(f, n, T))["one_pass"] / 2**20 for T in (512, 1024, 2048)]
+                for n in (4, 8)
+            ],
+            index=[4, 8],
+            columns=[512, 1024, 2048],
+        )
+        for f in ("mixer", "transformer")
+    }
     assert all(r.verdict == HOLDS for r in mixer.memory_rows(cells))
     swapped = {"mixer": cells["transformer"], "transformer": cells["mixer"]}  # a transformer-like mixer fails both
     assert all(r.verdict == FAILS for r in mixer.memory_rows(swapped))
 
 
-@pytest.mark.parametrize("override, fix", [
-    ({"model.expansion": 0}, "expansion=None for the flat mixer"),
-    ({"model.n_head": 3}, "must divide the block width"),
-])
+@pytest.mark.parametrize(
+    "override, fix",
+    [
+        ({"model.expansion": 0}, "expansion=None for the flat mixer"),
+        ({"model.n_head": 3}, "must divide the block width"),
+    ],
+)
 def test_bad_overrides_of_an_arm_are_rejected_with_the_fix(override, fix):
     with pytest.raises(ConfigError, match=fix):
         experiments.config("mixer/flat_d512", "cpu", device="cpu", overrides=override)
@@ -176,16 +189,24 @@ def test_a_mixer_cannot_read_a_context_other_than_its_own():
 def test_published_numbers_are_quoted_as_printed_in_the_write_ups_order():
     rows = {p.text: p.published for p in mixer.PAIRS}
     assert rows["a positional channel written after every block hurts (validation)"].startswith("every block 1.94/2.10")
-    hybrid = rows["the sequential transformer-mixer hybrid beats the same transformer without the masked convolution "
-                  "(4xV100, validation)"]
+    hybrid = rows[
+        "the sequential transformer-mixer hybrid beats the same transformer without the masked convolution "
+        "(4xV100, validation)"
+    ]
     assert hybrid.startswith("hybrid 1.53/1.59 vs without the convolution 1.55/1.61")  # issue 22, item 1: not 1.73
     assert rows["at equal steps the mixer and Llama are 'nearly identical' (validation)"].startswith(
-        "Llama 2.497 vs mixer 2.505")
-    assert "1.84/1.89" in rows["the 4-head Llama (d=512) beats the flat mixer of the same width on the RTX 3060 "
-                               "(validation)"]
-    assert "2.03" in rows["a flat mixer (d=512) reaches a lower validation loss than the d=256 transformer at fixed "
-                          "compute"] and "table 2.02" in rows["a flat mixer (d=512) reaches a lower validation loss "
-                                                               "than the d=256 transformer at fixed compute"]
+        "Llama 2.497 vs mixer 2.505"
+    )
+    assert (
+        "1.84/1.89"
+        in rows["the 4-head Llama (d=512) beats the flat mixer of the same width on the RTX 3060 (validation)"]
+    )
+    assert (
+        "2.03"
+        in rows["a flat mixer (d=512) reaches a lower validation loss than the d=256 transformer at fixed compute"]
+        and "table 2.02"
+        in rows["a flat mixer (d=512) reaches a lower validation loss than the d=256 transformer at fixed compute"]
+    )
 
 
 def test_claim_texts_do_not_depend_on_the_profile():
@@ -199,17 +220,25 @@ def test_claim_texts_do_not_depend_on_the_profile():
 
 
 def test_the_text_and_the_code_learning_rates_are_both_arms():
-    lr = {n: experiments.config(n, "paper", device="cpu").train.lr for n in
-          ("mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_d512_h4", "mixer/llama_d512_h4_eta005")}
-    assert lr == {"mixer/llama_v100": 5e-4, "mixer/llama_v100_eta005": 0.005, "mixer/llama_d512_h4": 5e-4,
-                  "mixer/llama_d512_h4_eta005": 0.005}
+    lr = {
+        n: experiments.config(n, "paper", device="cpu").train.lr
+        for n in ("mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_d512_h4", "mixer/llama_d512_h4_eta005")
+    }
+    assert lr == {
+        "mixer/llama_v100": 5e-4,
+        "mixer/llama_v100_eta005": 0.005,
+        "mixer/llama_d512_h4": 5e-4,
+        "mixer/llama_d512_h4_eta005": 0.005,
+    }
 
 
 def test_the_smoke_cap_keeps_the_text_arm_faster_and_leaves_the_larger_profiles_alone():
     """Smoke caps learning rates at 0.02 (the eta=0.005 Llamas were kernel-dependent at 0.1); the text's arm still
     trains faster than the code's there, and no larger profile is capped."""
+
     def lr(name, profile):
         return experiments.config(name, profile, device="cpu").train.lr
+
     cap = exp.scale("smoke").max_lr
     assert lr("mixer/llama_d512_h4_eta005", "smoke") == cap > lr("mixer/llama_d512_h4", "smoke")
     assert all(exp.scale(p).max_lr is None for p in ("cpu", "gpu", "paper"))
@@ -228,8 +257,20 @@ def test_width_estimates_follow_the_declared_shapes():
     from lmcompanion.models.transformer import TransformerConfig
 
     # GPT-2's shape counted by the package's own transformer (pre-LN, learned positions, tied head, biases)
-    cfg = TransformerConfig(vocab_size=50257, context_size=1024, n_embed=350, n_layer=12, n_head=5, norm="layer",
-                            norm_eps=1e-5, positions="learned", block="pre", mlp="gelu", bias=True, tie_weights=True)
+    cfg = TransformerConfig(
+        vocab_size=50257,
+        context_size=1024,
+        n_embed=350,
+        n_layer=12,
+        n_head=5,
+        norm="layer",
+        norm_eps=1e-5,
+        positions="learned",
+        block="pre",
+        mlp="gelu",
+        bias=True,
+        tie_weights=True,
+    )
     assert models.num_params(cfg) == facts.gpt2_params(350, 12)
     assert facts.llama2_params(4096) == 6_738_415_616  # Llama 2 7B
     assert facts.shapes_within() == []  # no declared standard shape is within 10% at both widths
@@ -293,8 +334,11 @@ def test_the_equal_time_row_reads_both_arms_after_the_same_measured_time(monkeyp
         def __init__(self, seconds_per_step, losses, seed):
             steps = [10 * (i + 1) for i in range(len(losses))]
             self.config, self.seed = Config(), seed
-            self.summary = {"train_time_s": seconds_per_step * steps[-1], "steps": steps[-1],
-                            "final": {"val": losses[-1]}}
+            self.summary = {
+                "train_time_s": seconds_per_step * steps[-1],
+                "steps": steps[-1],
+                "final": {"val": losses[-1]},
+            }
             self._ev = pd.DataFrame({"step": steps, "val": losses, "train": losses})
 
         def evals(self):
@@ -330,8 +374,9 @@ def test_an_arm_is_gated_at_the_step_its_row_compares(monkeypatch):
     b_short = [run(2.0, 2.4)]
     v = mixer.pair_row(p, {p.a: a, p.b: [*b, run(2.05, 2.45)]})
     assert "at step 20" in v.ours and v.outcome != NOT_DECIDED
-    early = [SimpleNamespace(summary=r.summary, config=None, evals=lambda ev=r.evals(): ev[ev["step"] == 10])
-             for r in a]
+    early = [
+        SimpleNamespace(summary=r.summary, config=None, evals=lambda ev=r.evals(): ev[ev["step"] == 10]) for r in a
+    ]
     v = mixer.pair_row(p, {p.a: early, p.b: [*b, *b_short]})
     assert "at step 10" in v.ours and v.outcome == NOT_DECIDED and f"{_short(p.a)} has not learned" in v.verdict
 
@@ -342,32 +387,48 @@ def test_the_generation_prompts_and_samples_are_the_write_ups_and_name_their_mod
     prompt = analysis.PROMPTS["the orange ball"]
     assert prompt.endswith("You can play with it when you")
     assert analysis.SAMPLES[0].completion.startswith('come back."') and analysis.ACTUAL_NEXT.startswith('want."')
-    assert [s.arm for s in analysis.SAMPLES] == ["mixer/expanded_d256", "mixer/llama_d128", "mixer/expanded_d256",
-                                                 "mixer/llama_d128", "mixer/flat_d1024", "mixer/deep_d64",
-                                                 "mixer/flat_d1024_b32"]
+    assert [s.arm for s in analysis.SAMPLES] == [
+        "mixer/expanded_d256",
+        "mixer/llama_d128",
+        "mixer/expanded_d256",
+        "mixer/llama_d128",
+        "mixer/flat_d1024",
+        "mixer/deep_d64",
+        "mixer/flat_d1024_b32",
+    ]
     assert all(s.prompt in analysis.PROMPTS for s in analysis.SAMPLES)
     assert set(mixer.GENERATION) == {s.arm for s in analysis.SAMPLES}
     assert experiments.runs_at("mixer/deep_d64", "cpu")  # its sample at cpu too (its comparison is not run there)
 
 
 def test_the_d_model_tables_show_the_tables_numbers_and_the_text_keeps_its_own():
-    pub = {n: experiments.get(n).published for n in ("mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d1024",
-                                                     "mixer/llama_d1024_b4")}
+    pub = {
+        n: experiments.get(n).published
+        for n in ("mixer/llama_d128", "mixer/llama_d256", "mixer/llama_d1024", "mixer/llama_d1024_b4")
+    }
     table = {n: {**p, **{k: p[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in p}} for n, p in pub.items()}
     assert (str(table["mixer/llama_d128"]["train"]), str(table["mixer/llama_d128"]["val"])) == ("2.38", "2.40")
     assert str(table["mixer/llama_d256"]["val"]) == "2.02" and str(pub["mixer/llama_d256"]["val"]) == "2.03"
     assert (str(pub["mixer/llama_d1024"]["train"]), str(pub["mixer/llama_d1024"]["val"])) == ("2.31", "2.32")
     assert str(pub["mixer/llama_d1024_b4"]["val"]) == "2.315" and "train_440k" not in pub["mixer/llama_d1024"]
     # the text's d=1024 Llama runs at batch 4, the table's at 8 (a quarter of each at cpu)
-    assert {n: experiments.config(n, p, device="cpu").train.global_batch
-            for n in ("mixer/llama_d1024", "mixer/llama_d1024_b4") for p in ("paper",)} == {
-        "mixer/llama_d1024": 8, "mixer/llama_d1024_b4": 4}
+    assert {
+        n: experiments.config(n, p, device="cpu").train.global_batch
+        for n in ("mixer/llama_d1024", "mixer/llama_d1024_b4")
+        for p in ("paper",)
+    } == {"mixer/llama_d1024": 8, "mixer/llama_d1024_b4": 4}
     assert experiments.config("mixer/llama_d1024_b4", "cpu", device="cpu").train.global_batch == 1
     rows = {p.text: p for p in mixer.PAIRS}
-    assert rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].b == "mixer/llama_d1024_b4"
-    assert "2.313/2.315" in rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].published
-    assert "2.31/2.32" in rows["Llama d=512 beats d=1024 at batch 8 at fixed compute (the transformer table, "
-                               "validation)"].published
+    assert (
+        rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].b == "mixer/llama_d1024_b4"
+    )
+    assert (
+        "2.313/2.315" in rows["Llama d=512 (batch 8) beats d=1024 at batch 4 at fixed compute (validation)"].published
+    )
+    assert (
+        "2.31/2.32"
+        in rows["Llama d=512 beats d=1024 at batch 8 at fixed compute (the transformer table, validation)"].published
+    )
 
 
 def test_equal_samples_read_arms_of_different_batches_after_the_same_sequences(monkeypatch):
@@ -375,8 +436,11 @@ def test_equal_samples_read_arms_of_different_batches_after_the_same_sequences(m
 
     def run(batch, steps, losses):
         ev = pd.DataFrame({"step": steps, "train": losses, "val": losses})
-        return SimpleNamespace(config=SimpleNamespace(train=SimpleNamespace(global_batch=batch)), evals=lambda: ev,
-                               summary={"final": {"train": losses[-1], "val": losses[-1]}})
+        return SimpleNamespace(
+            config=SimpleNamespace(train=SimpleNamespace(global_batch=batch)),
+            evals=lambda: ev,
+            summary={"final": {"train": losses[-1], "val": losses[-1]}},
+        )
 
     big = [run(8, [10, 20, 30], [4.0, 3.5, 3.0])]  # sequences 80, 160, 240
     small = [run(4, [10, 20, 40, 60], [4.2, 4.1, 3.9, 3.8])]  # sequences 40, 80, 160, 240
@@ -400,8 +464,10 @@ def test_trend_rows_have_enough_settings_to_be_decided():
 
 
 def test_the_gpts_run_at_both_learning_rates_and_name_the_mixer_they_are_compared_with():
-    lr = {n: experiments.config(n, "paper", device="cpu").train.lr
-          for n in ("mixer/gpt_h16", "mixer/gpt", "mixer/gpt_h16_eta005", "mixer/gpt_eta005")}
+    lr = {
+        n: experiments.config(n, "paper", device="cpu").train.lr
+        for n in ("mixer/gpt_h16", "mixer/gpt", "mixer/gpt_h16_eta005", "mixer/gpt_eta005")
+    }
     assert lr == {"mixer/gpt_h16": 5e-4, "mixer/gpt": 5e-4, "mixer/gpt_h16_eta005": 0.005, "mixer/gpt_eta005": 0.005}
     gpt_rows = [p for p in mixer.PAIRS if p.section == mixer.rows.GPT]
     assert len(gpt_rows) == 6 and {p.b for p in gpt_rows} >= {"mixer/gpt_h16_eta005", "mixer/gpt_h16"}
@@ -436,16 +502,26 @@ def test_memory_is_counted_in_mixed_precision_and_the_limits_read_the_counts(mon
     fp32 = training_memory(cfg, batch_size=16, include_head=True)
     # the weights, their gradients and AdamW's state stay fp32; the activations shrink
     assert {k: amp[k] for k in ("parameters", "gradients", "optimizer_state")} == {
-        k: fp32[k] for k in ("parameters", "gradients", "optimizer_state")}
+        k: fp32[k] for k in ("parameters", "gradients", "optimizer_state")
+    }
     assert amp["saved_for_backward"] < fp32["saved_for_backward"]
     batch16 = mixer.batch16_rows()
     assert all("not comparable: a count is a lower bound" in v.verdict and v.kind == "computed" for v in batch16)
     # a count is a lower bound of the measured memory: a limit row does not hold where a model the write-up fits already
     # counts above 12 GiB, and is otherwise not comparable (a count under 12 GiB cannot show that a model fits, nor
     # that it does not); so are the batch-16 ratios, ratios of two lower bounds
-    monkeypatch.setattr(facts, "gib", lambda label, batch, heads=16: {16: 13.0, 8: 11.0, 4: 5.0}.get(batch, 1.0)
-                        if label.startswith("Llama") else {32: 9.0, 64: 13.0}[batch])
+    monkeypatch.setattr(
+        facts,
+        "gib",
+        lambda label, batch, heads=16: (
+            {16: 13.0, 8: 11.0, 4: 5.0}.get(batch, 1.0) if label.startswith("Llama") else {32: 9.0, 64: 13.0}[batch]
+        ),
+    )
     got = {v.claim: v.outcome for v in mixer.limit_rows()}
-    assert got == {mixer.rows.LIMIT_D256: FAILS, mixer.rows.LIMIT_D512: NOT_DECIDED,
-                   mixer.rows.LIMIT_D1024: NOT_DECIDED, mixer.rows.LIMIT_B32: NOT_DECIDED}
+    assert got == {
+        mixer.rows.LIMIT_D256: FAILS,
+        mixer.rows.LIMIT_D512: NOT_DECIDED,
+        mixer.rows.LIMIT_D1024: NOT_DECIDED,
+        mixer.rows.LIMIT_B32: NOT_DECIDED,
+    }
     assert all(v.kind == "computed" for v in mixer.limit_rows())

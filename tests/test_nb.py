@@ -9,18 +9,32 @@ def test_the_cost_table_has_a_row_per_profile_and_few_enough_columns_to_show_the
     S = nb.setup(profile="smoke", device="cpu")
     names = ["ar_ed/baseline", "ar_ed/mse_pos_sub"]
     table = nb.cost_table(S, names)
-    assert list(table.columns) == ["profile", "tokens/run", "FLOPs/run", "estimated time/run (one H100)",
-                                   "measured time/run"]
+    assert list(table.columns) == [
+        "profile",
+        "tokens/run",
+        "FLOPs/run",
+        "estimated time/run (one H100)",
+        "measured time/run",
+    ]
     assert list(table.loc["ar_ed/baseline", "profile"]) == ["smoke (here)", "gpu", "paper"]
     paper = table[table.profile == "paper"].loc["ar_ed/baseline"]
     cfg = experiments.planned("ar_ed/baseline", "paper", 0, device="cpu").config
     assert paper["tokens/run"] == f"{cfg.tokens():,}"
     assert paper["FLOPs/run"].endswith("FLOP") and float(paper["FLOPs/run"].split()[0]) >= 1  # a prefix, not 0.000755
-    assert paper["estimated time/run (one H100)"].endswith(("min", "h")) and paper["measured time/run"] == "not recorded yet"
+    assert (
+        paper["estimated time/run (one H100)"].endswith(("min", "h"))
+        and paper["measured time/run"] == "not recorded yet"
+    )
 
 
 def test_three_significant_digits_with_thousands_separators():
-    assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == ["1,230", "0.0123", "2.00", "1,000,000", "0.0"]
+    assert [nb._sig3(x) for x in (1234.5, 0.012345, 2.0, 999_999, 0.0)] == [
+        "1,230",
+        "0.0123",
+        "2.00",
+        "1,000,000",
+        "0.0",
+    ]
 
 
 def test_the_write_up_passes_read_in_the_book_format():
@@ -41,7 +55,9 @@ def test_a_legend_never_gives_a_scaled_model_the_published_size():
     assert label == f"Baseline transfo ({here / 1e6:.3g}M here; 20.48M in the write-up)"
     assert nb.arm_label("hourglass/vanilla", "paper") == "Baseline transfo (20.48M)"
     assert nb.arm_label("mixer/llama_d512", "cpu") == experiments.get("mixer/llama_d512").title  # no size: unchanged
-    assert nb.published(["hourglass/vanilla"])[label] == experiments.get("hourglass/vanilla").published  # found by label
+    assert (
+        nb.published(["hourglass/vanilla"])[label] == experiments.get("hourglass/vanilla").published
+    )  # found by label
 
 
 def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at_one_protocol_and_says_so():
@@ -56,7 +72,10 @@ def test_a_page_that_shows_a_headline_arm_beside_illustrations_plans_them_all_at
     assert experiments.page_protocol(mixed, "cpu") is experiments.Protocol.ILLUSTRATIONS
     assert {(r.seed, r.config.train.max_steps) for r in S.plan(mixed, experiments.Protocol.ILLUSTRATIONS)} == {(0, 250)}
     assert [(r.name, r.seed) for r in S.plan(mixed)][:3] == [
-        ("ar_ed/mse_pos_sub", 0), ("ar_ed/smaller_baseline", 0), ("ar_ed/mse_pos_sub", 1)]
+        ("ar_ed/mse_pos_sub", 0),
+        ("ar_ed/smaller_baseline", 0),
+        ("ar_ed/mse_pos_sub", 1),
+    ]
     with pytest.raises(ConfigError, match="protocol"):
         S.arms_at(mixed, "illustrations")
 

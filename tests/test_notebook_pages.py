@@ -16,12 +16,15 @@ from lmcompanion import learning, nb, verdicts
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for p in (ROOT / "notebooks").rglob("*.py") if ".ipynb_checkpoints" not in p.parts)
 REFS = ROOT / "tests" / "nbval"
-FIGURE = re.compile(r'^# %% .*mystnb=(\{.*\})\s*$')
+FIGURE = re.compile(r"^# %% .*mystnb=(\{.*\})\s*$")
 
 
 def _run(val: float, seed: int = 0, steps: int = 30):
-    return SimpleNamespace(summary={"steps": steps, "final": {"val": val}}, seed=seed,
-                           config=SimpleNamespace(name="ch/x", train=SimpleNamespace(max_steps=steps)))
+    return SimpleNamespace(
+        summary={"steps": steps, "final": {"val": val}},
+        seed=seed,
+        config=SimpleNamespace(name="ch/x", train=SimpleNamespace(max_steps=steps)),
+    )
 
 
 @pytest.fixture
@@ -36,8 +39,9 @@ def test_the_seed_phrase_is_the_runs_count():
     three = {"a": [_run(4.0, s) for s in range(3)], "b": [_run(4.0, s) for s in range(3)]}
     assert nb.seeds_phrase(three) == "mean over 3 seeds per arm, bands span the seeds"
     mixed = {**three, "c": [_run(4.0)]}
-    assert nb.seeds_phrase(mixed) == ("each arm's mean over its seeds (3 for a and b; 1 for c), bands span them where "
-                                      "there is more than one")
+    assert nb.seeds_phrase(mixed) == (
+        "each arm's mean over its seeds (3 for a and b; 1 for c), bands span them where there is more than one"
+    )
     assert nb.seeds_phrase({"a": three["a"]}, spread="bars") == "mean over 3 seeds, bars span the seeds"
     many = {**three, **{f"m{i}": [_run(4.0)] for i in range(5)}}
     assert nb.seeds_phrase(many).startswith("each arm's mean over its seeds (3 for a and b; 1 for 5 arms)")
@@ -67,7 +71,9 @@ def test_the_verdict_table_uses_the_badges_and_folds_the_numbers():
     v = verdicts.gate(verdicts.claim("a beats b", "1 vs 2", [4.0, 4.1], [4.9, 4.8]), [arm])
     v = verdicts.at_scale(v, "smoke", None)
     html = nb.verdict_table([v], "ar_ed", "smoke").data
-    assert '<span class="lmc-badge lmc-undecided" data-outcome="undecided">not decided at smoke: arm not learned' in html
+    assert (
+        '<span class="lmc-badge lmc-undecided" data-outcome="undecided">not decided at smoke: arm not learned' in html
+    )
     assert html.index("</table>") < html.index("<details")  # the verdicts first, the numbers folded under them
     assert "stays has not learned" in html.split("<details")[1]  # the verdict in full is in the fold
 
@@ -79,7 +85,7 @@ def _figure_cells(src: Path):
         m = FIGURE.match(line)
         if m and "figure" in (meta := json.loads(m.group(1))):
             code = []
-            for rest in lines[i + 1:]:
+            for rest in lines[i + 1 :]:
                 if rest.startswith("# %%"):
                     break
                 code.append(rest)
@@ -160,8 +166,11 @@ def test_every_verdict_row_on_a_page_names_the_runs_that_decided_it():
                     seen += 1
                     if runs.startswith("(") or "not run at this profile" in verdict or runs.startswith("timed side"):
                         continue
-                    if not re.search(r"<code>[\w/]+</code>: (one seed|\d+ seeds) \([\d, ]+\), [\d,]+ (or [\d,]+ )?"
-                                     r"steps", runs):
+                    if not re.search(
+                        r"<code>[\w/]+</code>: (one seed|\d+ seeds) \([\d, ]+\), [\d,]+ (or [\d,]+ )?"
+                        r"steps",
+                        runs,
+                    ):
                         missing.append((ref.name, runs, verdict))
     assert seen >= 100 and not missing, missing
 
@@ -174,8 +183,12 @@ def test_a_figure_cell_shows_one_output_so_its_caption_and_name_are_given_once()
     for ref in sorted(REFS.rglob("*.ipynb")):
         for cell in json.loads(ref.read_text())["cells"]:
             if "figure" in cell.get("metadata", {}).get("mystnb", {}):
-                shown = [o for o in cell.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")
-                         and not any(k.startswith("application/papermill.record") for k in o.get("data", {}))]
+                shown = [
+                    o
+                    for o in cell.get("outputs", [])
+                    if o.get("output_type") in ("display_data", "execute_result")
+                    and not any(k.startswith("application/papermill.record") for k in o.get("data", {}))
+                ]
                 if len(shown) > 1:
                     two.append(f"{ref.relative_to(REFS)}: {cell['metadata']['mystnb']['figure'].get('name')}")
     assert not two, two

@@ -18,9 +18,15 @@ META = tomllib.loads((REPO / "pyproject.toml").read_text())
 PROJECT = META["project"]
 
 # Import names whose distribution is named otherwise (the rest: the import name, canonicalized).
-DISTRIBUTION = {"huggingface_hub": "huggingface-hub", "tiktoken_ext": "tiktoken", "myst_nb": "myst-nb",
-                "yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn",
-                "markdown_it": "markdown-it-py"}
+DISTRIBUTION = {
+    "huggingface_hub": "huggingface-hub",
+    "tiktoken_ext": "tiktoken",
+    "myst_nb": "myst-nb",
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+    "markdown_it": "markdown-it-py",
+}
 # Declared but never imported by the package, each for a reason this test checks in the file that relies on it.
 USED_ELSEWHERE = {
     "ipykernel": ("src/lmcompanion/runner.py", 'KERNEL = "python3"'),  # the kernel papermill and nbval start

@@ -23,11 +23,17 @@ has_browser = CHROMIUM.exists() and CHROMEDRIVER.exists() and importlib.util.fin
 
 def _png(width: int, height: int) -> bytes:
     """A grey PNG of this size (no imaging library needed)."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 PAGE = """<html><head><style>
@@ -53,8 +59,9 @@ img {{ max-width: 100%; }}
 def site(tmp_path):
     png = "data:image/png;base64," + base64.b64encode(_png(40, 20)).decode()
     (tmp_path / "index.html").write_text(PAGE.format(img=png, wide="x " * 400))
-    (tmp_path / "other.html").write_text('<html><body><article class="bd-article"><p id="there">x</p>'
-                                         '</article></body></html>')
+    (tmp_path / "other.html").write_text(
+        '<html><body><article class="bd-article"><p id="there">x</p></article></body></html>'
+    )
     return tmp_path
 
 
@@ -64,15 +71,31 @@ def test_internal_links_resolve_to_a_file_and_an_anchor(site):
 
 
 def test_raw_tex_is_found_in_text_and_names_with_underscores_are_not():
-    found = page_check.raw_math(["the $L^1$ distance", "E_{i+1} here", "(z^i, x^i)", "8 \\ln 2", "𝒲_enc",
-                                 "W_e and d_model", "x ∈ ℝ", "mixer/expanded_d256"])
+    found = page_check.raw_math(
+        [
+            "the $L^1$ distance",
+            "E_{i+1} here",
+            "(z^i, x^i)",
+            "8 \\ln 2",
+            "𝒲_enc",
+            "W_e and d_model",
+            "x ∈ ℝ",
+            "mixer/expanded_d256",
+        ]
+    )
     assert len(found) == 5, found
 
 
 @pytest.mark.skipif(not has_browser, reason="needs Debian's chromium and chromium-driver, and selenium")
 def test_the_browser_check_finds_a_squashed_figure_an_overflowing_table_and_raw_math(site):
-    report = page_check.check(site, {"laptop": 1400}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
-                              pages=["index"], log=lambda *_: None)
+    report = page_check.check(
+        site,
+        {"laptop": 1400},
+        chromium=str(CHROMIUM),
+        chromedriver=str(CHROMEDRIVER),
+        pages=["index"],
+        log=lambda *_: None,
+    )
     kinds = [(p.kind, p.what.split(" ")[0]) for p in report.problems if p.page == "index.html"]
     assert report.figures["laptop"] == [2, 1]  # the one with a fixed height is squashed, the other is not
     assert ("overflow", "table") in kinds  # past the column, in no scroll container
@@ -80,8 +103,14 @@ def test_the_browser_check_finds_a_squashed_figure_an_overflowing_table_and_raw_
     assert ("scrolls", "table") in kinds  # a visible scroll container, at a laptop's width: should fit
     assert sum(k == "raw math" for k, _ in kinds) == 1  # one text node: the first pattern found in it
     assert sum(k == "link" for k, _ in kinds) == 2
-    phone = page_check.check(site, {"phone": 390}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
-                             pages=["index"], log=lambda *_: None)
+    phone = page_check.check(
+        site,
+        {"phone": 390},
+        chromium=str(CHROMIUM),
+        chromedriver=str(CHROMEDRIVER),
+        pages=["index"],
+        log=lambda *_: None,
+    )
     assert phone.scrolled["phone"] >= 1  # at a phone's width the visible scroll container is allowed
     assert shutil.which(str(CHROMIUM))
 
@@ -105,12 +134,20 @@ td.anywhere {{ overflow-wrap: anywhere; }}
 
 @pytest.mark.skipif(not has_browser, reason="needs Debian's chromium and chromium-driver, and selenium")
 def test_the_reader_checks_find_breaks_inside_words_scrolling_boxes_low_contrast_console_errors_and_late_verdicts(
-        tmp_path):
+    tmp_path,
+):
     png = "data:image/png;base64," + base64.b64encode(_png(40, 20)).decode()
     lines = "<br>".join(f"line {i}" for i in range(40))
     (tmp_path / "index.html").write_text(READER.format(spacer=1200, lines=lines, img=png, img_alt="x.png"))
-    report = page_check.check(tmp_path, {"laptop": 1400}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
-                              log=lambda *_: None, max_height=1000, first_screen="index")
+    report = page_check.check(
+        tmp_path,
+        {"laptop": 1400},
+        chromium=str(CHROMIUM),
+        chromedriver=str(CHROMEDRIVER),
+        log=lambda *_: None,
+        max_height=1000,
+        first_screen="index",
+    )
     kinds = {}
     for p in report.problems:
         kinds.setdefault(p.kind, []).append(p.what)
@@ -122,10 +159,20 @@ def test_the_reader_checks_find_breaks_inside_words_scrolling_boxes_low_contrast
     assert len(kinds["long"]) == 1  # taller than max_height
     assert "below the first screen" in kinds["first screen"][0]  # the verdict sits under 1,200 px of method
     # the same page with its verdict first, a box that fits, text that breaks between words, and an alt text: clean
-    (tmp_path / "index.html").write_text(READER.format(spacer=10, lines="one line", img=png, img_alt="a grey box")
-                                         .replace('class="anywhere"', "").replace("+0.0184", "")
-                                         .replace('<p class="pale">too pale to read</p>', "")
-                                         .replace("<script>const twice = 2;</script>", ""))
-    clean = page_check.check(tmp_path, {"laptop": 1400}, chromium=str(CHROMIUM), chromedriver=str(CHROMEDRIVER),
-                             log=lambda *_: None, max_height=1000, first_screen="index")
+    (tmp_path / "index.html").write_text(
+        READER.format(spacer=10, lines="one line", img=png, img_alt="a grey box")
+        .replace('class="anywhere"', "")
+        .replace("+0.0184", "")
+        .replace('<p class="pale">too pale to read</p>', "")
+        .replace("<script>const twice = 2;</script>", "")
+    )
+    clean = page_check.check(
+        tmp_path,
+        {"laptop": 1400},
+        chromium=str(CHROMIUM),
+        chromedriver=str(CHROMEDRIVER),
+        log=lambda *_: None,
+        max_height=1000,
+        first_screen="index",
+    )
     assert [p for p in clean.problems if p.kind != "overflow"] == [], clean.problems

@@ -18,7 +18,9 @@ def test_the_scorecard_lists_every_chapter_s_verdicts_with_counts_and_links():
     for chapter in ("AR encoder–decoder", "DeepSight", "Formal encoder–decoder"):
         assert f"## {chapter}" in text
     assert "**all chapters**" in text and "| `smoke` |" in text
-    assert "{doc}`01_embedding_loss </notebooks/ar_ed/01_embedding_loss>`" in text  # linked to the notebook that decides it
+    assert (
+        "{doc}`01_embedding_loss </notebooks/ar_ed/01_embedding_loss>`" in text
+    )  # linked to the notebook that decides it
     rows = [line for line in text.splitlines() if line.startswith("| ") and "decided in" not in line]
     assert len(rows) > 30
 
@@ -72,7 +74,10 @@ def test_the_intro_s_title_and_first_sentence_say_what_the_book_decides_and_what
         line = next(x for x in block.splitlines() if f"</book/{chapter}/index>`" in x)
         head = [r for r in rows if r["chapter"] == chapter and r.get("headline") and pages.group_of(r) == "training"]
         assert line.count('class="lmc-badge') == len(head)
-        assert f"claim{'s' if len(pages.claims_about_training([r for r in rows if r['chapter'] == chapter])) != 1 else ''} about training: " in line
+        assert (
+            f"claim{'s' if len(pages.claims_about_training([r for r in rows if r['chapter'] == chapter])) != 1 else ''} about training: "
+            in line
+        )
         assert f":::{{dropdown}} {pages.CHAPTER_TITLES[chapter]}\n" in intro  # its conclusion, folded below
     assert ("**Many tests at 5%.**" in intro) == any(r["outcome"] != pages.NOT_DECIDED for r in training)
 
@@ -92,8 +97,13 @@ def test_a_landing_page_shows_its_headline_verdicts_first_and_every_row_once():
     for notebook in {r["notebook"].split("/")[-1] for r in mine if not r.get("headline")}:
         assert f"\n:::{{dropdown}} {notebook}: " in page
     scaled = [r for r in mine if not pages.is_check(r)]
-    assert scaled and sum(">holds at smoke" in x or ">does not hold at smoke" in x or ">inconclusive at smoke" in x
-                          or ">not decided at smoke" in x for x in table) >= len(scaled)  # badges name their scale
+    assert scaled and sum(
+        ">holds at smoke" in x
+        or ">does not hold at smoke" in x
+        or ">inconclusive at smoke" in x
+        or ">not decided at smoke" in x
+        for x in table
+    ) >= len(scaled)  # badges name their scale
     assert "*Effect*: the claimed-better arm's mean minus the other's" in page
     assert "How the headline comparison is run" in page  # the method, folded after the verdicts
 
@@ -102,10 +112,25 @@ def test_a_decided_headline_verdict_shows_its_size_on_the_first_screen():
     """Issue 54, item 1: the first screen gives a decided headline's size (its effect beside the write-up's, their
     ratio and flags) and that its arms learned; a row not decided shows its badge's reason only."""
     effect = "-0.446 ± 0.023; the write-up's -0.013, ours 34.3× it; ⚑ 10× the write-up's effect or more"
-    arm = {"label": "flat_d512", "reference": "the unigram loss (validation)", "level": 6.0, "values": [4.7, 4.8],
-           "at": "final", "kind": "loss"}
-    row = {"chapter": "mixer", "claim": "the flat mixer wins", "headline": True, "group": "training",
-           "outcome": "holds", "verdict": "holds", "effect": effect, "profile": "cpu", "arms": [arm]}
+    arm = {
+        "label": "flat_d512",
+        "reference": "the unigram loss (validation)",
+        "level": 6.0,
+        "values": [4.7, 4.8],
+        "at": "final",
+        "kind": "loss",
+    }
+    row = {
+        "chapter": "mixer",
+        "claim": "the flat mixer wins",
+        "headline": True,
+        "group": "training",
+        "outcome": "holds",
+        "verdict": "holds",
+        "effect": effect,
+        "profile": "cpu",
+        "arms": [arm],
+    }
     (line,) = pages.headline_verdicts([row], "cpu")
     assert line.endswith(f"the flat mixer wins (effect {effect}; every arm learned)")
     short = {**arm, "values": [5.7, 4.8]}  # read from the arms: one seed 0.3 nats below its line has not learned
@@ -129,11 +154,26 @@ def test_no_generated_page_says_1_claims_or_a_share_with_three_decimals():
 
 
 def _gated_row(values, chance, lean="toward"):
-    return {"chapter": "formal_ed", "profile": "cpu", "claim": "ED-Training reduces the loss", "group": "training",
-            "verdict": f"not decided at `cpu` scale (ed_training has not learned; the data lean {lean} the claim)",
-            "outcome": "not decided at this scale", "chance": chance, "effect": "-0.90 ± 0.05",
-            "arms": [{"label": "ed_training", "reference": "the unigram loss (validation)", "level": 2.0,
-                      "values": values, "at": "final", "kind": "loss"}]}
+    return {
+        "chapter": "formal_ed",
+        "profile": "cpu",
+        "claim": "ED-Training reduces the loss",
+        "group": "training",
+        "verdict": f"not decided at `cpu` scale (ed_training has not learned; the data lean {lean} the claim)",
+        "outcome": "not decided at this scale",
+        "chance": chance,
+        "effect": "-0.90 ± 0.05",
+        "arms": [
+            {
+                "label": "ed_training",
+                "reference": "the unigram loss (validation)",
+                "level": 2.0,
+                "values": values,
+                "at": "final",
+                "kind": "loss",
+            }
+        ],
+    }
 
 
 def test_badges_say_the_outcome_its_scale_and_why_and_a_gate_override_says_why_in_one_line():
@@ -153,7 +193,8 @@ def test_badges_say_the_outcome_its_scale_and_why_and_a_gate_override_says_why_i
     assert "The test alone says" in pages._cell(row) and pages._row_line(row, "notebooks", "cpu").count("<br>") == 1
     # the intro's short form beside the claim, and nothing where the gate overrides nothing
     assert pages.override_short(_gated_row([1.67, 1.75], "p = 0.004")) == (
-        " (the test alone says *holds*, p = 0.004; the learning gate overrides it)")
+        " (the test alone says *holds*, p = 0.004; the learning gate overrides it)"
+    )
     assert pages.override_short(_gated_row([1.67, 1.75], "p = 0.30")) == "" == pages.override_short(held)
 
 
@@ -163,7 +204,9 @@ def test_the_chance_line_counts_only_the_tested_rows():
     line = pages.chance_line(rows)
     assert "30 claims were tested (20 decided)" in line and "on average about 1.5 of them would hold" in line
     assert "no more than 4 claims each way" in line
-    assert "fewer than one of them" in pages.chance_line(rows[:6]) and "6 claims were tested" in pages.chance_line(rows[:6])
+    assert "fewer than one of them" in pages.chance_line(rows[:6]) and "6 claims were tested" in pages.chance_line(
+        rows[:6]
+    )
     assert pages.chance_line([{"outcome": "not decided at this scale"}]).startswith("No claim")
     one = pages.chance_line(rows[:1])  # 19 times in 20 no claim of one holds by chance: said in words, not as 0
     assert one.endswith("and 19 times in 20 none either way.") and "no more than 0" not in one
@@ -172,8 +215,10 @@ def test_the_chance_line_counts_only_the_tested_rows():
 def test_the_scale_a_verdict_names_is_read_back_from_its_words():
     row = {"verdict": "does not hold at `cpu` scale: 0.036% of the write-up's tokens", "outcome": "does not hold"}
     assert pages.scale_of(row) == "`cpu` scale: 0.036% of the write-up's tokens"
-    row = {"verdict": "inconclusive at `cpu` scale: 0.036% of the write-up's tokens (the data lean toward the claim)",
-           "outcome": "inconclusive at this scale"}
+    row = {
+        "verdict": "inconclusive at `cpu` scale: 0.036% of the write-up's tokens (the data lean toward the claim)",
+        "outcome": "inconclusive at this scale",
+    }
     assert pages.scale_of(row) == "`cpu` scale: 0.036% of the write-up's tokens"
     assert pages.scale_of({"verdict": "holds", "outcome": "holds"}) == ""
     assert pages.is_check({"chance": "exact (no sampling)"}) and pages.is_check({"check": True, "chance": "χ² p"})
@@ -195,13 +240,29 @@ def test_the_pages_refuse_a_verdict_decided_on_an_arm_that_has_not_learned(tmp_p
 
     assert pages.gate_violations(REFS) == []  # the references obey the gate
     nb = nbformat.v4.new_notebook()
-    row = {"chapter": "ar_ed", "profile": "cpu", "claim": "a beats b", "verdict": "holds", "outcome": "holds",
-           "group": "training", "notebook": "ar_ed/x",
-           "arms": [{"label": "a", "reference": "unigram", "level": 6.0, "values": [5.0, 5.6], "at": "final",
-                     "kind": "loss"}]}
-    nb.cells.append(nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
-        "display_data", data={pages.GLUE_MIME: repr(json.dumps([row]))},
-        metadata={"scrapbook": {"name": "verdicts:cpu"}})]))
+    row = {
+        "chapter": "ar_ed",
+        "profile": "cpu",
+        "claim": "a beats b",
+        "verdict": "holds",
+        "outcome": "holds",
+        "group": "training",
+        "notebook": "ar_ed/x",
+        "arms": [
+            {"label": "a", "reference": "unigram", "level": 6.0, "values": [5.0, 5.6], "at": "final", "kind": "loss"}
+        ],
+    }
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data",
+                    data={pages.GLUE_MIME: repr(json.dumps([row]))},
+                    metadata={"scrapbook": {"name": "verdicts:cpu"}},
+                )
+            ]
+        )
+    )
     (tmp_path / "ar_ed").mkdir()
     nbformat.write(nb, tmp_path / "ar_ed" / "x.ipynb")
     assert pages.gate_violations(tmp_path) == ["ar_ed/x (cpu): 'a beats b' holds with arms that have not learned: a"]
@@ -216,10 +277,19 @@ def test_the_pages_refuse_a_verdict_decided_on_an_arm_that_has_not_learned(tmp_p
 
 def _headline_row(chapter: str, *arms: tuple[str, list[float]]) -> dict:
     """A glued headline row whose arms end at ``values`` against a unigram loss of 6.0 (learned: all at most 5.5)."""
-    return {"chapter": chapter, "profile": "cpu", "claim": "a beats b", "verdict": "not decided at this scale",
-            "outcome": "not decided at this scale", "group": "training", "headline": True,
-            "arms": [{"label": label, "reference": "unigram", "level": 6.0, "values": values, "at": "final",
-                      "kind": "loss"} for label, values in arms]}
+    return {
+        "chapter": chapter,
+        "profile": "cpu",
+        "claim": "a beats b",
+        "verdict": "not decided at this scale",
+        "outcome": "not decided at this scale",
+        "group": "training",
+        "headline": True,
+        "arms": [
+            {"label": label, "reference": "unigram", "level": 6.0, "values": values, "at": "final", "kind": "loss"}
+            for label, values in arms
+        ],
+    }
 
 
 def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfall(monkeypatch):
@@ -230,14 +300,15 @@ def test_a_headline_whose_arm_has_not_learned_says_so_with_its_declared_shortfal
 
     learned = [5.2] * 5
     short = [5.2, 5.6, 5.3, 5.2, 5.2]  # one seed 0.4 nats below the line
-    ok = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", learned), ("baseline", learned))],
-                             "cpu")
+    ok = pages.headline_line(
+        "deepsight", [_headline_row("deepsight", ("mse_d11", learned), ("baseline", learned))], "cpu"
+    )
     assert "has not learned" not in ok and "have not learned" not in ok
     (h,) = experiments.headlines("deepsight")
-    monkeypatch.setitem(headline_comparisons.HEADLINES, "deepsight",
-                        [replace(h, cpu_shortfall="the reason, declared")])
-    line = pages.headline_line("deepsight", [_headline_row("deepsight", ("mse_d11", short), ("baseline", learned))],
-                               "cpu")
+    monkeypatch.setitem(headline_comparisons.HEADLINES, "deepsight", [replace(h, cpu_shortfall="the reason, declared")])
+    line = pages.headline_line(
+        "deepsight", [_headline_row("deepsight", ("mse_d11", short), ("baseline", learned))], "cpu"
+    )
     assert "**In this build `mse_d11` has not learned**" in line and "cpu`: the reason, declared." in line
     monkeypatch.undo()
     # a headline that declares no shortfall says that the cost was not measured
@@ -269,8 +340,10 @@ def test_a_headline_says_where_its_cpu_steps_depart_from_the_rule_and_where_its_
     for arm in row["arms"]:  # top-1 at chance, one seed
         arm.update(reference="chance", level=1 / 31, kind="accuracy")
     line = pages.headline_line("retrieval", [row], "cpu")
-    assert (f"At `cpu` its arms run 1 seed, like the chapter's other arms: they illustrate and decide nothing, since "
-            f"they cannot learn at `cpu` at a cost the build can afford: {match.cpu_shortfall}") in line
+    assert (
+        f"At `cpu` its arms run 1 seed, like the chapter's other arms: they illustrate and decide nothing, since "
+        f"they cannot learn at `cpu` at a cost the build can afford: {match.cpu_shortfall}"
+    ) in line
     assert line.count(match.cpu_shortfall) == 1 and line.endswith("are not decided at `cpu`.")
     gpu = pages.headline_line("retrieval", [], "gpu")
     n = len(experiments.seeds_of(match.arms[0], "gpu"))  # the plan's seeds (experiments.HEADLINE_SEEDS), not typed
@@ -282,11 +355,16 @@ def test_a_landing_page_says_what_the_illustrations_run_and_why():
 
     for chapter, words, steps in (("ar_ed", "half", 250), ("deepsight", "a quarter", 250), ("hourglass", "half", 103)):
         line = pages.headline_line(chapter, [], "cpu")
-        assert (f"they illustrate, with one seed and {words} of the headline arms' steps ({steps} for the baseline)"
-                in line), chapter
+        assert (
+            f"they illustrate, with one seed and {words} of the headline arms' steps ({steps} for the baseline)" in line
+        ), chapter
         assert "runs of different lengths are never compared" in line
         assert "illustrate, with one seed" not in pages.headline_line(chapter, [], "gpu")
     for chapter in ("mixer", "formal_ed", "retrieval"):  # they keep their steps
         assert "of the headline arms' steps" not in pages.headline_line(chapter, [], "cpu")
-    assert experiments.config("hourglass/vanilla", "cpu", device="cpu",
-                              protocol=experiments.Protocol.ILLUSTRATIONS).train.max_steps == 103
+    assert (
+        experiments.config(
+            "hourglass/vanilla", "cpu", device="cpu", protocol=experiments.Protocol.ILLUSTRATIONS
+        ).train.max_steps
+        == 103
+    )

@@ -38,8 +38,10 @@ def test_the_smoke_plan_of_every_chapter_is_exactly_the_runs_its_notebooks_read(
     read = set().union(*(_glued_runs(p) for p in sorted((NBVAL / chapter).glob("*.ipynb"))))
     planned = {r.id for r in experiments.plan(chapter, "smoke", device="cpu")}
     assert read, "the references read no run: the test cannot fail"
-    assert planned == read, (f"planned, not read: {sorted(planned - read)}; read, not planned: {sorted(read - planned)}"
-                             " (run `make references` after changing a notebook or the plan)")
+    assert planned == read, (
+        f"planned, not read: {sorted(planned - read)}; read, not planned: {sorted(read - planned)}"
+        " (run `make references` after changing a notebook or the plan)"
+    )
 
 
 def test_every_chapter_with_notebooks_has_a_plan_and_the_plans_cover_the_smoke_references():
@@ -107,9 +109,16 @@ def test_a_plan_needs_neither_data_nor_network(monkeypatch):
 def test_no_chapter_module_plans_runs_and_only_the_retrieval_experiment_branches_on_its_kind():
     planners = {"arms", "seeds_for", "at_profile", "CPU_SKIP", "SKIPPED_SMALL", "ONE_SEED_PROFILES", "literal_run"}
     for path in sorted((SRC / "chapters").rglob("*.py")):
-        defined = {n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        defined |= {t.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Assign)
-                    for t in n.targets if isinstance(t, ast.Name)}
+        defined = {
+            n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        }
+        defined |= {
+            t.id
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         assert not defined & planners, f"{path.relative_to(SRC)} defines {sorted(defined & planners)}"
     allowed = {SRC / "experiments" / "retrieval.py", SRC / "data" / "retrieval.py"}
     for path in sorted(SRC.rglob("*.py")):
@@ -140,8 +149,9 @@ def test_at_cpu_the_headline_arms_run_five_seeds_and_every_other_arm_one():
     assert experiments.seeds_of("hourglass/vanilla", "gpu") == tuple(range(experiments.HEADLINE_SEEDS["gpu"]))
     assert experiments.seeds_of("ar_ed/pos_sub", "gpu") == (0, 1, 2) and "ar_ed/pos_sub" not in heads
     with pytest.raises(ValueError, match="cpu_shortfall"):
-        headline_comparisons.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why",
-                                      cpu_illustrates=True)
+        headline_comparisons.headline(
+            "mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why", cpu_illustrates=True
+        )
     for name in experiments.names():
         if experiments.runs_at(name, "cpu"):
             assert experiments.seeds_of(name, "cpu") == ((0, 1, 2, 3, 4) if name in heads else (0,)), name
@@ -205,7 +215,11 @@ def test_at_cpu_illustrating_arms_train_fewer_steps_and_the_headline_arms_also_o
             assert _steps(name, protocol=ILLUSTRATIONS) == short and _steps(name) == own.max_steps
             assert not arm.illustrates and arm.trains_at == (OWN, ILLUSTRATIONS)
             assert (arm.seeds(), arm.seeds(ILLUSTRATIONS), arm.steps(), arm.steps(ILLUSTRATIONS)) == (
-                tuple(range(5)), (0,), 1, fraction)
+                tuple(range(5)),
+                (0,),
+                1,
+                fraction,
+            )
         else:
             assert mine == [(0, short)], name
             assert experiments.seeds_of(name, "cpu") == (0,)
@@ -224,7 +238,8 @@ def test_only_cpu_shortens_the_illustrations(profile):
         for name in experiments.names(chapter):
             if experiments.runs_at(name, profile):
                 assert experiments.config(name, profile, device="cpu") == dataclasses.replace(
-                    experiments.get(name).build(profile), device="cpu"), name
+                    experiments.get(name).build(profile), device="cpu"
+                ), name
                 arm = experiments.arm(name, profile)
                 assert not arm.illustrates and arm.trains_at == (OWN,) and arm.steps(ILLUSTRATIONS) == 1, name
         assert experiments.page_protocol(experiments.names(chapter), profile) is OWN
@@ -247,7 +262,10 @@ def test_a_page_reads_every_arm_at_the_illustrations_protocol_when_one_of_them_i
     assert experiments.page_protocol(head + ["ar_ed/smaller_baseline"], "cpu") is ILLUSTRATIONS
     together = experiments.plan(head + ["ar_ed/smaller_baseline"], "cpu", device="cpu", protocol=ILLUSTRATIONS)
     assert [(r.name, r.seed, r.config.train.max_steps) for r in together] == [
-        ("ar_ed/mse_pos_sub", 0, 250), ("ar_ed/baseline", 0, 250), ("ar_ed/smaller_baseline", 0, 250)]
+        ("ar_ed/mse_pos_sub", 0, 250),
+        ("ar_ed/baseline", 0, 250),
+        ("ar_ed/smaller_baseline", 0, 250),
+    ]
     # an override of the steps (a notebook's max_steps) still wins
     assert _steps("ar_ed/smaller_baseline", overrides={"train.max_steps": 40}) == 40
 
@@ -257,12 +275,19 @@ def test_scaling_a_schedule_keeps_its_shape():
     assert experiments.steps_scaled(t, 1) is t
     half = experiments.steps_scaled(t, 0.5)
     assert (half.max_steps, half.warmup_steps, half.decay_steps, half.eval_interval, half.log_interval) == (
-        500, round(t.warmup_steps / 2 + 0.5), t.decay_steps // 2, t.eval_interval, t.log_interval)
+        500,
+        round(t.warmup_steps / 2 + 0.5),
+        t.decay_steps // 2,
+        t.eval_interval,
+        t.log_interval,
+    )
     assert experiments.steps_scaled(t, 0.25).eval_interval == 50  # at least five evaluations
     assert experiments.steps_scaled(t.replace(max_steps=3, warmup_steps=0), 0.1).max_steps == 2
     with pytest.raises(ValueError, match="cpu_illustration_steps"):
-        headline_comparisons.headline("ar_ed", "x", ("ar_ed/mse_pos_sub", "ar_ed/baseline"), "why",
-                                      cpu_illustration_steps=0.25)
+        headline_comparisons.headline(
+            "ar_ed", "x", ("ar_ed/mse_pos_sub", "ar_ed/baseline"), "why", cpu_illustration_steps=0.25
+        )
     with pytest.raises(ValueError, match="cpu_illustration_steps"):
-        headline_comparisons.headline("mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why",
-                                      cpu_illustration_steps=0)
+        headline_comparisons.headline(
+            "mixer", "x", ("mixer/flat_d512", "mixer/llama_d512"), "why", cpu_illustration_steps=0
+        )

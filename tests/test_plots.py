@@ -18,8 +18,11 @@ class Finished:
 
 
 def test_the_legend_sits_below_the_panels_with_the_reference_line_and_the_y_label_given():
-    fig = plots.loss_curves({"a": [Finished(0), Finished(0.1)], "b": [Finished(0.2)]}, reference=("chance", 3.4),
-                            ylabel="cross-entropy (nats per query)")
+    fig = plots.loss_curves(
+        {"a": [Finished(0), Finished(0.1)], "b": [Finished(0.2)]},
+        reference=("chance", 3.4),
+        ylabel="cross-entropy (nats per query)",
+    )
     assert all(ax.get_legend() is None for ax in fig.axes)  # no legend over the curves
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "chance"]
@@ -41,8 +44,9 @@ def test_a_reference_per_split_draws_each_panel_its_own_line_and_none_where_it_h
     dashed = [[line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"] for ax in fig.axes]
     assert dashed == [[3.3], [3.4]]
     frames = {"a": [pd.DataFrame({"x": [1, 2], "val": [1.0, 0.5], "gap": [0.1, 0.0]})]}
-    fig = plots.curves(frames, "x", {"val": "loss", "gap": "gap"}, xlabel="x", ylabel="y",
-                       reference=("unigram loss", {"val": 1.2}))
+    fig = plots.curves(
+        frames, "x", {"val": "loss", "gap": "gap"}, xlabel="x", ylabel="y", reference=("unigram loss", {"val": 1.2})
+    )
     dashed = [[line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"] for ax in fig.axes]
     assert dashed == [[1.2], []]
 
@@ -81,13 +85,22 @@ def test_no_figure_of_several_panels_is_wider_than_the_page():
     plots.style()
     page = plots.PAGE_WIDTH * plots.DPI + 2  # + rounding
     long = {f"a rather long arm label number {i}, d_model=512": [Finished(0), Finished(0.1)] for i in range(5)}
-    figs = {"loss curves": plots.loss_curves(long, reference=("unigram loss", 3.3)),
-            "three splits": plots.loss_curves(long, splits=("train", "val", "val")),
-            "sweep": plots.sweep([0, 1], {k: [[1, 2], [2, 3]] for k in "abc"}, xlabel="x", ylabel="y"),
-            "curves": plots.curves({"a": [pd.DataFrame({"x": [1, 2], "y": [1.0, 0.5]})]}, "x",
-                                   {"y": "one", "z": "two", "w": "three"}, xlabel="x", ylabel="y"),
-            "heatmaps": plots.heatmaps([{"matrix": np.eye(12), "xlabel": "x", "ylabel": "y",
-                                         "xticks": list("abcdefghijkl")}] * 4, colorbar="weight")}
+    figs = {
+        "loss curves": plots.loss_curves(long, reference=("unigram loss", 3.3)),
+        "three splits": plots.loss_curves(long, splits=("train", "val", "val")),
+        "sweep": plots.sweep([0, 1], {k: [[1, 2], [2, 3]] for k in "abc"}, xlabel="x", ylabel="y"),
+        "curves": plots.curves(
+            {"a": [pd.DataFrame({"x": [1, 2], "y": [1.0, 0.5]})]},
+            "x",
+            {"y": "one", "z": "two", "w": "three"},
+            xlabel="x",
+            ylabel="y",
+        ),
+        "heatmaps": plots.heatmaps(
+            [{"matrix": np.eye(12), "xlabel": "x", "ylabel": "y", "xticks": list("abcdefghijkl")}] * 4,
+            colorbar="weight",
+        ),
+    }
     wide = {name: _displayed_width(fig) for name, fig in figs.items() if _displayed_width(fig) > page}
     assert not wide, f"wider than the page ({page:.0f} px): {wide}"
     assert len({ax.get_subplotspec().rowspan.start for ax in figs["sweep"].axes if ax.get_visible()}) == 2

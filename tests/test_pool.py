@@ -50,8 +50,9 @@ def test_a_run_trained_in_the_pool_is_the_run_one_process_trains(tmp_path, data_
     assert [r.keys() for r in ours] == [r.keys() for r in ref]
     assert all(close(a[k], b[k]) for a, b in zip(ours, ref) for k in a if k != "step")
     # and a different run is not within that tolerance: the comparison can fail
-    [other] = train_all(experiments.plan(["ar_ed/baseline"], "smoke", seeds=[2], device="cpu"), 1,
-                        store=RunStore(tmp_path / "pool"))
+    [other] = train_all(
+        experiments.plan(["ar_ed/baseline"], "smoke", seeds=[2], device="cpu"), 1, store=RunStore(tmp_path / "pool")
+    )
     assert not all(close(a[k], b[k]) for a, b in zip(_metrics(other.path), ref) for k in a if k != "step")
 
 
@@ -96,8 +97,10 @@ def test_a_run_that_reads_what_a_run_in_flight_reads_starts_after_another_ready_
     would wait on the other. The pool starts another ready run first, and the matcher when nothing else is ready."""
     from lmcompanion.experiments.pool import _next_ready
 
-    c32, c128, other = (experiments.planned(n, "smoke", 0, device="cpu") for n in (
-        "retrieval/flat_d1024_c32", "retrieval/flat_d1024_c128", "retrieval/llama_d512_c32"))
+    c32, c128, other = (
+        experiments.planned(n, "smoke", 0, device="cpu")
+        for n in ("retrieval/flat_d1024_c32", "retrieval/flat_d1024_c128", "retrieval/llama_d512_c32")
+    )
     assert c32.needs and c32.needs[0].id == c128.needs[0].id != other.needs[0].id
     done = {n.id: type("O", (), {"path": "x"})() for r in (c32, c128, other) for n in r.needs}
     assert _next_ready([c128, other], done, [c32]) is other

@@ -136,12 +136,14 @@ def test_every_quotation_on_a_chapters_pages_and_rows_is_the_write_ups_words(cha
 
 
 def test_the_check_finds_a_misquotation():
-    text = normalise("The MSE embedding loss performed *better* than [cosine](#c) in validation loss but worse in "
-                     "train loss. It – mainly – helps.")
+    text = normalise(
+        "The MSE embedding loss performed *better* than [cosine](#c) in validation loss but worse in "
+        "train loss. It – mainly – helps."
+    )
     assert found("the MSE embedding loss performed better than cosine", text)  # case of the first letter, emphasis
     assert found("performed better ... in validation loss.", text)  # words left out, a closing full stop
     assert found("It — mainly — helps", text)  # typography
     assert not found("performed much better than cosine", text)
     assert not found("in train loss ... performed better", text)  # the pieces in order
-    assert DOUBLE.findall(normalise("the write-up's “no benefit” and \"mainly\"")) == ["no benefit", "mainly"]
+    assert DOUBLE.findall(normalise('the write-up\'s “no benefit” and "mainly"')) == ["no benefit", "mainly"]
     assert SINGLE.findall("the arms' runs are 'nearly identical' (the write-up's words)") == ["nearly identical"]

@@ -103,8 +103,9 @@ def test_a_row_whose_measure_evaluates_the_model_is_not_decided_on_recorded_runs
         found["hourglass/vanilla"][0].load_model()
     rows = {v.claim: v for v in claims.verdicts("hourglass", claims.Context(found))}
     last_token = [c for c in rows if "last token" in c and "384-32" in c]
-    assert last_token and all("needs the run's files" in rows[c].ours and "carries metrics, not files" in rows[c].verdict
-                              for c in last_token)
+    assert last_token and all(
+        "needs the run's files" in rows[c].ours and "carries metrics, not files" in rows[c].verdict for c in last_token
+    )
     tail = [c for c in rows if "last 32 tokens" in c and "384-32" in c]
     assert tail and all("files" not in rows[c].verdict for c in tail)
 

@@ -26,6 +26,7 @@ def test_reference_is_an_up_to_date_smoke_execution(src):
     assert code_of(executed) == code_of(source), f"{ref} is stale: the source changed; run `make references`"
     md = [c.source for c in executed.cells if c.cell_type == "markdown"]
     assert md == [c.source for c in source.cells if c.cell_type == "markdown"], f"{ref} is stale: run `make references`"
+
     def ignored(nb):  # the code of the cells whose outputs nbval ignores (timings, provenance)
         return [c.source for c in nb.cells if "nbval-ignore-output" in c.metadata.get("tags", [])]
 

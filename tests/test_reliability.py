@@ -97,8 +97,19 @@ def test_an_interrupt_during_evaluation_is_evaluated_again_on_resume(tmp_path, m
 def test_a_ctrl_c_from_outside_resumes_byte_identical(tmp_path):
     """A real process, interrupted with SIGINT twice, then run again with the same command."""
     env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke",
-           "--set", "train.max_steps=200", "--set", "train.ckpt_interval=10"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmcompanion",
+        "train",
+        "ar_ed/baseline",
+        "--profile",
+        "smoke",
+        "--set",
+        "train.max_steps=200",
+        "--set",
+        "train.ckpt_interval=10",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None and not list((tmp_path / "runs").glob("*/ckpt.pt")):
@@ -164,8 +175,10 @@ def test_an_empty_corpus_stops_early_and_leaves_no_cache(copied_data, monkeypatc
     assert load_tokens(cfg).vocab_size == 65
 
 
-@pytest.mark.parametrize("content, message", [(b"\xff\xfe\xfa not utf-8", "is not UTF-8"),
-                                              (b"a\x00b\x00" * 100, "NUL bytes"), (b"a" * 5000, "single distinct")])
+@pytest.mark.parametrize(
+    "content, message",
+    [(b"\xff\xfe\xfa not utf-8", "is not UTF-8"), (b"a\x00b\x00" * 100, "NUL bytes"), (b"a" * 5000, "single distinct")],
+)
 def test_a_corpus_that_is_not_text_stops_early(copied_data, monkeypatch, content, message):
     (copied_data / "tinyshakespeare" / "input.txt").write_bytes(content)
     monkeypatch.setenv("LMC_DATA_DIR", str(copied_data))
@@ -349,14 +362,26 @@ def test_a_syntax_error_in_the_parameters_cell_names_the_line(tmp_path):
         runner.check_parameters(runner.read_source(src), {})
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["list", "--chapter", "ar_edd"], "did you mean 'ar_ed'"),
-    (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "0"], "argument --steps: expected a whole number >= 1"),
-    (["train", "ar_ed/basline", "--profile", "smoke"], "did you mean 'ar_ed/baseline'"),
-    (["train-chapter", "ar_ed", "--profile", "smoke", "--seeds", "0", "--plan"], "argument --seeds: expected a whole number >= 1"),
-    (["train-chapter", "mixers", "--profile", "smoke", "--plan"], "did you mean 'mixer'"),
-    (["train", "ar_ed/baseline", "--profile", "smoke", "--seed", "-1"], "argument --seed: expected a seed, a whole number from 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["list", "--chapter", "ar_edd"], "did you mean 'ar_ed'"),
+        (
+            ["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "0"],
+            "argument --steps: expected a whole number >= 1",
+        ),
+        (["train", "ar_ed/basline", "--profile", "smoke"], "did you mean 'ar_ed/baseline'"),
+        (
+            ["train-chapter", "ar_ed", "--profile", "smoke", "--seeds", "0", "--plan"],
+            "argument --seeds: expected a whole number >= 1",
+        ),
+        (["train-chapter", "mixers", "--profile", "smoke", "--plan"], "did you mean 'mixer'"),
+        (
+            ["train", "ar_ed/baseline", "--profile", "smoke", "--seed", "-1"],
+            "argument --seed: expected a seed, a whole number from 0",
+        ),
+    ],
+)
 def test_bad_command_lines_get_a_message(argv, message, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
@@ -417,8 +442,20 @@ def test_a_recorded_runs_marker_is_covered_too(tmp_path):
 
 def _sigterm_run(tmp_path, extra=()):
     env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "lmcompanion", "train", "ar_ed/baseline", "--profile", "smoke",
-           "--set", "train.max_steps=400", "--set", "train.ckpt_interval=5", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmcompanion",
+        "train",
+        "ar_ed/baseline",
+        "--profile",
+        "smoke",
+        "--set",
+        "train.max_steps=400",
+        "--set",
+        "train.ckpt_interval=5",
+        *extra,
+    ]
     return env, cmd
 
 
@@ -433,8 +470,9 @@ def sigterm_clean_metrics(tmp_path_factory):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_identical(tmp_path, sig,
-                                                                                        sigterm_clean_metrics):
+def test_sigterm_or_sighup_finishes_the_step_and_checkpoint_and_resumes_byte_identical(
+    tmp_path, sig, sigterm_clean_metrics
+):
     """What a scheduler, `timeout` or a closing terminal sends: handled as Ctrl-C is (the step, its checkpoint, a
     message, exit 128 + the signal), with no temporary file left; the same command then resumes."""
     env, cmd = _sigterm_run(tmp_path)
@@ -496,17 +534,40 @@ def test_a_full_disk_during_training_ends_with_the_message_and_keeps_the_previou
     assert done.summary["resumed_from"] == 10
 
 
-@pytest.mark.parametrize("argv", [
-    ["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "1", "--warmup", "0",
-     "--set", "train.batch_size=200000"],
-    ["train", "ar_ed/baseline", "--profile", "smoke", "--set", "train.batch_size=200000", "--set",
-     "train.max_steps=1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "bench",
+            "ar_ed/baseline",
+            "--profile",
+            "smoke",
+            "--steps",
+            "1",
+            "--warmup",
+            "0",
+            "--set",
+            "train.batch_size=200000",
+        ],
+        [
+            "train",
+            "ar_ed/baseline",
+            "--profile",
+            "smoke",
+            "--set",
+            "train.batch_size=200000",
+            "--set",
+            "train.max_steps=1",
+        ],
+    ],
+)
 def test_a_batch_too_large_for_memory_names_what_ran_out_and_the_setting_to_lower(tmp_path, argv):
     """A real allocation failure (the address space capped from outside): what ran out and which setting to lower,
     no allocator traceback."""
-    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-            "from lmcompanion.cli import main; sys.exit(main(sys.argv[1:]))")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+        "from lmcompanion.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
     got = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=300)
     assert got.returncode == 2, got.stderr[-2000:]
@@ -516,21 +577,34 @@ def test_a_batch_too_large_for_memory_names_what_ran_out_and_the_setting_to_lowe
 
 # One command per case, each in a fresh process, so that `make unit` spreads them over its workers (the hourglass
 # paper plan alone counts FLOPs for about a minute of CPU time).
-@pytest.mark.parametrize("argv", [
-    ["list"], ["params", "--all", "--profile", "paper"], ["params", "--all", "--profile", "cpu"],
-    ["train-chapter", "hourglass", "--profile", "paper", "--plan"],
-    ["train-chapter", "retrieval", "--profile", "gpu", "--plan"],
-    ["train-chapter", "mixer", "--profile", "cpu", "--plan"],
-], ids=["list", "params-paper", "params-cpu", "plan-hourglass-paper", "plan-retrieval-gpu", "plan-mixer-cpu"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list"],
+        ["params", "--all", "--profile", "paper"],
+        ["params", "--all", "--profile", "cpu"],
+        ["train-chapter", "hourglass", "--profile", "paper", "--plan"],
+        ["train-chapter", "retrieval", "--profile", "gpu", "--plan"],
+        ["train-chapter", "mixer", "--profile", "cpu", "--plan"],
+    ],
+    ids=["list", "params-paper", "params-cpu", "plan-hourglass-paper", "plan-retrieval-gpu", "plan-mixer-cpu"],
+)
 def test_counting_and_planning_need_neither_network_nor_data(tmp_path, argv):
     """Offline and without LMC_DATA_DIR: list, params and plans of every chapter at every profile."""
     env = {k: v for k, v in os.environ.items() if k != "LMC_DATA_DIR"}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", LMC_CACHE_DIR=str(tmp_path / "cache"),
-               LMC_RUNS_DIR=str(tmp_path / "runs"), HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        LMC_CACHE_DIR=str(tmp_path / "cache"),
+        LMC_RUNS_DIR=str(tmp_path / "runs"),
+        HTTPS_PROXY="http://127.0.0.1:9",
+        HTTP_PROXY="http://127.0.0.1:9",
+    )
     # the timeout guards against a hang, not a speed check: the hourglass paper plan counts FLOPs for about a minute of
     # CPU time, and took over 300 s on the 2-core machine at a load average of 10
-    got = subprocess.run([sys.executable, "-m", "lmcompanion", *argv], env=env, capture_output=True, text=True,
-                         timeout=900)
+    got = subprocess.run(
+        [sys.executable, "-m", "lmcompanion", *argv], env=env, capture_output=True, text=True, timeout=900
+    )
     assert got.returncode == 0, f"{argv}: {got.stderr[-1500:]}"
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.bin"))
 
@@ -543,20 +617,24 @@ def recorded_file(tmp_path_factory):
     return recorded.write([made], tmp_path_factory.mktemp("recorded"))[0]
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("format", "lmcompanion-recorded-run/2", "this version of the book reads"),
-    ("experiment", "../../../etc/passwd", "is not one of this book's"),
-    ("seed", "0/../../x", "is not a non-negative integer"),
-    ("seed", True, "is not a non-negative integer"),
-    ("profile", "laptop", "is not one of"),
-    ("config", {"name": "ar_ed/baseline"}, "its config does not build"),
-    ("metrics", [{"step": 1, "loss": "0.1; rm -rf /"}], "not numbers"),
-    ("metrics", "all good", "not a non-empty list"),
-    ("summary", {"final": {"val": 1.0}}, "summary's 'steps'"),
-    ("provenance", {"key": "../../../../tmp/x"}, "is not a run key"),
-])
-def test_a_recorded_file_is_validated_completely_before_anything_is_written(recorded_file, tmp_path, field, value,
-                                                                              message):
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("format", "lmcompanion-recorded-run/2", "this version of the book reads"),
+        ("experiment", "../../../etc/passwd", "is not one of this book's"),
+        ("seed", "0/../../x", "is not a non-negative integer"),
+        ("seed", True, "is not a non-negative integer"),
+        ("profile", "laptop", "is not one of"),
+        ("config", {"name": "ar_ed/baseline"}, "its config does not build"),
+        ("metrics", [{"step": 1, "loss": "0.1; rm -rf /"}], "not numbers"),
+        ("metrics", "all good", "not a non-empty list"),
+        ("summary", {"final": {"val": 1.0}}, "summary's 'steps'"),
+        ("provenance", {"key": "../../../../tmp/x"}, "is not a run key"),
+    ],
+)
+def test_a_recorded_file_is_validated_completely_before_anything_is_written(
+    recorded_file, tmp_path, field, value, message
+):
     """Recorded files are made by others: a wrong type, an unknown version or a value that would name a path stops
     the import with a message naming the file and the field, and nothing is written, not even the valid files'
     runs."""
@@ -634,12 +712,20 @@ def test_a_foreign_embeddings_cache_is_made_again(tmp_path, monkeypatch):
     assert set(again) == set(emb) and all(torch.equal(again[k], emb[k]) for k in emb)
 
 
-@pytest.mark.parametrize("name, value, given, expected", [
-    ("overrides", "[1, 2]", "a list ([1, 2])", "a dict"),  # failed in the notebook's third cell: "dictionary update sequence"
-    ("seed", "0.5", "a float (0.5)", "an int"),
-    ("profile", "3", "an int (3)", "a str"),
-    ("n_seeds", "{'a': 1}", "a dict ({'a': 1})", "None or one value"),
-])
+@pytest.mark.parametrize(
+    "name, value, given, expected",
+    [
+        (
+            "overrides",
+            "[1, 2]",
+            "a list ([1, 2])",
+            "a dict",
+        ),  # failed in the notebook's third cell: "dictionary update sequence"
+        ("seed", "0.5", "a float (0.5)", "an int"),
+        ("profile", "3", "an int (3)", "a str"),
+        ("n_seeds", "{'a': 1}", "a dict ({'a': 1})", "None or one value"),
+    ],
+)
 def test_a_parameter_of_the_wrong_type_is_named_before_anything_runs(tmp_path, capsys, name, value, given, expected):
     src = REPO / "notebooks" / "prologue" / "baseline.py"
     out = tmp_path / "baseline.ipynb"
@@ -650,7 +736,6 @@ def test_a_parameter_of_the_wrong_type_is_named_before_anything_runs(tmp_path, c
     with pytest.raises(ConfigError, match=f"parameter {name!r} is given {re.escape(given)}"):  # the Python API too
         runner.run_notebook(src, out, params={name: ast.literal_eval(value)})
     assert list(tmp_path.iterdir()) == []
-
 
 
 def test_a_cell_past_the_per_cell_timeout_is_stopped_and_named(tmp_path, capsys, monkeypatch):
@@ -667,7 +752,9 @@ def test_a_cell_past_the_per_cell_timeout_is_stopped_and_named(tmp_path, capsys,
 
 def test_a_kernel_that_dies_names_the_cell_and_keeps_the_partial_notebook(tmp_path, capsys):
     src = tmp_path / "die.py"
-    src.write_text('# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint("before")\n\n# %%\nimport os\nos._exit(3)\n')
+    src.write_text(
+        '# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint("before")\n\n# %%\nimport os\nos._exit(3)\n'
+    )
     assert cli.main(["run-notebook", str(src)]) == 2
     err = capsys.readouterr().err
     assert "the kernel died in cell 2" in err and "Traceback" not in err

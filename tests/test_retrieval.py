@@ -15,7 +15,14 @@ from lmcompanion.errors import DataError
 from lmcompanion.data import retrieval as rdata
 from lmcompanion.data.stories import StoriesDataConfig, load_stories
 from lmcompanion.experiments import retrieval as rexp
-from lmcompanion.models.matcher import EMBED_POSITION, Matcher, MatcherConfig, MixerAutoencoder, AutoencoderConfig, embed
+from lmcompanion.models.matcher import (
+    EMBED_POSITION,
+    Matcher,
+    MatcherConfig,
+    MixerAutoencoder,
+    AutoencoderConfig,
+    embed,
+)
 from lmcompanion.models.mixer import MaskedMixer, MixerConfig
 from lmcompanion.models.transformer import Transformer, llama_config
 
@@ -51,10 +58,18 @@ def test_the_true_target_lands_at_every_position_and_negatives_are_resampled():
     index = torch.zeros(2000, dtype=torch.long)
     rows, labels = data.draw(index, g)
     assert set(labels.tolist()) == set(range(5))  # uniform over the candidate rows
-    src = rdata.RetrievalSource({"query_train": data.queries, "target_train": data.targets,
-                                 "query_test": data.queries, "target_test": data.targets}, 6,
-                                rdata.RetrievalDataConfig(n_pairs=30), experiments.config(
-                                    "retrieval/flat_d512_c32", "smoke", device="cpu").train, seed=0)
+    src = rdata.RetrievalSource(
+        {
+            "query_train": data.queries,
+            "target_train": data.targets,
+            "query_test": data.queries,
+            "target_test": data.targets,
+        },
+        6,
+        rdata.RetrievalDataConfig(n_pairs=30),
+        experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu").train,
+        seed=0,
+    )
     a, b = src.train_batches(0)[0], src.train_batches(1)[0]
     assert not torch.equal(a["x"], b["x"])
     assert torch.equal(src.train_batches(0)[0]["x"], a["x"])  # a pure function of (seed, step)
@@ -135,8 +150,16 @@ def test_extractive_rule_removes_every_copy_and_skips_short_stories():
 
 
 def test_instruct_parser_reads_summary_and_story():
-    lines = ["Features: Dialogue", "Summary: A cat finds a hat.", "Story: Once there was a cat.", "It found a hat.",
-             "<|endoftext|>", "Words: run", "Story: No summary here.", "<|endoftext|>"]
+    lines = [
+        "Features: Dialogue",
+        "Summary: A cat finds a hat.",
+        "Story: Once there was a cat.",
+        "It found a hat.",
+        "<|endoftext|>",
+        "Words: run",
+        "Story: No summary here.",
+        "<|endoftext|>",
+    ]
     got = rdata.parse_instruct(lines)
     assert len(got) == 1 and got[0].query == "A cat finds a hat."
     assert got[0].story == "Once there was a cat.\nIt found a hat."
@@ -297,7 +320,9 @@ def test_an_exported_run_lets_numpy_alone_re_derive_its_numbers(tmp_path, capsys
 
 
 def test_pairs_are_split_by_story_the_last_tenth_for_testing():
-    stories = [f"Tom saw a dog number {i}. The dog ran far away. Tom ran after the dog {i}. They played." for i in range(60)]
+    stories = [
+        f"Tom saw a dog number {i}. The dog ran far away. Tom ran after the dog {i}. They played." for i in range(60)
+    ]
     cfg = rdata.RetrievalDataConfig(n_pairs=50)
     got = rdata.pairs(cfg, stories)
     assert [p.index for p in got["train"]] == list(range(45)) and [p.index for p in got["test"]] == list(range(45, 50))
@@ -324,15 +349,17 @@ def test_the_gpu_profile_reads_tinystories_own_summaries_where_the_stories_come_
 
 
 def test_the_512_wide_transformer_embedder_is_the_write_ups_best_3060_transformer():
-    """"the transformer architecture with the lowest loss after the 12-hour 3060 compute (d_m=512, n_l=8, h=4,
+    """ "the transformer architecture with the lowest loss after the 12-hour 3060 compute (d_m=512, n_l=8, h=4,
     eta=0.005)" (issue 22, item 2), not the 16-head Llama of the tables."""
     cfg = experiments.config("retrieval/llama_d512_c32", "paper", device="cpu")
     assert cfg.data.embedder == "mixer/llama_d512_h4_eta005"
     llama = experiments.config(cfg.data.embedder, "paper", device="cpu")
     assert (llama.model.n_embed, llama.model.n_layer, llama.model.n_head, llama.train.lr) == (512, 8, 4, 0.005)
     # the transformer matcher reads the transformer's embeddings ("from the transformer's embeddings")
-    assert experiments.config("retrieval/transformer_matcher_llama_d1024_c32", "paper",
-                              device="cpu").data.embedder == "mixer/llama_d1024"
+    assert (
+        experiments.config("retrieval/transformer_matcher_llama_d1024_c32", "paper", device="cpu").data.embedder
+        == "mixer/llama_d1024"
+    )
     # the untrained control is 512 wide ("an untrained 512-dimensional masked mixer")
     assert experiments.config("retrieval/untrained_d512_c128", "paper", device="cpu").model.n_embed == 512
 
@@ -341,14 +368,18 @@ def test_rows_quote_the_write_ups_numbers_and_compare_like_with_like():
     from lmcompanion.chapters import retrieval as R
 
     rows = {r.text: r for r in R.SPECS}
-    final = rows["with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer "
-                 "embeddings"]
+    final = rows[
+        "with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings"
+    ]
     assert final.kind == "lower" and final.published.startswith("mixer 0.76 vs transformer 2.98")
-    peak = rows["with 127 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer "
-                "embeddings, each at its best evaluation"]
+    peak = rows[
+        "with 127 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer "
+        "embeddings, each at its best evaluation"
+    ]
     assert peak.kind == "lower_peak" and peak.published.startswith("mixer 0.01/0.76 vs transformer 0.61/2.27")
-    small = rows["with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 "
-                 "transformer's"]
+    small = rows[
+        "with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 transformer's"
+    ]
     assert "3.43" in small.published and "0.01/0.10" in small.published
     assert not any("no numbers" in r.published or "hardly" in r.published for r in R.SPECS)
     assert {n for r in R.SPECS for n in r.names} <= set(experiments.names("retrieval"))
@@ -390,10 +421,11 @@ def test_peak_and_final_rows_read_the_runs_best_and_last_evaluations():
 
     def run(test_curve, n_ctx=32):
         ev = pd.DataFrame({"step": range(len(test_curve)), "test": test_curve, "train": [0.1] * len(test_curve)})
-        return SimpleNamespace(evals=lambda: ev, summary={"final": {"test": test_curve[-1], "train": 0.1,
-                                                                   "test_acc": 0.5}, "steps": len(test_curve) - 1},
-                               config=SimpleNamespace(model=SimpleNamespace(context_size=n_ctx),
-                                                      data=RetrievalDataConfig()))
+        return SimpleNamespace(
+            evals=lambda: ev,
+            summary={"final": {"test": test_curve[-1], "train": 0.1, "test_acc": 0.5}, "steps": len(test_curve) - 1},
+            config=SimpleNamespace(model=SimpleNamespace(context_size=n_ctx), data=RetrievalDataConfig()),
+        )
 
     mixer = [run([3.4, 1.0, 0.80 + 0.01 * s]) for s in range(3)]  # still falling
     transformer = [run([3.4, 0.50 + 0.01 * s, 2.9 + 0.01 * s]) for s in range(3)]  # a low peak, then overfits
@@ -414,18 +446,38 @@ def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
     import time
 
     env = {**os.environ, "LMC_RUNS_DIR": str(tmp_path / "runs"), "LMC_PROGRESS": "0", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "lmcompanion", "train", "retrieval/flat_d512_c32", "--profile", "smoke",
-           "--device", "cpu", "--set", "train.max_steps=300", "--set", "train.ckpt_interval=5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmcompanion",
+        "train",
+        "retrieval/flat_d512_c32",
+        "--profile",
+        "smoke",
+        "--device",
+        "cpu",
+        "--set",
+        "train.max_steps=300",
+        "--set",
+        "train.ckpt_interval=5",
+    ]
     # the embedder first (a run of its own), so that the kill lands in the matcher's run
-    subprocess.run([sys.executable, "-m", "lmcompanion", "train", "mixer/flat_d512", "--profile", "smoke",
-                    "--device", "cpu"], env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "lmcompanion", "train", "mixer/flat_d512", "--profile", "smoke", "--device", "cpu"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None and not list((tmp_path / "runs").glob("retrieval_*/ckpt.pt")):
         time.sleep(0.02)
     if proc.poll() is not None:  # it failed (offline data missing, say): say why instead of waiting out the deadline
-        raise AssertionError(f"the matcher's run ended ({proc.returncode}) before its first checkpoint: "
-                             f"{proc.stderr.read().decode()[-2000:]}")
+        raise AssertionError(
+            f"the matcher's run ended ({proc.returncode}) before its first checkpoint: "
+            f"{proc.stderr.read().decode()[-2000:]}"
+        )
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
@@ -433,8 +485,9 @@ def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
     assert (folder / "ckpt.pt").is_file() and not (folder / "summary.json").exists(), "the run ended before the kill"
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
-    clean = subprocess.run(cmd, env={**env, "LMC_RUNS_DIR": str(tmp_path / "clean")}, capture_output=True, text=True,
-                           timeout=600)
+    clean = subprocess.run(
+        cmd, env={**env, "LMC_RUNS_DIR": str(tmp_path / "clean")}, capture_output=True, text=True, timeout=600
+    )
     assert clean.returncode == 0, clean.stderr
     resumed = json.loads((folder / "summary.json").read_text())
     assert resumed["resumed_from"] and resumed["resumed_from"] % 5 == 0
@@ -455,8 +508,9 @@ def test_embeddings_on_a_sphere_have_no_norm_spread_and_gaussian_ones_the_stated
     run = SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(n_embed=d)), path=tmp_path)
     for emb, expected in ((torch.nn.functional.normalize(gauss, dim=-1), 0.0), (gauss, R.sphere_level(run))):
         half = n // 2
-        monkeypatch.setattr(R.analysis, "_source",
-                            lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]}))
+        monkeypatch.setattr(
+            R.analysis, "_source", lambda r, e=emb: (None, {"query_test": e[:half], "target_test": e[half:]})
+        )
         assert R.norm_spread(run) == pytest.approx(expected, abs=0.1 * R.sphere_level(run))
 
 
@@ -465,28 +519,64 @@ def test_the_lead_states_bm25_against_the_matchers_from_the_glued_rows():
     from lmcompanion.chapters import retrieval as R
 
     def arm(label, values, level=3.434):
-        return {"label": label, "reference": "chance (ln 31)", "level": level, "values": values, "at": "final",
-                "kind": "loss"}
+        return {
+            "label": label,
+            "reference": "chance (ln 31)",
+            "level": level,
+            "values": values,
+            "at": "final",
+            "kind": "loss",
+        }
 
-    bm25 = {"claim": R.BM25, "outcome": "holds", "profile": "cpu",
-            "ours": "BM25 top-1 0.92 [0.90, 0.94] among 31 candidates; the matcher's 0.03; chance 0.032"}
-    rows = [bm25, {"claim": "x", "outcome": "not decided at this scale", "profile": "cpu",
-                   "arms": [arm("flat_d1024_c32", [3.43, 3.40]), arm("llama_d1024_c32", [3.44])]}]
+    bm25 = {
+        "claim": R.BM25,
+        "outcome": "holds",
+        "profile": "cpu",
+        "ours": "BM25 top-1 0.92 [0.90, 0.94] among 31 candidates; the matcher's 0.03; chance 0.032",
+    }
+    rows = [
+        bm25,
+        {
+            "claim": "x",
+            "outcome": "not decided at this scale",
+            "profile": "cpu",
+            "arms": [arm("flat_d1024_c32", [3.43, 3.40]), arm("llama_d1024_c32", [3.44])],
+        },
+    ]
     text = claims.lead("retrieval", rows)
-    assert "BM25 top-1 0.92" in text and "none of the 2 matcher arms" in text and "never more than 0.0340 nats below" in text
+    assert (
+        "BM25 top-1 0.92" in text
+        and "none of the 2 matcher arms" in text
+        and "never more than 0.0340 nats below" in text
+    )
     learned = [bm25, {**rows[1], "arms": [arm("flat_d1024_c32", [2.0, 2.1]), arm("llama_d1024_c32", [3.44])]}]
     assert "1 of the 2 matcher arms trained on embeddings have left chance on their test pairs (flat_d1024_c32)" in (
-        claims.lead("retrieval", learned))
+        claims.lead("retrieval", learned)
+    )
     # the protocol's check rows: their arms (training pairs, the control's test pairs) are not counted among the
     # matchers' test losses, and the sentence says whether the headline's matchers fitted and the control learned
-    fits = {"claim": R.FITS, "outcome": "holds", "kind": "check", "profile": "cpu", "ours": "fit 2.2 nats below",
-            "arms": [arm("flat_d1024_c32 (training pairs)", [0.6])]}
-    control = {"claim": R.LEARNS, "outcome": "fails", "kind": "check", "profile": "cpu", "ours": "ctl 0.1 below",
-               "arms": [arm("noisy_copy_d1024_c32", [0.1])]}
+    fits = {
+        "claim": R.FITS,
+        "outcome": "holds",
+        "kind": "check",
+        "profile": "cpu",
+        "ours": "fit 2.2 nats below",
+        "arms": [arm("flat_d1024_c32 (training pairs)", [0.6])],
+    }
+    control = {
+        "claim": R.LEARNS,
+        "outcome": "fails",
+        "kind": "check",
+        "profile": "cpu",
+        "ours": "ctl 0.1 below",
+        "arms": [arm("noisy_copy_d1024_c32", [0.1])],
+    }
     text = claims.lead("retrieval", rows + [fits, control])
     assert "none of the 2 matcher arms" in text  # the check rows' arms, far below chance, are not in the tally
-    assert text.endswith("The headline's matchers fit their training pairs (fit 2.2 nats below), and the positive "
-                         "control does not learn a match that is there (ctl 0.1 below).")
+    assert text.endswith(
+        "The headline's matchers fit their training pairs (fit 2.2 nats below), and the positive "
+        "control does not learn a match that is there (ctl 0.1 below)."
+    )
     assert "positive control" not in claims.lead("retrieval", rows + [control])  # said only beside the fit row
     assert claims.lead("retrieval", [{**bm25, "outcome": "inconclusive at this scale"}, rows[1]]) == ""
 
@@ -514,8 +604,9 @@ def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path,
     cfg = experiments.config(rexp.CONTROL, "smoke", device="cpu")
     assert cfg.data.embedding == "noisy_copy" and cfg.model.init == "query" and cfg.data.whiten
     n_train = cfg.data.sequences_per_epoch(cfg.model)
-    cfg = dataclasses.replace(cfg, train=rexp.train_config(dataclasses.replace(rexp.scale("smoke"), epochs=20),
-                                                           n_train))
+    cfg = dataclasses.replace(
+        cfg, train=rexp.train_config(dataclasses.replace(rexp.scale("smoke"), epochs=20), n_train)
+    )
     emb = rdata.noisy_copies(cfg.data.n_pairs, cfg.data.test_fraction, cfg.model.n_embed, 0)
     if not related:
         g = torch.Generator().manual_seed(1)
@@ -532,15 +623,21 @@ def test_the_matcher_learns_a_match_that_is_there_and_none_that_is_not(tmp_path,
 
 def test_noisy_copies_are_a_seeded_split_of_queries_and_their_noisy_stories():
     a = rdata.noisy_copies(50, 0.1, 8, seed=3)
-    assert {k: tuple(v.shape) for k, v in a.items()} == {"query_train": (45, 8), "target_train": (45, 8),
-                                                         "query_test": (5, 8), "target_test": (5, 8)}
+    assert {k: tuple(v.shape) for k, v in a.items()} == {
+        "query_train": (45, 8),
+        "target_train": (45, 8),
+        "query_test": (5, 8),
+        "target_test": (5, 8),
+    }
     noise = torch.cat([a["target_train"] - a["query_train"], a["target_test"] - a["query_test"]])
     assert noise.std().item() == pytest.approx(rdata.NOISE, rel=0.2)
     assert all(torch.equal(v, rdata.noisy_copies(50, 0.1, 8, seed=3)[k]) for k, v in a.items())
     assert not torch.equal(a["query_train"], rdata.noisy_copies(50, 0.1, 8, seed=4)["query_train"])
     cfg = experiments.config(rexp.CONTROL, "cpu", device="cpu")  # needs no corpus and no embedder run
-    assert cfg.data.fingerprint().startswith("generated:") and experiments.planned(rexp.CONTROL, "cpu", 0,
-                                                                                    device="cpu").needs == ()
+    assert (
+        cfg.data.fingerprint().startswith("generated:")
+        and experiments.planned(rexp.CONTROL, "cpu", 0, device="cpu").needs == ()
+    )
 
 
 def test_the_small_profiles_run_the_book_s_protocol_and_paper_the_write_up_s():
@@ -551,11 +648,18 @@ def test_the_small_profiles_run_the_book_s_protocol_and_paper_the_write_up_s():
         assert (orig.model.init, orig.data.whiten) == ("default", False)
         assert dataclasses.replace(orig, name=cfg.name, model=cfg.model, data=cfg.data) == cfg
     paper = experiments.config("retrieval/llama_d1024_c32", "paper", device="cpu")
-    assert (paper.model.init, paper.data.whiten, paper.train.schedule, paper.train.lr,
-            paper.train.warmup_steps) == ("default", False, "linear", 1e-4, 500)
+    assert (paper.model.init, paper.data.whiten, paper.train.schedule, paper.train.lr, paper.train.warmup_steps) == (
+        "default",
+        False,
+        "linear",
+        1e-4,
+        500,
+    )
     assert not experiments.runs_at(rexp.AS_ORIGINAL, "paper")
     # the transformer matcher has no token-mixing conv to initialise
-    assert experiments.config("retrieval/transformer_matcher_llama_d1024_c32", "gpu", device="cpu").model.init == "default"
+    assert (
+        experiments.config("retrieval/transformer_matcher_llama_d1024_c32", "gpu", device="cpu").model.init == "default"
+    )
     with pytest.raises(ConfigError, match="leave it 'default'"):
         MatcherConfig(kind="transformer", n_embed=8, n_head=2, init="query")
     # cpu: the rule's 8 epochs of the training pairs (the module doc of lmcompanion.experiments.retrieval)
@@ -579,8 +683,11 @@ def test_whitening_centres_each_role_and_whitens_both_with_one_map_fitted_to_the
     g = torch.Generator().manual_seed(0)
     mix = torch.randn(6, 6, generator=g)
     shared = 5 * torch.randn(6, generator=g)  # a vector every embedding shares
-    emb = {f"{k}_{s}": torch.randn(n, 6, generator=g) @ mix + shared + (1.0 if k == "query" else -2.0)
-           for k in ("query", "target") for s, n in (("train", 400), ("test", 50))}
+    emb = {
+        f"{k}_{s}": torch.randn(n, 6, generator=g) @ mix + shared + (1.0 if k == "query" else -2.0)
+        for k in ("query", "target")
+        for s, n in (("train", 400), ("test", 50))
+    }
     out = rdata.whitening(emb)
     for k in ("query", "target"):
         assert out[f"{k}_train"].double().mean(0).abs().max() < 1e-5  # each role centred on its own training mean
@@ -598,8 +705,13 @@ def test_whitening_centres_each_role_and_whitens_both_with_one_map_fitted_to_the
     zca = torch.linalg.lstsq(x, y).solution
     expected = (emb["query_test"].double() - emb["query_train"].double().mean(0)) @ zca
     assert torch.allclose(out["query_test"].double(), expected, atol=1e-4)
-    source = rdata.RetrievalSource(emb, 4, rdata.RetrievalDataConfig(n_pairs=450, whiten=True),
-                                   experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu").train, 0)
+    source = rdata.RetrievalSource(
+        emb,
+        4,
+        rdata.RetrievalDataConfig(n_pairs=450, whiten=True),
+        experiments.config("retrieval/flat_d512_c32", "smoke", device="cpu").train,
+        0,
+    )
     assert torch.equal(source.sets["test"].targets, out["target_test"])  # a whitened run's items read these
 
 
@@ -610,8 +722,10 @@ def test_the_diagnosis_measures_the_shared_vector_the_directions_and_the_query_s
     same = torch.randn(1, 32, generator=g).expand(100, 32) + 1e-6 * torch.randn(100, 32, generator=g)
     spread = torch.randn(5000, 32, generator=g)
     assert R.shared_share(same) > 0.999 and R.shared_share(spread) < 2 / 32  # about 1/d: no direction is common
-    assert R.directions(spread) > 28 and R.directions(torch.randn(500, 1, generator=g) @ torch.randn(1, 32,
-                                                                                          generator=g)) < 1.01
+    assert (
+        R.directions(spread) > 28
+        and R.directions(torch.randn(500, 1, generator=g) @ torch.randn(1, 32, generator=g)) < 1.01
+    )
     torch.manual_seed(0)
     model = Matcher(MatcherConfig(n_embed=32, n_layer=1, context_size=8, init="query"))
     x = torch.randn(1, 8, 32, generator=g).expand(64, 8, 32).clone()
@@ -630,9 +744,10 @@ def test_the_protocol_s_check_rows_hold_only_when_every_seed_clears_half_a_nat()
     from lmcompanion.verdicts import FAILS, HOLDS
 
     def run(train, test):
-        return SimpleNamespace(summary={"final": {"train": train, "test": test}},
-                               config=SimpleNamespace(model=SimpleNamespace(context_size=32),
-                                                      data=RetrievalDataConfig()))
+        return SimpleNamespace(
+            summary={"final": {"train": train, "test": test}},
+            config=SimpleNamespace(model=SimpleNamespace(context_size=32), data=RetrievalDataConfig()),
+        )
 
     rows = {r.kind: r for r in R.SPECS if r.kind in ("learns", "fits")}
     chance = R.chance(32)
@@ -651,28 +766,42 @@ def test_wikipedia_leads_drop_the_title_headings_and_every_copy_of_the_lead(tmp_
     wiki.mkdir()
     docs = [
         ("Title Only", ""),
-        ("Jane Roe", "Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer of plays.\n"
-                     "She studied in Paris. Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer "
-                     "of plays.\nEarly life.\nShe was born to J. R. Roe, a teacher who worked in the city."),
+        (
+            "Jane Roe",
+            "Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer of plays.\n"
+            "She studied in Paris. Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer "
+            "of plays.\nEarly life.\nShe was born to J. R. Roe, a teacher who worked in the city.",
+        ),
         ("Stub", "The Stub is a river in the north of the country."),
-        ("Acme", "Acme Inc. is a company that makes anvils for many kinds of cartoon characters.\n"
-                 "It was founded in 1920. It is based in the desert."),
+        (
+            "Acme",
+            "Acme Inc. is a company that makes anvils for many kinds of cartoon characters.\n"
+            "It was founded in 1920. It is based in the desert.",
+        ),
     ]
-    texts = ["".join(f'<doc id="{i}" url="?curid={i}" title="{t}">\n{t}\n\n{b}\n</doc>\n' for i, (t, b) in
-                     enumerate(docs[:2])), "".join(f'<doc id="{i}" title="{t}">\n{t}\n\n{b}\n</doc>\n'
-                                                   for i, (t, b) in enumerate(docs[2:], 2))]
+    texts = [
+        "".join(
+            f'<doc id="{i}" url="?curid={i}" title="{t}">\n{t}\n\n{b}\n</doc>\n' for i, (t, b) in enumerate(docs[:2])
+        ),
+        "".join(f'<doc id="{i}" title="{t}">\n{t}\n\n{b}\n</doc>\n' for i, (t, b) in enumerate(docs[2:], 2)),
+    ]
     for rel, text in zip(rdata.WIKI_FILES, texts):
         (tmp_path / rel).write_text(text, encoding="utf-8")
     monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path))
     monkeypatch.setattr(rdata, "WIKI_USABLE", (1, 1))  # these files' usable pairs: the first n pairs' files
-    assert rdata.wiki_files(1) == rdata.WIKI_FILES[:1] and rdata.wiki_files(2) == rdata.wiki_files(10) == rdata.WIKI_FILES
+    assert (
+        rdata.wiki_files(1) == rdata.WIKI_FILES[:1] and rdata.wiki_files(2) == rdata.wiki_files(10) == rdata.WIKI_FILES
+    )
     got = rdata.lead_pairs(10)
     assert [p.index for p in got] == [1, 3]  # the title-only article and the one-sentence stub give no pair
     roe, acme = got
     assert roe.query == "Jane Roe (born 1 May 1950 in St. Louis) is an American painter and writer of plays."
     assert roe.story == "She studied in Paris.\nShe was born to J. R. Roe, a teacher who worked in the city."
     assert "Jane Roe" not in roe.story.split("\n")[0] and "Early life" not in roe.story  # no title, no heading
-    assert acme.query.startswith("Acme Inc. is a company") and acme.story == "It was founded in 1920. It is based in the desert."
+    assert (
+        acme.query.startswith("Acme Inc. is a company")
+        and acme.story == "It was founded in 1920. It is based in the desert."
+    )
     cfg = rdata.RetrievalDataConfig(embedder="mixer/flat_d1024", queries="lead", corpus="wikipedia", n_pairs=20)
     before = cfg.fingerprint()
     (tmp_path / rdata.WIKI_FILES[1]).write_text(texts[1] + "\n", encoding="utf-8")
@@ -692,7 +821,7 @@ def test_wikipedia_leads_from_the_data_folder_never_occur_in_their_targets(data_
     # the first file alone gives the first WIKI_USABLE[0] pairs; both give them all: a pack carries only what a run reads
     first = rdata.lead_pairs(rdata.WIKI_USABLE[0])
     assert len(first) == rdata.WIKI_USABLE[0] and first[:2000] == got
-    assert len(rdata.lead_pairs(10 ** 9)) == sum(rdata.WIKI_USABLE)
+    assert len(rdata.lead_pairs(10**9)) == sum(rdata.WIKI_USABLE)
     assert rdata.wiki_files(rdata.WIKI_USABLE[0]) == rdata.WIKI_FILES[:1]
     assert rdata.wiki_files(rdata.WIKI_USABLE[0] + 1) == rdata.WIKI_FILES
     for p in got:
@@ -714,6 +843,9 @@ def test_a_matcher_s_key_covers_the_procedure_s_code_and_not_the_registrations_o
     procedure = experiments.PROCEDURES["match"].fn
     modules = fingerprint.closure(procedure.__module__)
     assert procedure.__module__ == "lmcompanion.experiments.matching" and procedure.__module__ in modules
-    assert not {"lmcompanion.experiments.retrieval", "lmcompanion.experiments.mixer",
-                "lmcompanion.experiments.headline_comparisons"} & set(modules)
+    assert not {
+        "lmcompanion.experiments.retrieval",
+        "lmcompanion.experiments.mixer",
+        "lmcompanion.experiments.headline_comparisons",
+    } & set(modules)
     assert rexp.match is procedure  # the registrations re-export the procedure's names

@@ -34,7 +34,8 @@ def test_the_plans_give_the_recorded_runs(keys, profile):
     recorded, now = keys[0][profile], keys[1][profile]
     assert sorted(now) == sorted(recorded), (
         f"runs planned at {profile} changed: new {sorted(set(now) - set(recorded))[:5]}, gone "
-        f"{sorted(set(recorded) - set(now))[:5]}; if meant, run `python tests/scripts/run_keys.py --write`")
+        f"{sorted(set(recorded) - set(now))[:5]}; if meant, run `python tests/scripts/run_keys.py --write`"
+    )
     code = [r for r in now if now[r]["code"] != recorded[r]["code"]]
     assert not code, f"the code digest of {len(code)} runs at {profile} changed, e.g. {code[:3]}"
     same_data = [r for r in now if now[r]["data"] == recorded[r]["data"]]

@@ -5,7 +5,7 @@ from lmcompanion import runner
 from lmcompanion.errors import ConfigError
 from lmcompanion.runner import check_parameters, parameters_of, read_source, run_notebook
 
-SOURCE = '''# %% [markdown]
+SOURCE = """# %% [markdown]
 # # A notebook
 
 # %% tags=["parameters"]
@@ -16,7 +16,7 @@ steps = None
 
 # %%
 print(profile, seed, steps)
-'''
+"""
 
 
 @pytest.fixture
@@ -32,8 +32,11 @@ def test_parameters_are_read_from_the_tagged_cell(source):
 
 def test_unknown_parameters_and_profiles_list_the_valid_ones(source):
     nb = read_source(source)
-    with pytest.raises(ConfigError, match=r"unknown parameter 'sed' \(did you mean 'seed'\?\); valid parameters: "
-                                          r"profile \(default 'cpu'\), device .*steps \(default None\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown parameter 'sed' \(did you mean 'seed'\?\); valid parameters: "
+        r"profile \(default 'cpu'\), device .*steps \(default None\)",
+    ):
         check_parameters(nb, {"sed": 1}, source)
     with pytest.raises(ConfigError, match=r"unknown profile 'papr' \(did you mean 'paper'\?\); valid profiles"):
         check_parameters(nb, {"profile": "papr"}, source)
@@ -53,9 +56,11 @@ def test_execution_injects_parameters_and_is_byte_stable(source, tmp_path):
     assert [c.id for c in nb.cells] == [f"cell-{i}" for i in range(len(nb.cells))]
     assert all("execution" not in c.metadata and "papermill" not in c.metadata for c in nb.cells)
     tags = {c.source.splitlines()[0]: c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"}
-    assert tags == {'profile = "cpu"': ["parameters", "hide-cell"],
-                    "# Parameters": ["injected-parameters", "hide-cell"],
-                    "print(profile, seed, steps)": []}  # it shows its output: its code stays in view
+    assert tags == {
+        'profile = "cpu"': ["parameters", "hide-cell"],
+        "# Parameters": ["injected-parameters", "hide-cell"],
+        "print(profile, seed, steps)": [],
+    }  # it shows its output: its code stays in view
 
 
 def test_plumbing_is_hidden_one_click_away_and_the_rest_is_not():
@@ -63,22 +68,30 @@ def test_plumbing_is_hidden_one_click_away_and_the_rest_is_not():
 
     nb = nbformat.v4.new_notebook()
     shown = nbformat.v4.new_output("stream", text="x\n")
-    nb.cells = [nbformat.v4.new_markdown_cell("# t"),
-                nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("# Parameters", metadata={"tags": ["injected-parameters"]}),
-                nbformat.v4.new_code_cell("S = nb.setup(profile=profile)\nprint(S)", outputs=[shown]),
-                nbformat.v4.new_code_cell("for t in ts:\n    pass", metadata={"tags": ["nbval-ignore-output"]}),
-                nbformat.v4.new_code_cell("plots.loss_curves(runs)", outputs=[shown]),
-                nbformat.v4.new_code_cell("nb.setupx(1)", outputs=[shown])]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# t"),
+        nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("# Parameters", metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell("S = nb.setup(profile=profile)\nprint(S)", outputs=[shown]),
+        nbformat.v4.new_code_cell("for t in ts:\n    pass", metadata={"tags": ["nbval-ignore-output"]}),
+        nbformat.v4.new_code_cell("plots.loss_curves(runs)", outputs=[shown]),
+        nbformat.v4.new_code_cell("nb.setupx(1)", outputs=[shown]),
+    ]
     tag_plumbing(tag_plumbing(nb))  # twice: a tag is added once
     assert [c.metadata.get("tags", []) for c in nb.cells[1:]] == [
-        ["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], ["hide-input"],
-        ["nbval-ignore-output", "hide-input"], [], []]
+        ["parameters", "hide-cell"],
+        ["injected-parameters", "hide-cell"],
+        ["hide-input"],
+        ["nbval-ignore-output", "hide-input"],
+        [],
+        [],
+    ]
     assert "tags" not in nb.cells[0].metadata
     # the three toggles at the top of a page say what they fold (myst-nb's per-cell prompts), the others do not
     prompts = [c.metadata.get("mystnb", {}).get("code_prompt_show") for c in nb.cells[1:]]
-    assert prompts[:3] == [p[0] for p in (runner.PROMPTS["parameters"], runner.PROMPTS["injected-parameters"],
-                                          runner.PROMPTS["setup"])]
+    assert prompts[:3] == [
+        p[0] for p in (runner.PROMPTS["parameters"], runner.PROMPTS["injected-parameters"], runner.PROMPTS["setup"])
+    ]
     assert all(p is None for p in prompts[3:]) and len(set(prompts[:3])) == 3
 
 
@@ -90,8 +103,10 @@ def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path
         run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
     assert kept.exists() and not (tmp_path / "bad.ipynb").exists()
     # the message says where it is and what the next run does to it; a run that succeeds removes it
-    assert f"kept in {kept} (the next run of this notebook replaces it, and removes it when the notebook succeeds)" \
+    assert (
+        f"kept in {kept} (the next run of this notebook replaces it, and removes it when the notebook succeeds)"
         in str(got.value)
+    )
     path.write_text(SOURCE)
     run_notebook(path, tmp_path / "bad.ipynb", profile="smoke")
     assert (tmp_path / "bad.ipynb").exists() and not kept.exists()
@@ -100,9 +115,13 @@ def test_a_failing_notebook_names_the_cell_and_keeps_the_partial_output(tmp_path
 def test_adjacent_stream_outputs_are_merged():
     from lmcompanion.runner import _merge_streams
 
-    outs = [{"output_type": "stream", "name": "stdout", "text": "a\n"}, {"output_type": "stream", "name": "stdout", "text": "b\n"},
-            {"output_type": "stream", "name": "stderr", "text": "c\n"}, {"output_type": "display_data", "data": {}},
-            {"output_type": "stream", "name": "stdout", "text": "d\n"}]
+    outs = [
+        {"output_type": "stream", "name": "stdout", "text": "a\n"},
+        {"output_type": "stream", "name": "stdout", "text": "b\n"},
+        {"output_type": "stream", "name": "stderr", "text": "c\n"},
+        {"output_type": "display_data", "data": {}},
+        {"output_type": "stream", "name": "stdout", "text": "d\n"},
+    ]
     merged = _merge_streams(outs)
     assert [o.get("text") for o in merged] == ["a\nb\n", "c\n", None, "d\n"]
 
@@ -142,9 +161,11 @@ def test_the_kernel_s_own_noise_is_not_printed_and_the_rest_is(source, tmp_path,
     err = capfd.readouterr().err
     assert "TCP without encryption" not in err and "KeyboardInterrupt" not in err
     log = tmp_path / "kernel.log"
-    log.write_bytes(b"[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication ...\n"
-                    b"KeyboardInterrupt caught in kernel\n[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.\n"
-                    b"Fatal Python error: Segmentation fault\n")
+    log.write_bytes(
+        b"[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication ...\n"
+        b"KeyboardInterrupt caught in kernel\n[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.\n"
+        b"Fatal Python error: Segmentation fault\n"
+    )
     with open(log, "rb") as f:
         _replay_kernel_log(f)
     assert capfd.readouterr().err == "Fatal Python error: Segmentation fault\n"

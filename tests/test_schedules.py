@@ -9,12 +9,15 @@ from lmcompanion.train import lr_at
 PAPER = TrainConfig(max_steps=9000, lr=9e-4, min_lr=9e-5, warmup_steps=300, decay_steps=700_000, schedule="cosine")
 
 
-@pytest.mark.parametrize("step, expected", [
-    (0, 9e-4 * 1 / 300),  # s = step + 1 = 1
-    (149, 9e-4 * 150 / 300),
-    (299, 9e-4),  # end of warmup: the cosine starts at its peak
-    (8999, 9e-5 + 0.5 * (1 + math.cos(math.pi * 8700 / 699_700)) * (9e-4 - 9e-5)),
-])
+@pytest.mark.parametrize(
+    "step, expected",
+    [
+        (0, 9e-4 * 1 / 300),  # s = step + 1 = 1
+        (149, 9e-4 * 150 / 300),
+        (299, 9e-4),  # end of warmup: the cosine starts at its peak
+        (8999, 9e-5 + 0.5 * (1 + math.cos(math.pi * 8700 / 699_700)) * (9e-4 - 9e-5)),
+    ],
+)
 def test_write_up_cosine_schedule(step, expected):
     assert lr_at(step, PAPER) == pytest.approx(expected, rel=1e-12)
 
@@ -38,8 +41,9 @@ def test_constant_schedule_warms_up_then_holds():
 
 def test_linear_floor_is_the_efficient_transformer_readme_schedule():
     """Warm up over 50% of training, decay linearly to 10% of the peak by 85%, then flat."""
-    cfg = TrainConfig(max_steps=200, lr=4.8e-4, min_lr=4.8e-5, warmup_steps=100, decay_steps=170,
-                      schedule="linear_floor")
+    cfg = TrainConfig(
+        max_steps=200, lr=4.8e-4, min_lr=4.8e-5, warmup_steps=100, decay_steps=170, schedule="linear_floor"
+    )
     at = {f: lr_at(round(f * 200), cfg) for f in (0.0, 0.25, 0.5, 0.85, 1.0)}
     assert at[0.0] == 0.0
     assert at[0.25] == pytest.approx(2.4e-4)

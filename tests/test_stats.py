@@ -76,8 +76,11 @@ def test_the_rule_errs_on_equal_arms_at_most_five_percent_of_the_time(n):
 def test_the_rule_finds_a_real_difference():
     """The test can fail: a true difference of 4 standard deviations is found almost always with 3 seeds."""
     rng = random.Random(0)
-    found = sum(stats.compare([rng.gauss(2.8, 0.05) for _ in range(3)], [rng.gauss(3.0, 0.05) for _ in range(3)]).outcome
-                == "holds" for _ in range(300))
+    found = sum(
+        stats.compare([rng.gauss(2.8, 0.05) for _ in range(3)], [rng.gauss(3.0, 0.05) for _ in range(3)]).outcome
+        == "holds"
+        for _ in range(300)
+    )
     assert found / 300 > 0.9
 
 
@@ -107,9 +110,12 @@ def test_bounds_and_trends():
 def test_exact_facts_carry_no_chance():
     v = verdicts.exact("counts", "1 vs 2", "1 vs 2", True)
     assert v.verdict == verdicts.HOLDS and v.chance == verdicts.EXACT
-    assert verdicts.counts([v, verdicts.exact("x", "", "", False)]) == {"holds": 1, "does not hold": 1,
-                                                                         "inconclusive at this scale": 0,
-                                                                         "not decided at this scale": 0}
+    assert verdicts.counts([v, verdicts.exact("x", "", "", False)]) == {
+        "holds": 1,
+        "does not hold": 1,
+        "inconclusive at this scale": 0,
+        "not decided at this scale": 0,
+    }
 
 
 def _arms(level: float, **values) -> list:
@@ -182,11 +188,13 @@ def test_similarity_holds_within_the_margin_and_fails_beyond_it():
     assert far.outcome == verdicts.FAILS and far.chance.endswith("(the opposite direction)")
     assert verdicts.similar("alike", "", [2.50, 2.60, 2.52], [2.51, 2.45, 2.58], 0.05).outcome == verdicts.INCONCLUSIVE
     # rounds of a timing: paired ratios, a margin of 1.25 either way
-    t = verdicts.similar("alike", "", [0.11, 0.12, 0.105, 0.118], [0.10, 0.115, 0.10, 0.11], 1.25, paired=True,
-                         ratio=True, unit="rounds")
+    t = verdicts.similar(
+        "alike", "", [0.11, 0.12, 0.105, 0.118], [0.10, 0.115, 0.10, 0.11], 1.25, paired=True, ratio=True, unit="rounds"
+    )
     assert t.outcome == verdicts.HOLDS and t.seeds == "4 rounds" and t.effect.startswith("x1.0")
-    slow = verdicts.similar("alike", "", [0.20, 0.21, 0.19, 0.205], [0.10, 0.101, 0.099, 0.1], 1.25, paired=True,
-                            ratio=True, unit="rounds")
+    slow = verdicts.similar(
+        "alike", "", [0.20, 0.21, 0.19, 0.205], [0.10, 0.101, 0.099, 0.1], 1.25, paired=True, ratio=True, unit="rounds"
+    )
     assert slow.outcome == verdicts.FAILS
 
 

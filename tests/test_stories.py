@@ -8,13 +8,29 @@ import torch
 
 from lmcompanion import experiments
 from lmcompanion.data import build_source, stories
-from lmcompanion.data.stories import (BOS, EOS, IGNORE, PAD, UNK, Examples, StoriesDataConfig, StoryTokenizer,
-                                      StoryTokens, left_pad, prompt_window, sample_indices, split_stories, targets_of)
+from lmcompanion.data.stories import (
+    BOS,
+    EOS,
+    IGNORE,
+    PAD,
+    UNK,
+    Examples,
+    StoriesDataConfig,
+    StoryTokenizer,
+    StoryTokens,
+    left_pad,
+    prompt_window,
+    sample_indices,
+    split_stories,
+    targets_of,
+)
 from lmcompanion.errors import ConfigError
 
-TEXTS = ["Once upon a time, there was a little dog.\nThe dog liked to run in the park.",
-         "Tom had a red ball. He played with it every day.\n\nOne day the ball was lost.",
-         "Sue and Tim went to the sea. They saw a big fish and a small boat."] * 20
+TEXTS = [
+    "Once upon a time, there was a little dog.\nThe dog liked to run in the park.",
+    "Tom had a red ball. He played with it every day.\n\nOne day the ball was lost.",
+    "Sue and Tim went to the sea. They saw a big fish and a small boat.",
+] * 20
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +90,7 @@ def test_batches_are_a_pure_function_of_seed_and_step_and_each_epoch_a_permutati
     a, b = sample_indices(7, 10, 0, 30), sample_indices(7, 10, 0, 30)
     assert torch.equal(a, b)
     for e in range(3):
-        assert sorted(a[10 * e:10 * (e + 1)].tolist()) == list(range(10))
+        assert sorted(a[10 * e : 10 * (e + 1)].tolist()) == list(range(10))
     assert not torch.equal(a[:10], a[10:20])
     assert torch.equal(sample_indices(7, 10, 13, 5), a[13:18])
 
@@ -84,15 +100,18 @@ def test_prompt_window_keeps_the_prompts_end_and_leaves_placeholders(tok):
     assert window.shape == (1, 16)
     assert (window[0, -4:] == PAD).all()  # the n - 1 placeholders the generation overwrites
     ids = tok.encode("Tom had a red ball. He played with it every day.")
-    assert window[0, 12 - kept:12].tolist() == ids[-kept:]
+    assert window[0, 12 - kept : 12].tolist() == ids[-kept:]
 
 
-@pytest.mark.parametrize("kw, fix", [
-    ({"val_split": "validation"}, "data.val_split='train_tail' offline"),
-    ({"vocab_size": 10}, "vocab_size must be >= 64"),
-    ({"corpus": "tinyshakespeare"}, "no story boundaries"),
-    ({"source": "hub", "corpus": "synthetic"}, "set data.corpus='tinystories'"),
-])
+@pytest.mark.parametrize(
+    "kw, fix",
+    [
+        ({"val_split": "validation"}, "data.val_split='train_tail' offline"),
+        ({"vocab_size": 10}, "vocab_size must be >= 64"),
+        ({"corpus": "tinyshakespeare"}, "no story boundaries"),
+        ({"source": "hub", "corpus": "synthetic"}, "set data.corpus='tinystories'"),
+    ],
+)
 def test_bad_data_configs_are_rejected_with_the_fix(kw, fix):
     with pytest.raises(ConfigError, match=fix):
         StoriesDataConfig(**kw)

@@ -36,10 +36,14 @@ def test_the_closing_sentence_ranks_the_arms_from_their_runs_beside_the_write_up
             self.summary = {"final": {"val": val}}
 
     groups = {"a": [Finished(2.5), Finished(2.7)], "b": [Finished(3.012), Finished(3.0)], "c": [Finished(4.2)] * 2}
-    text = tables.ranking_sentence(groups, published={"a": {"val": 1.9}, "b": {"val": 2.0}, "c": {"val": 2.1}},
-                                   level=("chance", 3.5))
+    text = tables.ranking_sentence(
+        groups, published={"a": {"val": 1.9}, "b": {"val": 2.0}, "c": {"val": 2.1}}, level=("chance", 3.5)
+    )
     assert text.startswith("Final validation loss, mean over 2 seeds, lowest first: a 2.60; b 3.01; c 4.20.")
-    assert "The write-up ranks them the same way." in text and "2 of 3 arms end below chance (3.50) in every seed: a, b." in text
+    assert (
+        "The write-up ranks them the same way." in text
+        and "2 of 3 arms end below chance (3.50) in every seed: a, b." in text
+    )
     other = tables.ranking_sentence(groups, published={"a": {"val": 2.2}, "b": {"val": 2.0}, "c": {"val": 2.1}})
     assert other.endswith("The write-up ranks them otherwise: b 2.0; c 2.1; a 2.2.")
     assert "write-up" not in tables.ranking_sentence(groups, published={"a": {"val": 2.2}})  # not all published
@@ -86,8 +90,10 @@ def test_an_auxiliary_loss_shows_three_significant_digits_not_an_exponent_for_0_
         def metrics(self):
             return pd.DataFrame({"step": [1], "aux/planning": [self._aux]})
 
-    table = tables.results({"a": [Finished(0.112), Finished(0.109), Finished(0.115)], "b": [Finished(4.1e-9)]},
-                           aux=("aux/planning", "planning loss"))
+    table = tables.results(
+        {"a": [Finished(0.112), Finished(0.109), Finished(0.115)], "b": [Finished(4.1e-9)]},
+        aux=("aux/planning", "planning loss"),
+    )
     assert table.loc["a", "planning loss"] == "0.112 [0.109, 0.115]"
     assert table.loc["b", "planning loss"] == "4.10×10⁻⁹"
 
@@ -117,8 +123,14 @@ def test_one_number_format_digits_follow_from_what_the_number_is():
 def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
     import pandas as pd
 
-    df = pd.DataFrame({"arm": ["a", "b"], "PFLOP": [0.000755, 12.5], "batch": [4.0, float("nan")],
-                       "note": ["$L^1$ or $L^2$ distance", "`$HOME` stays code"]}).set_index("arm")
+    df = pd.DataFrame(
+        {
+            "arm": ["a", "b"],
+            "PFLOP": [0.000755, 12.5],
+            "batch": [4.0, float("nan")],
+            "note": ["$L^1$ or $L^2$ distance", "`$HOME` stays code"],
+        }
+    ).set_index("arm")
     out = tables.html(df)
     assert "7.55×10⁻⁴" in out and "12.5" in out and "0.000755" not in out
     assert ">4<" in out  # a whole float (a count beside a missing value) as an integer

@@ -8,13 +8,19 @@ from conftest import REPO, SLOW, SLOWEST_FIRST
 
 
 def _tests_of(path):
-    return {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)
-            and n.name.startswith("test_")}
+    return {
+        n.name
+        for n in ast.parse(path.read_text()).body
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+    }
 
 
 def test_every_name_of_the_slow_tier_and_the_order_is_a_test_that_exists():
-    missing = [entry for entry in SLOW + SLOWEST_FIRST
-               if entry.split("::")[1].split("[")[0] not in _tests_of(REPO / "tests" / entry.split("::")[0])]
+    missing = [
+        entry
+        for entry in SLOW + SLOWEST_FIRST
+        if entry.split("::")[1].split("[")[0] not in _tests_of(REPO / "tests" / entry.split("::")[0])
+    ]
     assert not missing, f"tests/conftest.py names tests that do not exist (renamed?): {missing}"
     assert len(set(SLOW)) == len(SLOW)
 

@@ -24,7 +24,13 @@ def test_training_reduces_the_loss_and_writes_the_run_folder(tmp_path):
     assert list(evals["step"]) == [20, 40]
     uniform = math.log(run.config.model.vocab_size)  # the loss of a model that has learned nothing
     assert evals["val"].iloc[-1] < evals["val"].iloc[0] < uniform - 0.3
-    assert {p.name for p in run.path.iterdir()} >= {"config.json", "env.json", "metrics.jsonl", "summary.json", "model.pt"}
+    assert {p.name for p in run.path.iterdir()} >= {
+        "config.json",
+        "env.json",
+        "metrics.jsonl",
+        "summary.json",
+        "model.pt",
+    }
     assert not (run.path / "ckpt.pt").exists()
     assert run.env["code_fingerprint"] and run.env["torch"] == torch.__version__
     assert run.summary["final"]["val"] == evals["val"].iloc[-1]
@@ -107,9 +113,16 @@ def test_the_cpu_optimizer_is_multi_tensor_and_bitwise_the_per_parameter_loop():
     start = [p.detach().clone() for p in a.parameters()]
     fast = make_optimizer(a, cfg, "cpu")
     assert fast.defaults["foreach"] is True and not fast.defaults["fused"]
-    loop = torch.optim.AdamW([{**g, "params": [dict(b.named_parameters())[n] for n in names]}
-                              for g, names in zip(fast.param_groups, _group_names(a, fast))],
-                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=False)
+    loop = torch.optim.AdamW(
+        [
+            {**g, "params": [dict(b.named_parameters())[n] for n in names]}
+            for g, names in zip(fast.param_groups, _group_names(a, fast))
+        ],
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+        eps=cfg.eps,
+        foreach=False,
+    )
     idx = torch.randint(0, tiny_run().model.vocab_size, (4, 9))
     for _ in range(5):
         for model, opt in ((a, fast), (b, loop)):

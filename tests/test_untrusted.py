@@ -27,18 +27,49 @@ from lmcompanion import campaign, cli, experiments, paths, recorded, untrusted
 from lmcompanion.errors import LMCError
 from lmcompanion.train import RunStore
 
-SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 # Values a hostile file puts where a name, a number or a path is expected.
-HOSTILE = ["../../../../tmp/escaped", "/etc/passwd", "..", ".", "", "a/../../b", "x\x00y", "C:\\Windows\\x",
-           "~/x", "a\\..\\..\\b", "NaN", "1e400", "$(touch /tmp/pwned)", "smoke/../../x", "cache/../../x",
-           "data/../../../x", "wheels/", "\u202e.json", "x" * 300]
-LEAVES = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True, allow_infinity=True)
-          | st.text(max_size=12) | st.sampled_from(HOSTILE))
-JSON = st.recursive(LEAVES, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8) | st.sampled_from(
-    HOSTILE), c, max_size=4), max_leaves=16)
+HOSTILE = [
+    "../../../../tmp/escaped",
+    "/etc/passwd",
+    "..",
+    ".",
+    "",
+    "a/../../b",
+    "x\x00y",
+    "C:\\Windows\\x",
+    "~/x",
+    "a\\..\\..\\b",
+    "NaN",
+    "1e400",
+    "$(touch /tmp/pwned)",
+    "smoke/../../x",
+    "cache/../../x",
+    "data/../../../x",
+    "wheels/",
+    "\u202e.json",
+    "x" * 300,
+]
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(HOSTILE)
+)
+JSON = st.recursive(
+    LEAVES,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8) | st.sampled_from(HOSTILE), c, max_size=4),
+    max_leaves=16,
+)
 # What replaces a node: half the time a value that is wrong in the ways that matter most (not finite, out of range,
 # a path), else any JSON value.
 REPLACEMENT = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, -1, -1e9, 10**30, True, "../x", None]), JSON)
@@ -73,7 +104,7 @@ def _mutated(data, valid, focus=()):
     if how == "whole":
         return data.draw(JSON)
     paths = list(_paths(valid))[1:]
-    focused = [p for p in paths if any(p[:len(f)] == f for f in focus)]
+    focused = [p for p in paths if any(p[: len(f)] == f for f in focus)]
     path = data.draw(st.sampled_from(focused if focused and data.draw(st.booleans()) else paths))
     if how == "delete":
         out = copy.deepcopy(valid)
@@ -144,8 +175,9 @@ def _import_and_check(box: Sandbox, what: Path, label: str) -> None:
     else:
         for run in runs:
             assert run.finished and run.path.parent == box.target
-            assert _finite(run.summary) and _finite([json.loads(line) for line in
-                                                     (run.path / "metrics.jsonl").read_text().splitlines()])
+            assert _finite(run.summary) and _finite(
+                [json.loads(line) for line in (run.path / "metrics.jsonl").read_text().splitlines()]
+            )
     box.untouched()
 
 
@@ -157,9 +189,19 @@ def _import_and_check(box: Sandbox, what: Path, label: str) -> None:
 def test_import_recorded_refuses_or_accepts_every_mutation_of_a_recorded_file(recorded_bytes, tmp_path, data):
     n = _next_case()
     box = Sandbox(tmp_path, n)
-    record = _mutated(data, json.loads(recorded_bytes), focus=[("metrics",), ("summary",), ("seed",), ("profile",),
-                                                                ("experiment",), ("config", "train"), ("provenance",
-                                                                                                      "key")])
+    record = _mutated(
+        data,
+        json.loads(recorded_bytes),
+        focus=[
+            ("metrics",),
+            ("summary",),
+            ("seed",),
+            ("profile",),
+            ("experiment",),
+            ("config", "train"),
+            ("provenance", "key"),
+        ],
+    )
     (box.given / "smoke").mkdir()
     path = box.given / "smoke" / "run.json"
     path.write_bytes(_dump(record))
@@ -171,16 +213,27 @@ _next_case = _counter()
 
 
 @SETTINGS
-@given(blob=st.binary(max_size=300) | st.sampled_from([b"[" * 100_000, b'{"a":' * 5000, b"1" * 5000, b"NaN",
-                                                          b'{"format": Infinity}', b"\xff\xfe{}", b"-1e999"]))
+@given(
+    blob=st.binary(max_size=300)
+    | st.sampled_from(
+        [b"[" * 100_000, b'{"a":' * 5000, b"1" * 5000, b"NaN", b'{"format": Infinity}', b"\xff\xfe{}", b"-1e999"]
+    )
+)
 def test_import_recorded_refuses_bytes_that_are_not_a_recorded_run(tmp_path, blob):
     box = Sandbox(tmp_path, _next_case())
     (box.given / "x.json").write_bytes(blob)
     _import_and_check(box, box.given, "x.json")
 
 
-MEMBER_TYPES = [tarfile.REGTYPE, tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE,
-                tarfile.FIFOTYPE]
+MEMBER_TYPES = [
+    tarfile.REGTYPE,
+    tarfile.REGTYPE,
+    tarfile.DIRTYPE,
+    tarfile.SYMTYPE,
+    tarfile.LNKTYPE,
+    tarfile.CHRTYPE,
+    tarfile.FIFOTYPE,
+]
 
 
 def _add_member(tar, data, name: str, blobs) -> None:
@@ -205,8 +258,11 @@ def test_import_recorded_of_a_hostile_campaign_archive_unpacks_nothing(recorded_
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode=data.draw(st.sampled_from(["w:gz", "w"]))) as tar:
         for _ in range(data.draw(st.integers(1, 4))):
-            name = data.draw(st.sampled_from(["out/smoke/a.json", "out/smoke/b.json", "out/campaign/smoke/p.json"])
-                             | st.sampled_from(HOSTILE) | st.text(max_size=20))
+            name = data.draw(
+                st.sampled_from(["out/smoke/a.json", "out/smoke/b.json", "out/campaign/smoke/p.json"])
+                | st.sampled_from(HOSTILE)
+                | st.text(max_size=20)
+            )
             _add_member(tar, data, name, st.sampled_from([recorded_bytes, b"{}", b"NaN"]) | st.binary(max_size=50))
     raw = buf.getvalue()
     if data.draw(st.booleans()):  # damaged or truncated
@@ -236,28 +292,46 @@ def test_a_valid_campaign_archive_imports_its_recorded_runs_without_unpacking(re
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
     runs = recorded.import_dir(archive, RunStore(tmp_path / "runs"))
-    assert len(runs) == 1 and runs[0].finished and sorted(p.name for p in tmp_path.iterdir()) == ["campaign.tgz",
-                                                                                                   "runs"]
+    assert (
+        len(runs) == 1 and runs[0].finished and sorted(p.name for p in tmp_path.iterdir()) == ["campaign.tgz", "runs"]
+    )
 
 
 @SETTINGS
 @given(data=st.data())
-def test_restoring_a_hostile_slot_archive_writes_nothing_or_only_checked_files_inside_its_folder(recorded_bytes,
-                                                                                              tmp_path, data):
+def test_restoring_a_hostile_slot_archive_writes_nothing_or_only_checked_files_inside_its_folder(
+    recorded_bytes, tmp_path, data
+):
     box = Sandbox(tmp_path, _next_case())
     archive = box.given / "slot.tgz"
-    progress = {"format": campaign.PROGRESS_FORMAT, "commands": [{"device": "cuda", "slot": 1, "gpu": "H100"}],
-                "steps": {}}
+    progress = {
+        "format": campaign.PROGRESS_FORMAT,
+        "commands": [{"device": "cuda", "slot": 1, "gpu": "H100"}],
+        "steps": {},
+    }
     minutes = {"format": campaign.MINUTES_FORMAT, "measured": {"run/x": {"cuda": {"minutes": [1.5]}}}}
-    good = {"out/smoke/ar_ed__baseline-s0.json": recorded_bytes,
-            "out/campaign/smoke/progress.json": _dump(progress), "out/campaign/smoke/minutes.json": _dump(minutes)}
+    good = {
+        "out/smoke/ar_ed__baseline-s0.json": recorded_bytes,
+        "out/campaign/smoke/progress.json": _dump(progress),
+        "out/campaign/smoke/minutes.json": _dump(minutes),
+    }
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for _ in range(data.draw(st.integers(1, 4))):
-            name = data.draw(st.sampled_from(sorted(good)) | st.sampled_from(HOSTILE).map(lambda h: "out/" + h)
-                             | st.sampled_from(HOSTILE) | st.text(max_size=20))
-            _add_member(tar, data, name, st.sampled_from(sorted(good.values())) | st.sampled_from([
-                _dump(_mutated(data, progress)), _dump(_mutated(data, minutes))]) | st.binary(max_size=50))
+            name = data.draw(
+                st.sampled_from(sorted(good))
+                | st.sampled_from(HOSTILE).map(lambda h: "out/" + h)
+                | st.sampled_from(HOSTILE)
+                | st.text(max_size=20)
+            )
+            _add_member(
+                tar,
+                data,
+                name,
+                st.sampled_from(sorted(good.values()))
+                | st.sampled_from([_dump(_mutated(data, progress)), _dump(_mutated(data, minutes))])
+                | st.binary(max_size=50),
+            )
     archive.write_bytes(buf.getvalue())
     try:
         written = campaign.restore.restore(archive, box.target, log=lambda *a: None)
@@ -288,8 +362,14 @@ def _pack(folder: Path) -> dict:
         (folder / rel).write_bytes(blob)
         files[rel] = {"sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob), **extra}
 
-    add("data/tiny/train.txt.gz", gzip.compress(raw, mtime=0), kind="data", unpacks_to="tiny/train.txt",
-        unpacked_sha256=hashlib.sha256(raw).hexdigest(), unpacked_bytes=len(raw))
+    add(
+        "data/tiny/train.txt.gz",
+        gzip.compress(raw, mtime=0),
+        kind="data",
+        unpacks_to="tiny/train.txt",
+        unpacked_sha256=hashlib.sha256(raw).hexdigest(),
+        unpacked_bytes=len(raw),
+    )
     add("cache/tokens/tiny/meta.json", b'{"tokens": 3}', kind="cache")
     add("wheels/demo-1.0-py3-none-any.whl", b"PK\x05\x06" + bytes(18), kind="wheel")
     return {"format": campaign.PACK_FORMAT, "profile": "smoke", "files": files, "run_keys": {}}
@@ -305,8 +385,10 @@ def test_a_hostile_pack_manifest_writes_nothing_outside_the_cache(tmp_path, data
         attack = data.draw(st.sampled_from(["name", "unpacks_to"]))
         rel = data.draw(st.sampled_from(sorted(valid["files"]))) if attack == "name" else "data/tiny/train.txt.gz"
         entry = dict(valid["files"][rel])
-        evil = data.draw(st.sampled_from(HOSTILE) | st.sampled_from(["data/", "cache/"]).flatmap(
-            lambda p: st.sampled_from(HOSTILE).map(lambda h: p + h)))
+        evil = data.draw(
+            st.sampled_from(HOSTILE)
+            | st.sampled_from(["data/", "cache/"]).flatmap(lambda p: st.sampled_from(HOSTILE).map(lambda h: p + h))
+        )
         if attack == "name":
             manifest["files"] = {**{k: v for k, v in manifest["files"].items() if k != rel}, evil: entry}
             if not evil.startswith("/") and "\x00" not in evil and len(evil) < 200:
@@ -321,8 +403,9 @@ def test_a_hostile_pack_manifest_writes_nothing_outside_the_cache(tmp_path, data
     (box.given / "manifest.json").write_bytes(_dump(manifest))
     written = []
     real_write = paths.atomic_write
-    monkeypatch.setattr(paths, "atomic_write", lambda path, *a, **k: (written.append(Path(path)),
-                                                                                real_write(path, *a, **k)))
+    monkeypatch.setattr(
+        paths, "atomic_write", lambda path, *a, **k: (written.append(Path(path)), real_write(path, *a, **k))
+    )
     env = {k: os.environ.get(k) for k in ("LMC_CACHE_DIR", "LMC_DATA_DIR", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
     os.environ["LMC_CACHE_DIR"] = str(box.target)
     try:
@@ -382,11 +465,17 @@ def test_hostile_campaign_reports_are_refused_or_read(campaign_steps, tmp_path, 
     rdir = campaign.reports_dir(box.given, "smoke")
     rdir.mkdir(parents=True)
     (bench_step,) = campaign_steps
-    valid = {"progress.json": {"format": campaign.PROGRESS_FORMAT, "profile": "smoke", "commands": [{"device": "cpu"}],
-                               "steps": {"check": {"status": "done", "wall_s": 3.5, "attempts": 1}}},
-             "check.json": {"complete": True, "device": "cpu", "ok": True, "items": {}, "families": ["mixer"]},
-             "bench.json": {"device": "cpu", "results": {bench_step.name: {"config_hash": "abc"}}},
-             "minutes.json": {"format": campaign.MINUTES_FORMAT, "measured": {"check/base": {"cpu": {"minutes": [1]}}}}}
+    valid = {
+        "progress.json": {
+            "format": campaign.PROGRESS_FORMAT,
+            "profile": "smoke",
+            "commands": [{"device": "cpu"}],
+            "steps": {"check": {"status": "done", "wall_s": 3.5, "attempts": 1}},
+        },
+        "check.json": {"complete": True, "device": "cpu", "ok": True, "items": {}, "families": ["mixer"]},
+        "bench.json": {"device": "cpu", "results": {bench_step.name: {"config_hash": "abc"}}},
+        "minutes.json": {"format": campaign.MINUTES_FORMAT, "measured": {"check/base": {"cpu": {"minutes": [1]}}}},
+    }
     name = data.draw(st.sampled_from(sorted(valid)))
     (rdir / name).write_bytes(_dump(_mutated(data, valid[name])))
     try:
@@ -396,8 +485,9 @@ def test_hostile_campaign_reports_are_refused_or_read(campaign_steps, tmp_path, 
         assert minutes.get("check/base", "cpu") is None or math.isfinite(minutes.get("check/base", "cpu"))
         report = campaign.reports.read_report(box.given, "smoke", "bench.json")
         assert campaign.plan.bench_done(bench_step, report, "cpu") in (True, False)
-        families, torchrun = campaign.check.checked(campaign.reports.read_report(box.given, "smoke", "check.json"),
-                                                    "cpu")
+        families, torchrun = campaign.check.checked(
+            campaign.reports.read_report(box.given, "smoke", "check.json"), "cpu"
+        )
         assert isinstance(families, set) and torchrun in (True, False)
     except LMCError as exc:
         assert name in str(exc), str(exc)
@@ -412,8 +502,10 @@ def test_hostile_campaign_reports_are_refused_or_read(campaign_steps, tmp_path, 
 def test_a_hostile_run_folder_is_refused_before_it_is_used(tmp_path, data):
     box = Sandbox(tmp_path, _next_case())
     cfg = experiments.config("ar_ed/baseline", "smoke").to_dict()
-    valid = {"config.json": cfg, "procedure.json": {"procedure": "lmcompanion.experiments.ed_training.literal_training",
-                                                    "settings": {}}}
+    valid = {
+        "config.json": cfg,
+        "procedure.json": {"procedure": "lmcompanion.experiments.ed_training.literal_training", "settings": {}},
+    }
     name = data.draw(st.sampled_from(sorted(valid)))
     for k, v in valid.items():
         (box.given / k).write_bytes(_dump(_mutated(data, v) if k == name else v))
@@ -434,13 +526,20 @@ def test_a_hostile_run_folder_is_refused_before_it_is_used(tmp_path, data):
 def _export(rng) -> dict:
     n, k, d = 6, 3, 4
     cand = np.stack([rng.permutation(n)[:k] for _ in range(n)])
-    return {"query_train": rng.normal(size=(8, d)).astype("float32"), "target_train": rng.normal(size=(8, d)).astype(
-        "float32"), "query_test": rng.normal(size=(n, d)).astype("float32"),
-        "target_test": rng.normal(size=(n, d)).astype("float32"), "test_query": cand[:, 0].copy(),
-        "test_candidates": cand, "test_label": np.zeros(n, dtype=np.int64),
-        "test_query_text": np.array(["q"] * n), "test_story_text": np.array(["s"] * n),
-        "ours": np.array(json.dumps({"matcher_test_ce": 1.0, "matcher_test_top1": 0.5, "cosine_top1": 0.4,
-                                     "bm25_top1": 0.3}))}
+    return {
+        "query_train": rng.normal(size=(8, d)).astype("float32"),
+        "target_train": rng.normal(size=(8, d)).astype("float32"),
+        "query_test": rng.normal(size=(n, d)).astype("float32"),
+        "target_test": rng.normal(size=(n, d)).astype("float32"),
+        "test_query": cand[:, 0].copy(),
+        "test_candidates": cand,
+        "test_label": np.zeros(n, dtype=np.int64),
+        "test_query_text": np.array(["q"] * n),
+        "test_story_text": np.array(["s"] * n),
+        "ours": np.array(
+            json.dumps({"matcher_test_ce": 1.0, "matcher_test_top1": 0.5, "cosine_top1": 0.4, "bm25_top1": 0.3})
+        ),
+    }
 
 
 @SETTINGS
@@ -499,8 +598,12 @@ def test_parse_json_gives_finite_shallow_values_or_refuses(blob):
 
 
 @SETTINGS
-@given(text=st.text(max_size=300) | st.lists(st.sampled_from(HOSTILE) | st.text(max_size=20), max_size=5).map(
-    lambda names: "".join(f"{'a' * 64}  {n}\n" for n in names)))
+@given(
+    text=st.text(max_size=300)
+    | st.lists(st.sampled_from(HOSTILE) | st.text(max_size=20), max_size=5).map(
+        lambda names: "".join(f"{'a' * 64}  {n}\n" for n in names)
+    )
+)
 def test_sha256sums_names_stay_inside_their_folder(tmp_path, text):
     path = tmp_path / "SHA256SUMS"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))  # lone surrogates: bytes that are not UTF-8
@@ -560,8 +663,11 @@ def test_every_reader_of_files_made_elsewhere_goes_through_the_layer():
         "campaign/check.py": 1,  # the DDP probe's own output (a child process of the check wrote it)
         "campaign/runner.py": 1,  # the archive it writes
         "pages.py": 1,  # glue values inside notebooks this build executed
-        "data/tokenizers.py": 1, "data/stories.py": 6, "data/lm.py": 2,  # the token caches (a pack's: checked)
+        "data/tokenizers.py": 1,
+        "data/stories.py": 6,
+        "data/lm.py": 2,  # the token caches (a pack's: checked)
         # embeddings caches, checked by SHA-256 or shape
-        "experiments/matching.py": 1, "chapters/retrieval/analysis.py": 1,
+        "experiments/matching.py": 1,
+        "chapters/retrieval/analysis.py": 1,
     }
     assert found == own, f"readers changed: {found}"

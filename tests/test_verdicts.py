@@ -9,12 +9,17 @@ def _sampled(word: str) -> verdicts.Verdict:
     return verdicts.Verdict("a claim", "", "", word, seeds="3 vs 3", chance="p = 0.050")
 
 
-@pytest.mark.parametrize("word, expected", [
-    (verdicts.HOLDS, "holds at `cpu` scale: 0.036% of the write-up's tokens"),
-    (verdicts.FAILS, "does not hold at `cpu` scale: 0.036% of the write-up's tokens"),
-    (verdicts.INCONCLUSIVE + " (the data lean toward the claim)",
-     "inconclusive at `cpu` scale: 0.036% of the write-up's tokens (the data lean toward the claim)"),
-])
+@pytest.mark.parametrize(
+    "word, expected",
+    [
+        (verdicts.HOLDS, "holds at `cpu` scale: 0.036% of the write-up's tokens"),
+        (verdicts.FAILS, "does not hold at `cpu` scale: 0.036% of the write-up's tokens"),
+        (
+            verdicts.INCONCLUSIVE + " (the data lean toward the claim)",
+            "inconclusive at `cpu` scale: 0.036% of the write-up's tokens (the data lean toward the claim)",
+        ),
+    ],
+)
 def test_a_sampled_verdict_says_its_profile_and_share_of_the_write_ups_tokens(word, expected):
     v = verdicts.at_scale(_sampled(word), "cpu", (0.000355, 0.000355))
     assert v.verdict == expected
@@ -29,34 +34,40 @@ def test_rows_decided_by_computation_keep_their_words_and_undecided_rows_name_th
     assert verdicts.at_scale(exact, "cpu", (1e-4, 1e-4)) == exact
     assert verdicts.at_scale(computed, "cpu", (1e-4, 1e-4)) == computed
     scaled = verdicts.at_scale(not_run, "cpu", (1e-4, 1e-4))
-    assert scaled.verdict == ("not decided at `cpu` scale: 0.010% of the write-up's tokens (its arms are not run at "
-                              "this profile)")
+    assert scaled.verdict == (
+        "not decided at `cpu` scale: 0.010% of the write-up's tokens (its arms are not run at this profile)"
+    )
     assert scaled.outcome == verdicts.NOT_DECIDED
-    assert verdicts.at_scale(not_run, "cpu", None).verdict == ("not decided at `cpu` scale (its arms are not run at "
-                                                               "this profile)")
+    assert verdicts.at_scale(not_run, "cpu", None).verdict == (
+        "not decided at `cpu` scale (its arms are not run at this profile)"
+    )
 
 
 def _arm(label, values, level=6.0, kind="loss"):
     from lmcompanion.learning import Arm
 
-    return Arm(label, "the unigram loss (validation)" if kind == "loss" else "chance (1/31)", level, tuple(values),
-               kind=kind)
+    return Arm(
+        label, "the unigram loss (validation)" if kind == "loss" else "chance (1/31)", level, tuple(values), kind=kind
+    )
 
 
-@pytest.mark.parametrize("word", [verdicts.HOLDS, verdicts.FAILS, verdicts.INCONCLUSIVE + " (the data lean toward "
-                                                                                          "the claim)"])
+@pytest.mark.parametrize(
+    "word", [verdicts.HOLDS, verdicts.FAILS, verdicts.INCONCLUSIVE + " (the data lean toward the claim)"]
+)
 def test_the_gate_turns_any_verdict_with_an_arm_that_has_not_learned_into_not_decided(word):
     v = _sampled(word)
     learned, flat = _arm("a", [5.0, 5.4, 5.49]), _arm("b", [5.0, 5.6, 4.0])  # b: one seed 0.4 nats below its line
     assert verdicts.gate(v, [learned]).verdict == word  # every seed at least half a nat below: decided as tested
     gated = verdicts.gate(v, [learned, flat])
-    assert gated.outcome == verdicts.NOT_DECIDED and gated.verdict.startswith("not decided at this scale (b has not "
-                                                                              "learned")
+    assert gated.outcome == verdicts.NOT_DECIDED and gated.verdict.startswith(
+        "not decided at this scale (b has not learned"
+    )
     assert gated.chance == v.chance and gated.effect == v.effect  # the test's numbers are kept
     assert ("lean toward" in gated.verdict) == (word != verdicts.FAILS)
     assert gated.arms == (learned, flat) and "b 0.40–2.00 nats below the unigram loss (validation) ✗" in gated.learned
     assert verdicts.at_scale(gated, "cpu", (1e-4, 1e-4)).verdict.startswith(
-        "not decided at `cpu` scale: 0.010% of the write-up's tokens (b has not learned")
+        "not decided at `cpu` scale: 0.010% of the write-up's tokens (b has not learned"
+    )
 
 
 def test_the_gate_reads_accuracies_against_twice_chance_and_never_passes_a_nan():
@@ -67,10 +78,17 @@ def test_the_gate_reads_accuracies_against_twice_chance_and_never_passes_a_nan()
 
 
 def test_counts_keep_the_fourth_outcome_apart():
-    rows = [_sampled(verdicts.HOLDS), verdicts.gate(_sampled(verdicts.HOLDS), [_arm("b", [5.9])]),
-            verdicts.not_decided("c", "", "", "not run")]
-    assert verdicts.counts(rows) == {verdicts.HOLDS: 1, verdicts.FAILS: 0, verdicts.INCONCLUSIVE: 0,
-                                     verdicts.NOT_DECIDED: 2}
+    rows = [
+        _sampled(verdicts.HOLDS),
+        verdicts.gate(_sampled(verdicts.HOLDS), [_arm("b", [5.9])]),
+        verdicts.not_decided("c", "", "", "not run"),
+    ]
+    assert verdicts.counts(rows) == {
+        verdicts.HOLDS: 1,
+        verdicts.FAILS: 0,
+        verdicts.INCONCLUSIVE: 0,
+        verdicts.NOT_DECIDED: 2,
+    }
 
 
 def test_shares_are_two_significant_digits_in_fixed_notation_and_a_range_where_arms_differ():
@@ -81,7 +99,10 @@ def test_shares_are_two_significant_digits_in_fixed_notation_and_a_range_where_a
 def test_the_share_is_computed_from_the_profiles_configs():
     names = experiments.chapter_names("ar_ed")
     lo, hi = verdicts.token_share(names, "cpu")
-    one = experiments.config(names[0], "cpu", device="cpu").tokens() / experiments.config(names[0], "paper", device="cpu").tokens()
+    one = (
+        experiments.config(names[0], "cpu", device="cpu").tokens()
+        / experiments.config(names[0], "paper", device="cpu").tokens()
+    )
     assert lo <= one <= hi and 0 < lo <= hi < 1
     assert verdicts.token_share(names, "paper") == (1.0, 1.0)
 
@@ -93,15 +114,32 @@ def test_outcome_of_refuses_what_is_not_a_verdict():
 
 def test_p_is_given_to_two_digits_and_always_as_a_decimal():
     assert [verdicts.chance_text(p) for p in (0.05, 1.0, 1 / 3, 0.0025, 0.0004)] == [
-        "p = 0.05", "p = 1.00", "p = 0.33", "p = 0.0025", "p < 0.001"]
+        "p = 0.05",
+        "p = 1.00",
+        "p = 0.33",
+        "p = 0.0025",
+        "p < 0.001",
+    ]
 
 
 def test_the_verdict_table_has_the_evidence_in_one_column_and_how_far_each_arm_learned_in_another():
     from lmcompanion.verdicts import Verdict, table
 
-    rows = [verdicts.gate(Verdict("a beats b", "2.10 vs 2.20", "2.0 [1.9, 2.1]", "holds", seeds="3 vs 3",
-                                  effect="-0.26 ± 0.01", chance="p = 0.05"), [_arm("a", [5.0, 5.2])]),
-            Verdict("count", "100", "100", "holds", seeds="", effect="", chance="exact (no sampling)")]
+    rows = [
+        verdicts.gate(
+            Verdict(
+                "a beats b",
+                "2.10 vs 2.20",
+                "2.0 [1.9, 2.1]",
+                "holds",
+                seeds="3 vs 3",
+                effect="-0.26 ± 0.01",
+                chance="p = 0.05",
+            ),
+            [_arm("a", [5.0, 5.2])],
+        ),
+        Verdict("count", "100", "100", "holds", seeds="", effect="", chance="exact (no sampling)"),
+    ]
     t = table(rows)
     assert len(t.columns) == 6 and list(t.index) == [1, 2]
     assert list(t.iloc[:, 3]) == ["3 vs 3 · -0.26 ± 0.01 · p = 0.05", "exact (no sampling)"]
@@ -116,9 +154,11 @@ def test_a_verdict_page_that_imports_only_nb_decides_every_chapter_s_rows():
     import subprocess
     import sys
 
-    code = ("import lmcompanion.nb\nfrom lmcompanion import claims, pages\n"
-            "print(sorted(c for c in pages.CHAPTER_TITLES if c != 'prologue' and claims.rows(c)))\n"
-            "try:\n    claims.rows('no_such_chapter')\nexcept Exception as e:\n    print(type(e).__name__)\n")
+    code = (
+        "import lmcompanion.nb\nfrom lmcompanion import claims, pages\n"
+        "print(sorted(c for c in pages.CHAPTER_TITLES if c != 'prologue' and claims.rows(c)))\n"
+        "try:\n    claims.rows('no_such_chapter')\nexcept Exception as e:\n    print(type(e).__name__)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     from lmcompanion import pages
 
@@ -139,6 +179,7 @@ def test_a_row_that_compares_a_headline_arm_with_illustrating_ones_reads_its_run
         def decide(ctx):
             seen.append({a: list(ctx.runs[a]) for a in arms})
             return verdicts.not_decided(text, "", "x", "y")
+
         return claims.Row(text, "04_baselines", decide, arms=arms)
 
     mixed = row("mixed", ("ar_ed/mse_pos_sub", "ar_ed/smaller_baseline"))
@@ -147,11 +188,21 @@ def test_a_row_that_compares_a_headline_arm_with_illustrating_ones_reads_its_run
     ctx = claims.Context(runs, "cpu", illustrating={"ar_ed/mse_pos_sub": ["short"], "ar_ed/baseline": ["short"]})
     claims.decide("ar_ed", mixed, ctx)
     assert seen[-1] == {"ar_ed/mse_pos_sub": ["short"], "ar_ed/smaller_baseline": ["short"]}
-    gated = claims.Row("gated", "04_baselines", lambda c: verdicts.gate(
-        verdicts.not_decided("gated", "", "x", "y"), [learning.Arm(a.split("/")[-1], "unigram", 6.9, (6.8,))
-                                                      for a in c.runs]), arms=mixed.arms)
-    labels = [a.label for a in claims.decide("ar_ed", gated, claims.Context(
-        {a: runs[a] for a in mixed.arms}, "cpu", illustrating=ctx.illustrating)).arms]
+    gated = claims.Row(
+        "gated",
+        "04_baselines",
+        lambda c: verdicts.gate(
+            verdicts.not_decided("gated", "", "x", "y"),
+            [learning.Arm(a.split("/")[-1], "unigram", 6.9, (6.8,)) for a in c.runs],
+        ),
+        arms=mixed.arms,
+    )
+    labels = [
+        a.label
+        for a in claims.decide(
+            "ar_ed", gated, claims.Context({a: runs[a] for a in mixed.arms}, "cpu", illustrating=ctx.illustrating)
+        ).arms
+    ]
     assert labels == ["mse_pos_sub (at the illustrations' protocol)", "smaller_baseline"]  # where it is not learned
     claims.decide("ar_ed", head, ctx)
     assert seen[-1] == {"ar_ed/mse_pos_sub": ["long"] * 5, "ar_ed/baseline": ["long"] * 5}

@@ -175,13 +175,19 @@ def revision(needs: Sequence[tuple[str, str]], repo: Path | None = None):
     def parse(text: str) -> str:
         root = repo or paths.repo_root()
         if root is None or not (root / ".git").exists():
-            raise argparse.ArgumentTypeError("needs a git checkout of the package (an editable install), which this "
-                                             "is not")
+            raise argparse.ArgumentTypeError(
+                "needs a git checkout of the package (an editable install), which this is not"
+            )
         if not text or text.startswith("-"):
             raise argparse.ArgumentTypeError(f"expected a git revision (a commit, a tag, HEAD~1), got {text!r}")
         try:
-            got = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"], cwd=root,
-                                 capture_output=True, text=True, timeout=30)
+            got = subprocess.run(
+                ["git", "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             raise argparse.ArgumentTypeError(f"cannot run git to resolve {text!r} ({exc})") from None
         if got.returncode != 0 or not got.stdout.strip():
@@ -192,7 +198,8 @@ def revision(needs: Sequence[tuple[str, str]], repo: Path | None = None):
             if shown.returncode != 0 or needle.encode() not in shown.stdout:
                 raise argparse.ArgumentTypeError(
                     f"revision {text} ({sha[:12]}) has no {needle.strip()!r} in {file}, which this command needs: "
-                    "give a later revision (git log --oneline -- " + file + ")")
+                    "give a later revision (git log --oneline -- " + file + ")"
+                )
         return text
 
     parse.__name__ = "revision"
@@ -241,8 +248,10 @@ def environment_value(name: str, environ: Mapping[str, str] | None = None):
     try:
         return var.type(value)
     except argparse.ArgumentTypeError as exc:
-        raise ConfigError(f"environment variable {name} ({var.what}): {exc}; set it to a valid value (e.g. "
-                          f"{name}={var.example}) or unset it (unset {name})") from None
+        raise ConfigError(
+            f"environment variable {name} ({var.what}): {exc}; set it to a valid value (e.g. "
+            f"{name}={var.example}) or unset it (unset {name})"
+        ) from None
 
 
 def environment(environ: Mapping[str, str] | None = None) -> None:
@@ -251,7 +260,30 @@ def environment(environ: Mapping[str, str] | None = None) -> None:
         environment_value(name, environ)
 
 
-__all__ = ["DEVICES", "ENVIRONMENT", "MAX_LANES", "SWITCH", "Variable", "command_minutes", "device", "environment",
-           "environment_value", "existing_dir", "existing_file", "existing_path", "lanes", "minutes", "nonnegative_int",
-           "output_dir", "output_file", "override", "positive_int", "positive_number", "profile", "revision",
-           "seconds", "seed", "switch"]
+__all__ = [
+    "DEVICES",
+    "ENVIRONMENT",
+    "MAX_LANES",
+    "SWITCH",
+    "Variable",
+    "command_minutes",
+    "device",
+    "environment",
+    "environment_value",
+    "existing_dir",
+    "existing_file",
+    "existing_path",
+    "lanes",
+    "minutes",
+    "nonnegative_int",
+    "output_dir",
+    "output_file",
+    "override",
+    "positive_int",
+    "positive_number",
+    "profile",
+    "revision",
+    "seconds",
+    "seed",
+    "switch",
+]

@@ -61,7 +61,9 @@ def _sync(device: torch.device) -> None:
 
 def _check(steps: int, warmup: int, rounds: int) -> None:
     if steps < 1 or warmup < 0 or rounds < 1:
-        raise ConfigError(f"bench needs --steps >= 1, --warmup >= 0 and --rounds >= 1 (got {steps}, {warmup}, {rounds})")
+        raise ConfigError(
+            f"bench needs --steps >= 1, --warmup >= 0 and --rounds >= 1 (got {steps}, {warmup}, {rounds})"
+        )
 
 
 def _session(run: PlannedRun):
@@ -69,8 +71,10 @@ def _session(run: PlannedRun):
     first step on its device."""
     proc, cfg = run.procedure, run.config
     if proc.fn is not None and proc.source is None:
-        raise ConfigError(f"{cfg.name} is trained by {proc.name} ({proc.description}), not by the trainer's step: "
-                          "bench times the trainer's step only")
+        raise ConfigError(
+            f"{cfg.name} is trained by {proc.name} ({proc.description}), not by the trainer's step: "
+            "bench times the trainer's step only"
+        )
     for need in run.needs:  # the runs its batches are made from
         need.train()
     with trainer.memory_guard(cfg, "building the model"):
@@ -95,8 +99,9 @@ def _timed(fn, n: int, device: torch.device) -> float:
     return time.perf_counter() - t0
 
 
-def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5,
-          profile_steps: int = 0) -> dict:
+def bench(
+    run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False, rounds: int = 5, profile_steps: int = 0
+) -> dict:
     """Time ``steps`` optimizer steps of a planned run (see the module doc); then, with ``profile_steps``, that many
     more under the torch profiler (:func:`idle_profile`, in the result's ``profile``)."""
     _check(steps, warmup, rounds)
@@ -134,11 +139,18 @@ def bench(run: PlannedRun, steps: int = 20, warmup: int = 5, bare: bool = False,
     n_steps = steps * (rounds if bare else 1)
     seconds = t_trainer / n_steps
     model = s.model
-    result = {"experiment": cfg.name, "device": cfg.device,
-              "dtype": str(trainer.autocast_dtype(cfg.train, cfg.device) or torch.float32).replace("torch.", ""),
-              "compile": cfg.train.compile, "threads": torch.get_num_threads(), "params": model.num_params(),
-              "tokens/step": tokens, "s/step": round(seconds, 4), "tokens/s": round(tokens / seconds),
-              "training FLOP/token (counted)": f"{model.flops_per_token():.4g}"}
+    result = {
+        "experiment": cfg.name,
+        "device": cfg.device,
+        "dtype": str(trainer.autocast_dtype(cfg.train, cfg.device) or torch.float32).replace("torch.", ""),
+        "compile": cfg.train.compile,
+        "threads": torch.get_num_threads(),
+        "params": model.num_params(),
+        "tokens/step": tokens,
+        "s/step": round(seconds, 4),
+        "tokens/s": round(tokens / seconds),
+        "training FLOP/token (counted)": f"{model.flops_per_token():.4g}",
+    }
     if bare:
         result["bare loop s/step"] = round(t_bare / n_steps, 4)
         result["trainer overhead"] = f"{100 * (t_trainer / t_bare - 1):+.1f}%"
@@ -179,8 +191,11 @@ def idle_summary(events, on_gpu: bool, top: int = 8) -> dict:
     def device_side(e) -> bool:
         return getattr(e, "device_type", DeviceType.CPU) != DeviceType.CPU
 
-    work = [e for e in events if device_side(e)] if on_gpu else [e for e in events if not device_side(e) and
-                                                                  e.cpu_parent is None]
+    work = (
+        [e for e in events if device_side(e)]
+        if on_gpu
+        else [e for e in events if not device_side(e) and e.cpu_parent is None]
+    )
     spans = sorted((e.time_range.start, e.time_range.end) for e in events)
     if not work or not spans:
         return {"work": "none recorded"}
@@ -197,15 +212,29 @@ def idle_summary(events, on_gpu: bool, top: int = 8) -> dict:
     for e in work:
         totals[e.name] = totals.get(e.name, 0.0) + (e.time_range.end - e.time_range.start)
     window = max(end - start, 1e-9)
-    return {"work": "GPU kernels" if on_gpu else "top-level CPU operators", "span (ms)": round(window / 1e3, 3),
-            "busy (ms)": round(busy / 1e3, 3), "idle fraction": round(1 - busy / window, 4),
-            "gaps": len(gaps), "largest gap (ms)": round(max(gaps, default=0.0) / 1e3, 3),
-            "top": [{"name": name[:120], "share of busy": round(t / max(busy, 1e-9), 4)}
-                    for name, t in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]}
+    return {
+        "work": "GPU kernels" if on_gpu else "top-level CPU operators",
+        "span (ms)": round(window / 1e3, 3),
+        "busy (ms)": round(busy / 1e3, 3),
+        "idle fraction": round(1 - busy / window, 4),
+        "gaps": len(gaps),
+        "largest gap (ms)": round(max(gaps, default=0.0) / 1e3, 3),
+        "top": [
+            {"name": name[:120], "share of busy": round(t / max(busy, 1e-9), 4)}
+            for name, t in sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        ],
+    }
 
 
-def sweep(run: PlannedRun, batches: Sequence[int], steps: int = 10, warmup: int = 3, allowance_s: float = math.inf,
-          profile_steps: int = 0, clock=time.perf_counter) -> dict:
+def sweep(
+    run: PlannedRun,
+    batches: Sequence[int],
+    steps: int = 10,
+    warmup: int = 3,
+    allowance_s: float = math.inf,
+    profile_steps: int = 0,
+    clock=time.perf_counter,
+) -> dict:
     """:func:`bench` of ``run`` at each micro-batch of ``batches`` (smallest first; each a fresh session, compiled
     afresh where the run compiles, Dynamo's cache emptied between them), each with ``profile_steps`` profiled steps.
     A micro-batch is started only while the time spent plus the longest micro-batch so far stays within
@@ -217,8 +246,10 @@ def sweep(run: PlannedRun, batches: Sequence[int], steps: int = 10, warmup: int 
     for mb in batches:
         spent = clock() - t0
         if stop is None and entries and spent + longest > allowance_s:
-            stop = (f"not started: {spent:.0f} s of the {allowance_s:.0f} s allowance spent, and the longest "
-                    f"micro-batch so far took {longest:.0f} s")
+            stop = (
+                f"not started: {spent:.0f} s of the {allowance_s:.0f} s allowance spent, and the longest "
+                f"micro-batch so far took {longest:.0f} s"
+            )
         if stop is not None:
             entries.append({"micro_batch": mb, "not measured": stop})
             continue
@@ -278,10 +309,18 @@ class SideBySide:
         import pandas as pd
 
         a, b = self.names
-        rows = [{"round": r + 1, f"{a} (s/step)": number(x), f"{b} (s/step)": number(y), "ratio": number(x / y)}
-                for r, (x, y) in enumerate(zip(*self.seconds))]
-        rows.append({"round": "mean", f"{a} (s/step)": number(mean(self.seconds[0])),
-                     f"{b} (s/step)": number(mean(self.seconds[1])), "ratio": number(mean(self.ratios()))})
+        rows = [
+            {"round": r + 1, f"{a} (s/step)": number(x), f"{b} (s/step)": number(y), "ratio": number(x / y)}
+            for r, (x, y) in enumerate(zip(*self.seconds))
+        ]
+        rows.append(
+            {
+                "round": "mean",
+                f"{a} (s/step)": number(mean(self.seconds[0])),
+                f"{b} (s/step)": number(mean(self.seconds[1])),
+                "ratio": number(mean(self.ratios())),
+            }
+        )
         return pd.DataFrame(rows).set_index("round")
 
 
@@ -301,11 +340,12 @@ def side_by_side(a: PlannedRun, b: PlannedRun, steps: int = 5, warmup: int = 2, 
             for _ in range(warmup):
                 _trainer_step(s, batches)
         for r in range(rounds):
-            for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            for i in (0, 1) if r % 2 == 0 else (1, 0):
                 s, batches = arms[i]
                 seconds[i].append(_timed(lambda: _trainer_step(s, batches), steps, s.device) / steps)
-    return SideBySide((a.name, b.name), (tuple(seconds[0]), tuple(seconds[1])), steps, a.config.device,
-                      torch.get_num_threads())
+    return SideBySide(
+        (a.name, b.name), (tuple(seconds[0]), tuple(seconds[1])), steps, a.config.device, torch.get_num_threads()
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,7 +366,7 @@ def mm_peak(n: int = 1024, repeats: int = 10, clock=time.perf_counter) -> float:
         t0 = clock()
         torch.mm(a, b)
         best = min(best, clock() - t0)
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def representative(chapter: str, profile: str = "cpu") -> str | None:
@@ -344,12 +384,14 @@ def representative(chapter: str, profile: str = "cpu") -> str | None:
 # What another revision's code must have for cpu_book to time it beside this one (checked by the --against type,
 # lmcompanion.argtypes.revision, before anything runs): the planner, the trainer's set-up and step, its memory guard,
 # and the models' counted FLOPs.
-REVISION_NEEDS = (("src/lmcompanion/experiments/plan.py", "def planned("),
-                  ("src/lmcompanion/train/trainer.py", "def setup("),
-                  ("src/lmcompanion/train/trainer.py", "def update("),
-                  ("src/lmcompanion/train/trainer.py", "def evaluate("),
-                  ("src/lmcompanion/train/trainer.py", "def memory_guard("),
-                  ("src/lmcompanion/models/base.py", "def flops_per_token("))
+REVISION_NEEDS = (
+    ("src/lmcompanion/experiments/plan.py", "def planned("),
+    ("src/lmcompanion/train/trainer.py", "def setup("),
+    ("src/lmcompanion/train/trainer.py", "def update("),
+    ("src/lmcompanion/train/trainer.py", "def evaluate("),
+    ("src/lmcompanion/train/trainer.py", "def memory_guard("),
+    ("src/lmcompanion/models/base.py", "def flops_per_token("),
+)
 
 
 def load_revision(rev: str, repo: Path | None = None):
@@ -362,8 +404,13 @@ def load_revision(rev: str, repo: Path | None = None):
     if repo is None:
         raise ConfigError("--against needs a git checkout of the package (an editable install)")
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "--verify", f"{rev}^{{commit}}"], cwd=repo,
-                             check=True, capture_output=True, text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "--verify", f"{rev}^{{commit}}"],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         raise ConfigError(f"cannot resolve git revision {rev!r} in {repo}: {exc}") from None
     name = f"lmcompanion_{sha}"
@@ -376,8 +423,10 @@ def load_revision(rev: str, repo: Path | None = None):
         archive = subprocess.run(["git", "archive", sha, "src/lmcompanion"], cwd=repo, check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive.stdout, check=True)
     except subprocess.CalledProcessError as exc:
-        raise ConfigError(f"revision {rev} ({sha}) has no package to time (git archive: "
-                          f"{(exc.stderr or b'').decode(errors='replace').strip()[:200]}): give a later revision") from None
+        raise ConfigError(
+            f"revision {rev} ({sha}) has no package to time (git archive: "
+            f"{(exc.stderr or b'').decode(errors='replace').strip()[:200]}): give a later revision"
+        ) from None
     (tmp / "src" / "lmcompanion").rename(tmp / name)
     sys.path.insert(0, str(tmp))
     try:
@@ -385,8 +434,10 @@ def load_revision(rev: str, repo: Path | None = None):
         importlib.import_module(f"{name}.train.trainer")
         return sys.modules[name]
     except Exception as exc:  # noqa: BLE001  (its code, not ours: whatever it raises, the revision is the problem)
-        raise ConfigError(f"the code of revision {rev} ({sha}) cannot be imported beside this one "
-                          f"({type(exc).__name__}: {str(exc)[:200]}): give a later revision") from None
+        raise ConfigError(
+            f"the code of revision {rev} ({sha}) cannot be imported beside this one "
+            f"({type(exc).__name__}: {str(exc)[:200]}): give a later revision"
+        ) from None
     finally:
         sys.path.remove(str(tmp))
 
@@ -453,8 +504,12 @@ class _Arm:
         tokens = self.rounds[0][1]
         train = self.phase("total") - self.phase("evaluation")
         flops = self.flops_per_s()
-        row = {"code": self.label, "tokens/s": round(tokens / train), "GFLOP/s": round(flops / 1e9, 1),
-               "% of peak": round(100 * flops / peak, 1)}
+        row = {
+            "code": self.label,
+            "tokens/s": round(tokens / train),
+            "GFLOP/s": round(flops / 1e9, 1),
+            "% of peak": round(100 * flops / peak, 1),
+        }
         row.update({f"{p} ms": round(1e3 * self.phase(p), 2) for p in PHASES})
         row["step ms (with eval.)"] = round(1e3 * self.phase("total"), 2)
         row["run s (est.)"] = round(self.phase("total") * self.session.cfg.train.max_steps, 1)
@@ -473,8 +528,10 @@ def _arm(label: str, pkg, name: str, profile: str, clock) -> _Arm:
             s = pkg.train.trainer.setup(run.config)
         return _Arm(label, pkg.train.trainer, s, s.model.flops_per_token(), clock)
     except (AttributeError, TypeError, KeyError) as exc:
-        raise ConfigError(f"the code of revision {label} cannot build {name} at {profile} ({type(exc).__name__}: "
-                          f"{str(exc)[:200]}): give a later revision, or name a chapter it has") from None
+        raise ConfigError(
+            f"the code of revision {label} cannot build {name} at {profile} ({type(exc).__name__}: "
+            f"{str(exc)[:200]}): give a later revision, or name a chapter it has"
+        ) from None
 
 
 # Every chapter's representative run, and the masked mixer itself (the mixer chapter's first experiment is its
@@ -482,9 +539,17 @@ def _arm(label: str, pkg, name: str, profile: str, clock) -> _Arm:
 DEFAULT = (*experiments.CHAPTERS, "mixer/flat_d512")
 
 
-def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", against: str | None = None,
-             steps: int = 3, warmup: int = 1, rounds: int = 4, evaluate: bool = True,
-             threads: int | None = 1, clock: str | None = None) -> list[dict]:
+def cpu_book(
+    chapters: Sequence[str] | None = None,
+    profile: str = "cpu",
+    against: str | None = None,
+    steps: int = 3,
+    warmup: int = 1,
+    rounds: int = 4,
+    evaluate: bool = True,
+    threads: int | None = 1,
+    clock: str | None = None,
+) -> list[dict]:
     """For one representative run of each chapter (:func:`representative`; ``chapters`` may also name
     experiments; default :data:`DEFAULT`) at ``profile`` on the CPU: tokens per
     second, achieved GFLOP/s (counted training FLOPs, ``Model.flops_per_token``, over the training step's time) and
@@ -526,7 +591,7 @@ def cpu_book(chapters: Sequence[str] | None = None, profile: str = "cpu", agains
             for _ in range(warmup):
                 arm.measure(1, evaluate=False)
         for r in range(rounds):
-            for arm in (arms if r % 2 == 0 else arms[::-1]):
+            for arm in arms if r % 2 == 0 else arms[::-1]:
                 arm.measure(steps, evaluate)
             peaks.append(mm_peak(clock=tick))
         for arm in arms:

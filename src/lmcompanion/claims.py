@@ -25,8 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import experiments
 from .errors import LMCError
 from .train.store import NoRunFiles
-from .verdicts import (KINDS, NOT_DECIDED, TRAINING, Verdict, between, gap_trend, have, not_decided, sized,
-                       with_trend)
+from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, gap_trend, have, not_decided, sized, with_trend
 
 PROFILE_ORDER = ("smoke", "cpu", "gpu", "paper")
 
@@ -96,8 +95,14 @@ ROWS: dict[str, list[Row]] = {}
 def between_row(text: str, metric: str, better: str, worse: str, notebook: str, extension: bool = False) -> Row:
     """The row of the claim "``better`` ends lower than ``worse`` on ``metric``" (the final estimates, both arms
     gated on them: :func:`lmcompanion.verdicts.between`)."""
-    return Row(text, notebook, lambda ctx: between(text, metric, better, worse, ctx.runs), arms=(better, worse),
-               extension=extension, gap=(better, worse, metric))
+    return Row(
+        text,
+        notebook,
+        lambda ctx: between(text, metric, better, worse, ctx.runs),
+        arms=(better, worse),
+        extension=extension,
+        gap=(better, worse, metric),
+    )
 
 
 def register(chapter: str, rows: Sequence[Row]) -> list[Row]:
@@ -117,8 +122,10 @@ def rows(chapter: str) -> list[Row]:
     page that forgot to import its chapter module would otherwise decide nothing and say nothing (importing
     :mod:`lmcompanion.chapters` registers every chapter)."""
     if chapter not in ROWS:
-        raise LMCError(f"no claims are registered for the chapter {chapter!r} (registered: {sorted(ROWS) or 'none'}): "
-                       "import lmcompanion.chapters, which registers every chapter's rows")
+        raise LMCError(
+            f"no claims are registered for the chapter {chapter!r} (registered: {sorted(ROWS) or 'none'}): "
+            "import lmcompanion.chapters, which registers every chapter's rows"
+        )
     return list(ROWS[chapter])
 
 
@@ -131,8 +138,13 @@ def _where(arms: Sequence[str], profile: str) -> str:
 def _stamp(v: Verdict, row: Row, chapter: str) -> Verdict:
     if v.claim != row.text:
         raise ValueError(f"{chapter}: the row {row.text!r} decided a verdict for another claim, {v.claim!r}")
-    return dataclasses.replace(v, notebook=f"{chapter}/{row.notebook}", kind=row.kind, extension=row.extension,
-                               headline=experiments.is_headline(chapter, row.arms))
+    return dataclasses.replace(
+        v,
+        notebook=f"{chapter}/{row.notebook}",
+        kind=row.kind,
+        extension=row.extension,
+        headline=experiments.is_headline(chapter, row.arms),
+    )
 
 
 SHORT = "at the illustrations' protocol"  # how a row names a headline arm it read at that protocol
@@ -149,17 +161,23 @@ def _at_one_protocol(row: Row, ctx: Context) -> tuple[Context, set[str]]:
     long = [a for a in row.arms if illustrations in experiments.arm(a, ctx.profile).trains_at and a in ctx.runs]
     missing = [a for a in long if a not in ctx.illustrating]
     if missing:
-        raise LMCError(f"the row {row.text!r} compares {', '.join(missing)} with illustrating arms, which train fewer "
-                       f"steps at {ctx.profile}: give the context their runs at the illustrations' protocol "
-                       "(Context.illustrating; lmcompanion.nb.verdict_page does)")
+        raise LMCError(
+            f"the row {row.text!r} compares {', '.join(missing)} with illustrating arms, which train fewer "
+            f"steps at {ctx.profile}: give the context their runs at the illustrations' protocol "
+            "(Context.illustrating; lmcompanion.nb.verdict_page does)"
+        )
     return dataclasses.replace(ctx, runs={**ctx.runs, **{a: ctx.illustrating[a] for a in long}}), set(long)
 
 
 def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
     """The verdict of one row (None: its runs are missing, as in recorded runs that cover other arms)."""
     if row.arms and ctx.profile is not None and not all(experiments.runs_at(a, ctx.profile) for a in row.arms):
-        v = not_decided(row.text, row.published or "see the chapter", "not run at this profile",
-                        f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}")
+        v = not_decided(
+            row.text,
+            row.published or "see the chapter",
+            "not run at this profile",
+            f"its arms are not run at this profile; they run at {_where(row.arms, ctx.profile)}",
+        )
         return _stamp(v, row, chapter)
     ctx, swapped = _at_one_protocol(row, ctx)
     runs = ctx.runs
@@ -174,19 +192,32 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
         if not ctx.recorded:
             raise
         files = isinstance(exc, NoRunFiles)
-        v = not_decided(row.text, row.published or "see the chapter",
-                        "needs the run's files" if files else "computed on its page", (
-                            "its measure reads the trained run's own files (weights, embeddings), and a recorded run "
-                            "carries metrics, not files") if files else (
-                            "its measure is computed on its page from the trained runs, and a recorded run carries "
-                            "metrics, not files"))
+        v = not_decided(
+            row.text,
+            row.published or "see the chapter",
+            "needs the run's files" if files else "computed on its page",
+            (
+                "its measure reads the trained run's own files (weights, embeddings), and a recorded run "
+                "carries metrics, not files"
+            )
+            if files
+            else (
+                "its measure is computed on its page from the trained runs, and a recorded run carries "
+                "metrics, not files"
+            ),
+        )
     if swapped:  # a headline arm read at the illustrations' protocol says so wherever its label is shown
         labels = {n.split("/")[-1] for n in swapped}
-        v = dataclasses.replace(v, arms=tuple(dataclasses.replace(a, label=f"{a.label} ({SHORT})")
-                                              if a.label in labels else a for a in v.arms))
+        v = dataclasses.replace(
+            v,
+            arms=tuple(
+                dataclasses.replace(a, label=f"{a.label} ({SHORT})") if a.label in labels else a for a in v.arms
+            ),
+        )
     if row.arms and row.kind == TRAINING and min(len(runs[a]) for a in row.arms) < 2 and v.outcome != NOT_DECIDED:
-        v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, "
-                                           "no test is possible)")
+        v = dataclasses.replace(
+            v, verdict=f"{NOT_DECIDED} (one seed on a side at this profile: an illustration, no test is possible)"
+        )
     v = _stamp(v, row, chapter)
     if v.headline and row.gap is not None and have(runs, *row.gap[:2]):
         points, line = gap_trend(runs[row.gap[0]], runs[row.gap[1]], row.gap[2])
@@ -197,8 +228,12 @@ def decide(chapter: str, row: Row, ctx: Context) -> Verdict | None:
 def verdicts(chapter: str, ctx: Context, notebook: str | None = None) -> list[Verdict]:
     """Every registered row of ``chapter`` (of its notebook ``notebook`` only, when given) decided from ``ctx``, in
     the registered order."""
-    return [v for row in rows(chapter) if notebook is None or row.notebook == notebook
-            if (v := decide(chapter, row, ctx)) is not None]
+    return [
+        v
+        for row in rows(chapter)
+        if notebook is None or row.notebook == notebook
+        if (v := decide(chapter, row, ctx)) is not None
+    ]
 
 
 LEADS: dict[str, Callable[[Sequence[Mapping]], str]] = {}
@@ -234,5 +269,21 @@ def timed_claims(chapter: str) -> list[str]:
     return [r.text for r in rows(chapter) if r.timed]
 
 
-__all__ = ["Context", "Extra", "LEADS", "NotComputed", "ROWS", "Row", "arm_claims", "between_row", "decide", "lead", "register", "register_lead", "rows",
-           "timed_claims", "timed_pairs", "verdicts"]
+__all__ = [
+    "Context",
+    "Extra",
+    "LEADS",
+    "NotComputed",
+    "ROWS",
+    "Row",
+    "arm_claims",
+    "between_row",
+    "decide",
+    "lead",
+    "register",
+    "register_lead",
+    "rows",
+    "timed_claims",
+    "timed_pairs",
+    "verdicts",
+]

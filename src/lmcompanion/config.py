@@ -100,9 +100,7 @@ class ConfigBase:
         for f in fields(self):
             value, hint = getattr(self, f.name), hints[f.name]
             if not _matches(value, hint):
-                raise ConfigError(
-                    f"{type(self).__name__}.{f.name} must be {_type_name(hint)}, got {value!r}"
-                )
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be {_type_name(hint)}, got {value!r}")
             if hint is float or (get_origin(hint) in (Union, types.UnionType) and float in get_args(hint)):
                 if isinstance(value, int) and not isinstance(value, bool):
                     object.__setattr__(self, f.name, float(value))
@@ -129,7 +127,9 @@ def require(condition: bool, message: str) -> None:
 @dataclass(frozen=True)
 class TrainConfig(ConfigBase):
     batch_size: int = 16  # sequences per micro-batch (per process under DDP)
-    grad_accum: int = 1  # micro-batches per optimizer step, summed over all processes (global batch = batch_size * grad_accum)
+    grad_accum: int = (
+        1  # micro-batches per optimizer step, summed over all processes (global batch = batch_size * grad_accum)
+    )
     max_steps: int = 100  # optimizer steps
     lr: float = 6e-4  # peak learning rate
     min_lr: float = 6e-5  # floor of the cosine and linear_floor schedules
@@ -137,7 +137,9 @@ class TrainConfig(ConfigBase):
     # min_lr, then min_lr (the efficient-transformer README's); constant: warmup then lr
     schedule: Literal["cosine", "linear", "linear_floor", "constant"] = "cosine"
     warmup_steps: int = 0
-    decay_steps: int | None = None  # cosine, linear_floor: step where the decay reaches min_lr (nanoGPT's lr_decay_iters); linear: step where lr reaches 0; None = max_steps
+    decay_steps: int | None = (
+        None  # cosine, linear_floor: step where the decay reaches min_lr (nanoGPT's lr_decay_iters); linear: step where lr reaches 0; None = max_steps
+    )
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8
@@ -146,7 +148,9 @@ class TrainConfig(ConfigBase):
     eval_interval: int = 50  # evaluate every this many steps, and after the last step
     eval_batches: int = 10  # batches per split per evaluation (K)
     eval_batch_size: int | None = None  # None = batch_size
-    eval_sampling: Literal["strided", "random"] = "strided"  # strided: fixed windows spread over the split; random: fresh random windows each time
+    eval_sampling: Literal["strided", "random"] = (
+        "strided"  # strided: fixed windows spread over the split; random: fresh random windows each time
+    )
     log_interval: int = 10  # train-loss records in metrics.jsonl
     ckpt_interval: int = 0  # checkpoint every this many steps; 0 = at every evaluation
     dtype: Literal["auto", "fp32", "bf16", "fp16"] = "auto"  # auto: bf16 autocast on CUDA when supported, fp32 on CPU
@@ -269,7 +273,9 @@ def apply_overrides(cfg, overrides: Mapping[str, Any]):
             current = getattr(obj, part)
             last = i == len(path) - 1
             if last and is_dataclass(current):
-                raise ConfigError(f"{key!r} is a group of settings; set its fields, e.g. {key}.{fields(current)[0].name}=...")
+                raise ConfigError(
+                    f"{key!r} is a group of settings; set its fields, e.g. {key}.{fields(current)[0].name}=..."
+                )
             if not last and not is_dataclass(current):
                 raise ConfigError(f"{'.'.join(path[: i + 1])} in {key!r} is a plain value and has no sub-keys")
             if last:
@@ -281,7 +287,9 @@ def apply_overrides(cfg, overrides: Mapping[str, Any]):
 
 
 def _rebuild(obj, changes: Mapping[str, Any]):
-    values = {name: _rebuild(getattr(obj, name), sub) if isinstance(sub, dict) else sub for name, sub in changes.items()}
+    values = {
+        name: _rebuild(getattr(obj, name), sub) if isinstance(sub, dict) else sub for name, sub in changes.items()
+    }
     return dataclasses.replace(obj, **values) if values else obj
 
 

@@ -63,8 +63,21 @@ class Chapter:
         return ROOT / self.name
 
 
-_FIELDS = {"title": str, "order": int, "write_up": str, "seed": str, "claims": str, "summary": str, "notebooks": list,
-           "experiments": list, "families": list, "data": list, "family_cases": list, "bench": list, "campaign": dict}
+_FIELDS = {
+    "title": str,
+    "order": int,
+    "write_up": str,
+    "seed": str,
+    "claims": str,
+    "summary": str,
+    "notebooks": list,
+    "experiments": list,
+    "families": list,
+    "data": list,
+    "family_cases": list,
+    "bench": list,
+    "campaign": dict,
+}
 _OPTIONAL = {"seed", "experiments", "families", "data", "family_cases", "bench", "campaign"}
 
 
@@ -82,7 +95,9 @@ def _family(path: Path, text: str) -> tuple[str, str, str]:
     module, _, classes = text.partition(".")
     config, _, model = classes.partition(":")
     if not (module and config and model):
-        raise _fail(path, f"family {text!r} must read 'module.ConfigClass:ModelClass' (e.g. 'mixer.MixerConfig:MaskedMixer')")
+        raise _fail(
+            path, f"family {text!r} must read 'module.ConfigClass:ModelClass' (e.g. 'mixer.MixerConfig:MaskedMixer')"
+        )
     return module, config, model
 
 
@@ -119,13 +134,22 @@ def read(path: Path) -> Chapter:
             raise _fail(path, f"{key!r} must be a {kind.__name__}, not {table[key]!r}")
     head, groups = _campaign(path, table.get("campaign", {}))
     return Chapter(
-        name=path.parent.name, title=table["title"], order=table["order"], write_up=table["write_up"],
-        seed=table.get("seed"),        claims=table["claims"], summary=table["summary"], notebooks=_strings(path, "notebooks", table["notebooks"]),
+        name=path.parent.name,
+        title=table["title"],
+        order=table["order"],
+        write_up=table["write_up"],
+        seed=table.get("seed"),
+        claims=table["claims"],
+        summary=table["summary"],
+        notebooks=_strings(path, "notebooks", table["notebooks"]),
         experiments=_strings(path, "experiments", table.get("experiments", [])),
         families=tuple(_family(path, f) for f in _strings(path, "families", table.get("families", []))),
         data=_strings(path, "data", table.get("data", [])),
         family_cases=_strings(path, "family_cases", table.get("family_cases", [])),
-        bench=_strings(path, "bench", table.get("bench", [])), headline_priority=head, groups=groups)
+        bench=_strings(path, "bench", table.get("bench", [])),
+        headline_priority=head,
+        groups=groups,
+    )
 
 
 @functools.cache
@@ -236,10 +260,31 @@ def expected(relative: str, current: str) -> str:
 
 def stale(root: Path) -> list[str]:
     """The files of :data:`SYNCED` under the repository ``root`` that disagree with the declarations."""
-    return [rel for rel in SYNCED if (root / rel).read_text(encoding="utf-8") !=
-            expected(rel, (root / rel).read_text(encoding="utf-8"))]
+    return [
+        rel
+        for rel in SYNCED
+        if (root / rel).read_text(encoding="utf-8") != expected(rel, (root / rel).read_text(encoding="utf-8"))
+    ]
 
 
-__all__ = ["Chapter", "DECLARATION", "Group", "ROOT", "bench", "chapter", "chapter_table", "chapters",
-           "expected", "experiment_modules", "families", "family_cases", "names", "read", "stale", "synced", "titles",
-           "toc_yaml", "SYNCED"]
+__all__ = [
+    "Chapter",
+    "DECLARATION",
+    "Group",
+    "ROOT",
+    "bench",
+    "chapter",
+    "chapter_table",
+    "chapters",
+    "expected",
+    "experiment_modules",
+    "families",
+    "family_cases",
+    "names",
+    "read",
+    "stale",
+    "synced",
+    "titles",
+    "toc_yaml",
+    "SYNCED",
+]

@@ -45,12 +45,17 @@ def seconds(cfg: RunConfig) -> float:
     step = cfg.flops_per_step()
     micro = step / tc.grad_accum  # one micro-batch's forward and backward: the unit of work the GPU sees
     evals = tc.max_steps // tc.eval_interval + (tc.max_steps % tc.eval_interval > 0)
-    eval_batch = models.flops_per_token(cfg.model, training=False) * (tc.eval_batch_size or tc.batch_size) \
+    eval_batch = (
+        models.flops_per_token(cfg.model, training=False)
+        * (tc.eval_batch_size or tc.batch_size)
         * cfg.data.tokens_per_sequence(cfg.model)
+    )
     n_eval_batches = evals * 2 * tc.eval_batches
-    return (tc.max_steps * (step / (H100_BF16 * mfu(micro)) + STEP_OVERHEAD_S)
-            + n_eval_batches * (eval_batch / (H100_BF16 * mfu(eval_batch)) + STEP_OVERHEAD_S / 3)
-            + RUN_OVERHEAD_S)
+    return (
+        tc.max_steps * (step / (H100_BF16 * mfu(micro)) + STEP_OVERHEAD_S)
+        + n_eval_batches * (eval_batch / (H100_BF16 * mfu(eval_batch)) + STEP_OVERHEAD_S / 3)
+        + RUN_OVERHEAD_S
+    )
 
 
 __all__ = ["H100_BF16", "PEAK_BF16", "peak_flops", "MFU_BY_PASS", "RUN_OVERHEAD_S", "STEP_OVERHEAD_S", "mfu", "seconds"]

@@ -60,7 +60,7 @@ def number(x: float, sig: int = SIG, sign: str = "") -> str:
         return f"{0.0:{sign}.1f}"
     if not PLAIN[0] <= abs(x) < PLAIN[1]:
         e = _exponent(x)
-        mantissa = round(x / 10 ** e, sig - 1)
+        mantissa = round(x / 10**e, sig - 1)
         if abs(mantissa) >= 10:  # 9.995e-4 rounds up to 1.00e-3
             e, mantissa = e + 1, mantissa / 10
         return f"{mantissa:{sign}.{sig - 1}f}{_times_ten(e)}"
@@ -100,7 +100,7 @@ def span(values: Sequence[float], fmt: str | None = None) -> str:
         return f"{number(lo, sign=sign)} (all {len(values)} seeds)"
     largest = max(abs(lo), abs(hi))
     e = _exponent(largest) if not PLAIN[0] <= largest < PLAIN[1] else 0  # a common power of ten outside the range
-    m, lo, hi = (v / 10 ** e for v in (m, lo, hi))
+    m, lo, hi = (v / 10**e for v in (m, lo, hi))
     d = max(1, _decimals(max(abs(lo), abs(hi)), SIG))
     most = max(d, _decimals(max(abs(lo), abs(hi)), MOST))
     while d < most and f"{lo:.{d}f}" == f"{hi:.{d}f}":  # the seeds differ: show where

@@ -57,8 +57,9 @@ def reference(cfg: RunConfig, metric: str) -> Reference:
     if chance is not None:
         return Reference(*chance(cfg.model, metric))
     if metric not in _SPLITS:
-        raise ConfigError(f"no reference line for the metric {metric!r} of {data.kind} data: one of "
-                          f"{', '.join(_SPLITS)}")
+        raise ConfigError(
+            f"no reference line for the metric {metric!r} of {data.kind} data: one of {', '.join(_SPLITS)}"
+        )
     return Reference(f"the unigram loss ({_SPLITS[metric]})", unigram_loss(cfg, metric))
 
 
@@ -88,7 +89,7 @@ class Arm:
         return bool(self.values) and all(d >= need for d in self.distances)
 
     def text(self) -> str:
-        """"flat_d512 0.61–0.66 nats below the unigram loss (validation), final ✓": the smallest and largest
+        """ "flat_d512 0.61–0.66 nats below the unigram loss (validation), final ✓": the smallest and largest
         distance over seeds, where it was read, and whether the arm passes."""
         d = [x for x in self.distances if math.isfinite(x)]
         if not d:

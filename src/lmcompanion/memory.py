@@ -71,18 +71,91 @@ class _LiveBytes(TorchDispatchMode):
 # tests list them in torch.testing._internal.autocast_test_lists; scaled_dot_product_attention is on the lower-precision
 # list of the C++ policy), by the name of the function or Tensor method that reaches them. Other ops run in the type of
 # their inputs, with PyTorch's type promotion.
-AUTOCAST_LOWER = frozenset({
-    "linear", "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "baddbmm", "addmm", "addbmm", "addmv", "addr", "mv",
-    "einsum", "chain_matmul", "multi_dot", "linalg_vecdot", "conv1d", "conv2d", "conv3d", "conv_tbc",
-    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "scaled_dot_product_attention"})
-AUTOCAST_FP32 = frozenset({
-    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt", "sinh",
-    "tan", "pow", "__pow__", "__rpow__", "softmax", "log_softmax", "softmin", "layer_norm", "rms_norm", "group_norm",
-    "norm", "normalize", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
-    "kl_div", "margin_ranking_loss", "triplet_margin_loss", "binary_cross_entropy_with_logits", "cumprod", "cumsum",
-    "dist", "pdist", "cdist", "prod", "renorm", "sum", "logsumexp", "softplus", "nll_loss", "cross_entropy",
-    "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "multilabel_margin_loss", "soft_margin_loss",
-    "multi_margin_loss"})
+AUTOCAST_LOWER = frozenset(
+    {
+        "linear",
+        "matmul",
+        "__matmul__",
+        "__rmatmul__",
+        "mm",
+        "bmm",
+        "baddbmm",
+        "addmm",
+        "addbmm",
+        "addmv",
+        "addr",
+        "mv",
+        "einsum",
+        "chain_matmul",
+        "multi_dot",
+        "linalg_vecdot",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_tbc",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "prelu",
+        "scaled_dot_product_attention",
+    }
+)
+AUTOCAST_FP32 = frozenset(
+    {
+        "acos",
+        "asin",
+        "cosh",
+        "erfinv",
+        "exp",
+        "expm1",
+        "log",
+        "log10",
+        "log2",
+        "log1p",
+        "reciprocal",
+        "rsqrt",
+        "sinh",
+        "tan",
+        "pow",
+        "__pow__",
+        "__rpow__",
+        "softmax",
+        "log_softmax",
+        "softmin",
+        "layer_norm",
+        "rms_norm",
+        "group_norm",
+        "norm",
+        "normalize",
+        "cosine_similarity",
+        "poisson_nll_loss",
+        "cosine_embedding_loss",
+        "hinge_embedding_loss",
+        "kl_div",
+        "margin_ranking_loss",
+        "triplet_margin_loss",
+        "binary_cross_entropy_with_logits",
+        "cumprod",
+        "cumsum",
+        "dist",
+        "pdist",
+        "cdist",
+        "prod",
+        "renorm",
+        "sum",
+        "logsumexp",
+        "softplus",
+        "nll_loss",
+        "cross_entropy",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "mse_loss",
+        "multilabel_margin_loss",
+        "soft_margin_loss",
+        "multi_margin_loss",
+    }
+)
 
 
 class AutocastPolicy(TorchFunctionMode):
@@ -119,9 +192,14 @@ class AutocastPolicy(TorchFunctionMode):
         return super().__exit__(*exc)
 
 
-def training_memory(model_config, batch_size: int = 1, include_head: bool = False,
-                    dtype: torch.dtype = torch.float32, device: str = "meta",
-                    autocast: torch.dtype | None = None) -> dict[str, int]:
+def training_memory(
+    model_config,
+    batch_size: int = 1,
+    include_head: bool = False,
+    dtype: torch.dtype = torch.float32,
+    device: str = "meta",
+    autocast: torch.dtype | None = None,
+) -> dict[str, int]:
     """Bytes of one training pass of any model family (see the module doc for the keys), counted on ``device``
     (``"meta"``: without allocating; ``"cpu"`` runs the same count on real tensors, for tiny configs).
 
@@ -138,12 +216,20 @@ def training_memory(model_config, batch_size: int = 1, include_head: bool = Fals
 
 
 @functools.lru_cache(maxsize=128)
-def _counted(model_config, batch_size: int, include_head: bool, dtype: torch.dtype, device: str,
-             autocast: torch.dtype | None = None):
+def _counted(
+    model_config,
+    batch_size: int,
+    include_head: bool,
+    dtype: torch.dtype,
+    device: str,
+    autocast: torch.dtype | None = None,
+):
     model = models.build(model_config, device=device).to(dtype).train()
     if not include_head and not hasattr(model, "hidden"):
-        raise TypeError(f"include_head=False needs a model with a hidden() method; {type(model).__name__} has none: "
-                        "count a training step with include_head=True")
+        raise TypeError(
+            f"include_head=False needs a model with a hidden() method; {type(model).__name__} has none: "
+            "count a training step with include_head=True"
+        )
     params = {p.untyped_storage()._cdata: p for p in model.parameters()}
     buffers = {b.untyped_storage()._cdata: b for b in model.buffers()}
     n_params = sum(p.numel() for p in params.values())
@@ -173,8 +259,9 @@ def _counted(model_config, batch_size: int, include_head: bool, dtype: torch.dty
         "saved_for_backward": sum(saved.values()),
         "peak_during_pass": tracker.peak,
         # one masked copy of each token-conv weight per forward, saved by the conv (part of the two above)
-        "masked_weight_copies": sum(m.weight.untyped_storage().nbytes() for m in model.modules()
-                                    if isinstance(m, MaskedTokenConv)),
+        "masked_weight_copies": sum(
+            m.weight.untyped_storage().nbytes() for m in model.modules() if isinstance(m, MaskedTokenConv)
+        ),
     }
     memory["one_pass"] = memory["parameters"] + memory["buffers"] + memory["peak_during_pass"]
     memory["training_step"] = memory["one_pass"] + memory["optimizer_state"]
@@ -215,4 +302,12 @@ def recorded_peak(runs) -> list[float]:
     return [float(r.summary["peak_mem_bytes"]) for r in runs if r.summary.get("peak_mem_bytes") is not None]
 
 
-__all__ = ["AUTOCAST_FP32", "AUTOCAST_LOWER", "AutocastPolicy", "measure_cuda", "recorded_peak", "step_memory", "training_memory"]
+__all__ = [
+    "AUTOCAST_FP32",
+    "AUTOCAST_LOWER",
+    "AutocastPolicy",
+    "measure_cuda",
+    "recorded_peak",
+    "step_memory",
+    "training_memory",
+]

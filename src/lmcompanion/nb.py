@@ -28,7 +28,23 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from . import chapters  # noqa: F401  (registers every chapter's claim rows: lmcompanion.claims)
-from . import argtypes, bench, claims, env, experiments, learning, models, pages, paths, plots, recorded, stats, tables, train, verdicts
+from . import (
+    argtypes,
+    bench,
+    claims,
+    env,
+    experiments,
+    learning,
+    models,
+    pages,
+    paths,
+    plots,
+    recorded,
+    stats,
+    tables,
+    train,
+    verdicts,
+)
 from .chapters.scale import write_up_passes_text as write_up_passes
 from .config import check_profile, flat_keys
 from .data import corpora, load_tokens, tokenizer, unigram_loss
@@ -56,15 +72,22 @@ class Settings:
         seed = self.seeds[0] if seed is None else seed
         return experiments.config(name, self.profile, seed=seed, device=self.device, overrides=self.overrides)
 
-    def plan(self, names: Sequence[str], protocol: experiments.Protocol = experiments.Protocol.OWN
-             ) -> list[experiments.PlannedRun]:
+    def plan(
+        self, names: Sequence[str], protocol: experiments.Protocol = experiments.Protocol.OWN
+    ) -> list[experiments.PlannedRun]:
         """The runs of ``names`` at this notebook's settings (:func:`lmcompanion.experiments.plan`) and at
         ``protocol`` (each one's own, as registered, or the illustrations'): the seeds each experiment runs with there
         (or the notebook's n_seeds), the runs they read first; experiments that do not run at this profile are left
         out."""
-        return experiments.plan(list(names), self.profile, seeds=self.seeds if self.explicit else None,
-                                device=self.device, overrides=self.overrides, first_seed=self.seeds[0],
-                                protocol=protocol)
+        return experiments.plan(
+            list(names),
+            self.profile,
+            seeds=self.seeds if self.explicit else None,
+            device=self.device,
+            overrides=self.overrides,
+            first_seed=self.seeds[0],
+            protocol=protocol,
+        )
 
     def _train(self, planned: experiments.PlannedRun) -> train.Run:
         """Train or reuse a planned run; it and the runs it read count in this page's provenance."""
@@ -78,8 +101,11 @@ class Settings:
     def run(self, name: str, seed: int | None = None, settings=None) -> train.Run:
         """The finished run of experiment ``name`` for one seed (trained now, or reused from the store)."""
         seed = self.seeds[0] if seed is None else seed
-        return self._train(experiments.planned(name, self.profile, seed, device=self.device, overrides=self.overrides,
-                                               settings=settings))
+        return self._train(
+            experiments.planned(
+                name, self.profile, seed, device=self.device, overrides=self.overrides, settings=settings
+            )
+        )
 
     def planned(self, name: str, seed: int | None = None) -> experiments.PlannedRun:
         """The planned run of experiment ``name`` for one seed (default: the first) at this notebook's settings,
@@ -122,14 +148,16 @@ class Settings:
             _say(self.said[-1])
         return {arm_label(n, self.profile) if by == "title" else n: rs for n, rs in ordered.items()}
 
-    def arms_at(self, names: Sequence[str], protocol: experiments.Protocol, by: str = "title"
-                ) -> dict[str, list[train.Run]]:
+    def arms_at(
+        self, names: Sequence[str], protocol: experiments.Protocol, by: str = "title"
+    ) -> dict[str, list[train.Run]]:
         """Each experiment's planned runs at ``protocol`` (each one's own, or the illustrations'), keyed as in
         :meth:`arms`; no note."""
         _check_by(by)
         if not isinstance(protocol, experiments.Protocol):
-            raise ConfigError(f"a protocol is one of {', '.join(str(p) for p in experiments.Protocol)}, got "
-                              f"{protocol!r}")
+            raise ConfigError(
+                f"a protocol is one of {', '.join(str(p) for p in experiments.Protocol)}, got {protocol!r}"
+            )
         out: dict[str, list[train.Run]] = {}
         # seed by seed, as train-chapter trains them
         for planned in self.plan(names, protocol):
@@ -142,8 +170,10 @@ class Settings:
         """Which seeds each experiment of ``names`` runs with at this profile (and where it does not run)."""
         import pandas as pd
 
-        rows = [{"experiment": name, "seeds": ", ".join(map(str, self.seeds_of(name))) or f"not run at {self.profile}"}
-                for name in names]
+        rows = [
+            {"experiment": name, "seeds": ", ".join(map(str, self.seeds_of(name))) or f"not run at {self.profile}"}
+            for name in names
+        ]
         return pd.DataFrame(rows).set_index("experiment")
 
     def describe(self) -> str:
@@ -163,15 +193,19 @@ def illustrations_note(profile: str, names: Sequence[str], runs: Mapping[str, Se
     steps = sorted({r.summary["steps"] for rs in runs.values() for r in rs})
     seeds = sorted({len(rs) for rs in runs.values()})
     heads = [f"“{experiments.get(n).title}”" for n in names if not experiments.arm(n, profile).illustrates]
-    text = (f"**The illustrations' protocol.** At `{profile}` the arms of this page that decide no headline "
-            f"comparison illustrate, and every run read here has their protocol: {' or '.join(map(str, seeds))} "
-            f"seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} steps")
+    text = (
+        f"**The illustrations' protocol.** At `{profile}` the arms of this page that decide no headline "
+        f"comparison illustrate, and every run read here has their protocol: {' or '.join(map(str, seeds))} "
+        f"seed{'s' if seeds != [1] else ''} and {' or '.join(map(str, steps))} steps"
+    )
     if heads:
         listed = heads[0] if len(heads) == 1 else ", ".join(heads[:-1]) + " and " + heads[-1]
-        text += (f". {listed} {'is a headline arm' if len(heads) == 1 else 'are headline arms'}, read here at that "
-                 "protocol too (from a run trained for it), so that runs of different lengths are not compared; "
-                 f"{'its' if len(heads) == 1 else 'their'} own runs, with more seeds and steps, decide the headline on "
-                 "the chapter's verdict page")
+        text += (
+            f". {listed} {'is a headline arm' if len(heads) == 1 else 'are headline arms'}, read here at that "
+            "protocol too (from a run trained for it), so that runs of different lengths are not compared; "
+            f"{'its' if len(heads) == 1 else 'their'} own runs, with more seeds and steps, decide the headline on "
+            "the chapter's verdict page"
+        )
     return text + "."
 
 
@@ -186,8 +220,14 @@ def _say(markdown: str) -> None:
         display(Markdown(markdown))
 
 
-def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: int | None = None,
-          max_steps: int | None = None, overrides: Mapping[str, object] | None = None) -> Settings:
+def setup(
+    profile: str = "cpu",
+    device: str = "auto",
+    seed: int = 0,
+    n_seeds: int | None = None,
+    max_steps: int | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> Settings:
     """Validate a notebook's parameters; set the book's plot and table style."""
     import pandas as pd
 
@@ -201,12 +241,19 @@ def setup(profile: str = "cpu", device: str = "auto", seed: int = 0, n_seeds: in
     merged = dict(overrides or {})
     if max_steps is not None:
         merged["train.max_steps"] = max_steps
-    settings = Settings(profile, experiments.resolve_device(device, profile), tuple(range(seed, seed + n)), merged,
-                        explicit=n_seeds is not None)
+    settings = Settings(
+        profile,
+        experiments.resolve_device(device, profile),
+        tuple(range(seed, seed + n)),
+        merged,
+        explicit=n_seeds is not None,
+    )
     if device == "auto" and profile in ("gpu", "paper") and settings.device == "cpu":
-        raise ConfigError(f"the {profile!r} profile is sized for a GPU and no CUDA GPU is visible: run it where one is, "
-                          "use profile='cpu' on this machine, or pass device='cpu' to run it on the CPU anyway "
-                          "(hours to days per chapter)")
+        raise ConfigError(
+            f"the {profile!r} profile is sized for a GPU and no CUDA GPU is visible: run it where one is, "
+            "use profile='cpu' on this machine, or pass device='cpu' to run it on the CPU anyway "
+            "(hours to days per chapter)"
+        )
     plots.style()
     pd.set_option("display.precision", 4)
     pd.set_option("display.max_colwidth", None)  # claims, settings and generations are shown whole
@@ -235,8 +282,9 @@ def shows(sentence: str):
     return Markdown(f"**What this page shows.** {sentence}")
 
 
-def unigram(groups: Mapping[str, Sequence[train.Run]], splits: Sequence[str] = ("train", "val")
-            ) -> tuple[str, dict[str, float]]:
+def unigram(
+    groups: Mapping[str, Sequence[train.Run]], splits: Sequence[str] = ("train", "val")
+) -> tuple[str, dict[str, float]]:
     """("unigram loss", {split: its value}) on the first run's data, for a loss plot's dashed reference line (each
     panel its split's): what token frequencies alone give (:func:`lmcompanion.data.unigram_loss`)."""
     cfg = next(rs[0] for rs in groups.values() if rs).config
@@ -258,9 +306,15 @@ def config_diff(names: Sequence[str], profile: str):
             a, b = _get(paper, key), _get(here, key)
             if a != b:
                 rows.setdefault((key, repr(a), repr(b)), []).append(name)
-    records = [{"setting": key, "paper": a, profile: b,
-                "experiments": "all" if len(exps) == len(names) else ", ".join(n.split("/")[-1] for n in exps)}
-               for (key, a, b), exps in rows.items()]
+    records = [
+        {
+            "setting": key,
+            "paper": a,
+            profile: b,
+            "experiments": "all" if len(exps) == len(names) else ", ".join(n.split("/")[-1] for n in exps),
+        }
+        for (key, a, b), exps in rows.items()
+    ]
     if not records:
         return pd.DataFrame({"setting": [], "paper": [], profile: []}).set_index("setting")
     return pd.DataFrame(records).set_index("setting").sort_index(kind="stable")
@@ -289,17 +343,22 @@ def params_table(names: Sequence[str], profile: str):
         here = experiments.config(name, profile, device="cpu").model
         count = models.num_params(paper)
         said = exp.published.get("params")
-        shape = ", ".join(f"{k}={getattr(paper, k)}" for k in ("n_embed", "n_head", "n_layer", "context_size", "dropout_rate")
-                          if hasattr(paper, k))
-        rows.append({
-            "experiment": name,
-            "write-up label": exp.title,
-            "paper config": shape,
-            "params (ours, paper)": f"{count:,}",
-            "params (write-up)": f"{said:,}" if said else "not published",
-            "match": ("yes" if said == count else "NO") if said else "",
-            f"params (ours, {profile})": f"{models.num_params(here):,}",
-        })
+        shape = ", ".join(
+            f"{k}={getattr(paper, k)}"
+            for k in ("n_embed", "n_head", "n_layer", "context_size", "dropout_rate")
+            if hasattr(paper, k)
+        )
+        rows.append(
+            {
+                "experiment": name,
+                "write-up label": exp.title,
+                "paper config": shape,
+                "params (ours, paper)": f"{count:,}",
+                "params (write-up)": f"{said:,}" if said else "not published",
+                "match": ("yes" if said == count else "NO") if said else "",
+                f"params (ours, {profile})": f"{models.num_params(here):,}",
+            }
+        )
     return pd.DataFrame(rows).set_index("experiment")
 
 
@@ -310,18 +369,22 @@ def data_table(cfg: RunConfig):
     d = load_tokens(cfg.data)
     corpus = corpora.get(cfg.data.corpus)
     source = "GENERATED (not real text)" if corpus.generated else d.source.split(":")[0]
-    return pd.DataFrame({
-        "corpus": cfg.data.corpus,
-        "text from": source,
-        "split rule": cfg.data.split,
-        "tokenizer": f"{d.tokenizer} ({d.vocab_size:,} tokens)",
-        "characters": [f"{d.chars[s]:,}" for s in d.splits],
-        "tokens": [f"{d.splits[s].size:,}" for s in d.splits],
-    }, index=pd.Index(list(d.splits), name="split"))
+    return pd.DataFrame(
+        {
+            "corpus": cfg.data.corpus,
+            "text from": source,
+            "split rule": cfg.data.split,
+            "tokenizer": f"{d.tokenizer} ({d.vocab_size:,} tokens)",
+            "characters": [f"{d.chars[s]:,}" for s in d.splits],
+            "tokens": [f"{d.splits[s].size:,}" for s in d.splits],
+        },
+        index=pd.Index(list(d.splits), name="split"),
+    )
 
 
-def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temperature: float = 0.8,
-           seed: int = 0) -> tuple[str, str]:
+def sample(
+    run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temperature: float = 0.8, seed: int = 0
+) -> tuple[str, str]:
     """(prompt, continuation): the first ``n_prompt`` tokens of the validation split, and what the run's model
     writes after them (decoded with the run's own tokenizer)."""
     import torch
@@ -330,8 +393,9 @@ def sample(run: train.Run, *, n_prompt: int = 16, max_new_tokens: int = 60, temp
     tok = tokenizer(cfg.data)
     val = load_tokens(cfg.data).splits["val"]
     prompt = torch.tensor(val[:n_prompt].astype("int64"))[None]
-    out = run.load_model().generate(prompt, max_new_tokens, temperature=temperature,
-                                    generator=torch.Generator().manual_seed(seed))
+    out = run.load_model().generate(
+        prompt, max_new_tokens, temperature=temperature, generator=torch.Generator().manual_seed(seed)
+    )
     return tok.decode(prompt[0].tolist()), tok.decode(out[0, n_prompt:].tolist())
 
 
@@ -378,10 +442,21 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
             rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": "not run"})
         else:
             cfg = experiments.config(name, settings.profile, device="cpu")
-            rows.append({"experiment": name, "profile": f"{settings.profile} (here)", "tokens/run": _seen(cfg),
-                         "FLOPs/run": _flops(cfg), "estimated time/run (one H100)": "",
-                         "measured time/run": (f"{tables.number(stats.mean([r.summary['train_time_s'] for r in here]))} s "
-                                               f"({len(here)} runs, this build)" if here else "")})
+            rows.append(
+                {
+                    "experiment": name,
+                    "profile": f"{settings.profile} (here)",
+                    "tokens/run": _seen(cfg),
+                    "FLOPs/run": _flops(cfg),
+                    "estimated time/run (one H100)": "",
+                    "measured time/run": (
+                        f"{tables.number(stats.mean([r.summary['train_time_s'] for r in here]))} s "
+                        f"({len(here)} runs, this build)"
+                        if here
+                        else ""
+                    ),
+                }
+            )
         for profile in ("gpu", "paper"):
             plan = planned[profile].get(name)
             if not plan:
@@ -389,12 +464,21 @@ def cost_table(settings: Settings, names: Sequence[str], runs: Mapping[str, Sequ
                 continue
             rec = found[profile].runs.get(name, []) if profile in found else []
             cfg = plan[0].config
-            rows.append({"experiment": name, "profile": profile, "tokens/run": _seen(cfg),
-                         "FLOPs/run": _flops(cfg),
-                         "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
-                         "measured time/run": (f"{tables.number(stats.mean([r.summary['train_time_s'] for r in rec]) / 60)} min "
-                                               f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
-                                               if rec else "not recorded yet")})
+            rows.append(
+                {
+                    "experiment": name,
+                    "profile": profile,
+                    "tokens/run": _seen(cfg),
+                    "FLOPs/run": _flops(cfg),
+                    "estimated time/run (one H100)": _minutes(60 * plan[0].minutes()),
+                    "measured time/run": (
+                        f"{tables.number(stats.mean([r.summary['train_time_s'] for r in rec]) / 60)} min "
+                        f"on {rec[0].env.get('gpu', 'cpu')} (recorded, {len(rec)} runs)"
+                        if rec
+                        else "not recorded yet"
+                    ),
+                }
+            )
     return pd.DataFrame(rows).fillna("").set_index("experiment")
 
 
@@ -408,24 +492,31 @@ def scale_table(settings: Settings, names: Sequence[str]):
         here = experiments.config(name, settings.profile, device="cpu")
         paper = experiments.config(name, "paper", device="cpu")
         p_here, p_paper = passes(here), write_up_passes(paper)
-        rows.append({"experiment": name,
-                     f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
-                     "parameters (paper)": f"{models.num_params(paper.model):,}",
-                     f"tokens/run ({settings.profile})": _seen(here),
-                     "tokens/run (paper)": _seen(paper),
-                     f"passes over the data ({settings.profile})": _sig3(p_here) if p_here is not None else "",
-                     "passes (paper)": p_paper})
+        rows.append(
+            {
+                "experiment": name,
+                f"parameters ({settings.profile})": f"{models.num_params(here.model):,}",
+                "parameters (paper)": f"{models.num_params(paper.model):,}",
+                f"tokens/run ({settings.profile})": _seen(here),
+                "tokens/run (paper)": _seen(paper),
+                f"passes over the data ({settings.profile})": _sig3(p_here) if p_here is not None else "",
+                "passes (paper)": p_paper,
+            }
+        )
     return pd.DataFrame(rows).set_index("experiment")
-
-
 
 
 # --------------------------------------------------------------------------------------------------
 # Verdicts, recorded runs, provenance
 
 
-def show_verdicts(settings: Settings, chapter: str, rows: Sequence[verdicts.Verdict], profile: str | None = None,
-                  apart: Sequence[str] = ()):
+def show_verdicts(
+    settings: Settings,
+    chapter: str,
+    rows: Sequence[verdicts.Verdict],
+    profile: str | None = None,
+    apart: Sequence[str] = (),
+):
     """The verdict table of ``chapter`` at ``profile`` (default: this notebook's); the rows are also glued into
     the executed notebook, from which the book's build generates the scorecard, the summaries and the ledger.
 
@@ -451,14 +542,18 @@ def scaled(chapter: str, rows: Sequence[verdicts.Verdict], profile: str) -> list
     return [verdicts.at_scale(v, profile, share) for v in rows]
 
 
-def page_rows(settings: Settings, chapter: str, notebook: str, runs: Mapping[str, Sequence[train.Run]],
-              **extra) -> list[verdicts.Verdict]:
+def page_rows(
+    settings: Settings, chapter: str, notebook: str, runs: Mapping[str, Sequence[train.Run]], **extra
+) -> list[verdicts.Verdict]:
     """The verdict rows a chapter's page decides (its registered rows, :mod:`lmcompanion.claims`), from the runs it
     read, each naming its scale: the "Verdicts of this page" table of a results notebook. A page that read its arms
     at the illustrations' protocol (:meth:`Settings.arms`) decides every row on those runs."""
     together = experiments.page_protocol(list(runs), settings.profile) is experiments.Protocol.ILLUSTRATIONS
-    rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, extra=extra,
-                                                   illustrating=runs if together else {}), notebook=notebook)
+    rows = claims.verdicts(
+        chapter,
+        claims.Context(runs, settings.profile, extra=extra, illustrating=runs if together else {}),
+        notebook=notebook,
+    )
     return scaled(chapter, rows, settings.profile)
 
 
@@ -469,12 +564,15 @@ def _rows_runs(settings: Settings, names: Sequence[str]) -> tuple[dict, dict]:
     if not names:
         return {}, {}
     short = [n for n in names if experiments.Protocol.ILLUSTRATIONS in experiments.arm(n, settings.profile).trains_at]
-    return (settings.arms_at(names, experiments.Protocol.OWN, by="name"),
-            settings.arms_at(short, experiments.Protocol.ILLUSTRATIONS, by="name") if short else {})
+    return (
+        settings.arms_at(names, experiments.Protocol.OWN, by="name"),
+        settings.arms_at(short, experiments.Protocol.ILLUSTRATIONS, by="name") if short else {},
+    )
 
 
-def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None = None, rounds: int = 8,
-                 **extra) -> tuple[dict[str, list[train.Run]], list[verdicts.Verdict]]:
+def verdict_page(
+    settings: Settings, chapter: str, names: Sequence[str] | None = None, rounds: int = 8, **extra
+) -> tuple[dict[str, list[train.Run]], list[verdicts.Verdict]]:
     """What every chapter's verdict notebook does first: read the runs of the chapter's experiments planned at this
     profile (``names``: default, all of them), time side by side each pair of arms the chapter's timed rows name
     (:func:`lmcompanion.bench.side_by_side`, ``rounds`` rounds of 5 steps) and show each timing with its rows, then
@@ -487,22 +585,39 @@ def verdict_page(settings: Settings, chapter: str, names: Sequence[str] | None =
     timings, shown = [], []
     for a, b in claims.timed_pairs(chapter, settings.profile):
         t = bench.side_by_side(settings.planned(a), settings.planned(b), steps=5, rounds=rounds)
-        shown += [f"**{a} against {b}**: {t.device}, {t.threads} thread(s), {t.steps} steps per model per round",
-                  t.table()]
+        shown += [
+            f"**{a} against {b}**: {t.device}, {t.threads} thread(s), {t.steps} steps per model per round",
+            t.table(),
+        ]
         timings.append(t)
     if shown:
-        display(fold(f"The side-by-side timings ({len(timings)} pair{'s' if len(timings) != 1 else ''} of arms, "
-                     "round by round)", *shown))
+        display(
+            fold(
+                f"The side-by-side timings ({len(timings)} pair{'s' if len(timings) != 1 else ''} of arms, "
+                "round by round)",
+                *shown,
+            )
+        )
     rows = claims.verdicts(chapter, claims.Context(runs, settings.profile, tuple(timings), extra, illustrating))
     # a decided row whose effect has the other sign on the recorded runs of another profile says so
     rows = verdicts.cross_profile(rows, recorded_rows(settings, chapter, names))
     settings.decided[settings.profile] = rows
     timed = claims.timed_claims(chapter)
     if timed:
-        display(Markdown("**The rows decided by these timings** (their outcome moves with the load of the machine "
-                         "that executes the page; the table of every other row follows)."))
-        display(verdict_table([v for v in scaled(chapter, rows, settings.profile) if v.claim in set(timed)],
-                              chapter, settings.profile, settings))
+        display(
+            Markdown(
+                "**The rows decided by these timings** (their outcome moves with the load of the machine "
+                "that executes the page; the table of every other row follows)."
+            )
+        )
+        display(
+            verdict_table(
+                [v for v in scaled(chapter, rows, settings.profile) if v.claim in set(timed)],
+                chapter,
+                settings.profile,
+                settings,
+            )
+        )
     return runs, rows
 
 
@@ -536,13 +651,23 @@ def recorded_table(found: Mapping[str, recorded.Found]):
         runs = [r for rs in f.runs.values() for r in rs]
         if runs:
             e = runs[0].env
-            rows.append({"profile": profile, "experiments": len(f.runs), "runs": len(runs),
-                         "device": e.get("gpu") or e.get("cpu"), "torch": e.get("torch"),
-                         "commit": f"{(e.get('commit') or '?')[:10]}{' (dirty)' if e.get('dirty') else ''}",
-                         "made": e.get("time"), "command": e.get("command"),
-                         "stale (older config, not used)": len(f.stale)})
+            rows.append(
+                {
+                    "profile": profile,
+                    "experiments": len(f.runs),
+                    "runs": len(runs),
+                    "device": e.get("gpu") or e.get("cpu"),
+                    "torch": e.get("torch"),
+                    "commit": f"{(e.get('commit') or '?')[:10]}{' (dirty)' if e.get('dirty') else ''}",
+                    "made": e.get("time"),
+                    "command": e.get("command"),
+                    "stale (older config, not used)": len(f.stale),
+                }
+            )
         elif f.stale:
-            rows.append({"profile": profile, "experiments": 0, "runs": 0, "stale (older config, not used)": len(f.stale)})
+            rows.append(
+                {"profile": profile, "experiments": 0, "runs": 0, "stale (older config, not used)": len(f.stale)}
+            )
     if not rows:
         return pd.DataFrame({"note": ["no recorded runs of this chapter at other profiles yet"]})
     return pd.DataFrame(rows).set_index("profile")
@@ -560,21 +685,32 @@ def provenance(settings: Settings):
     runs = list(settings.used.values())
     glue("runs", json.dumps(sorted(r.id for r in runs)), display=False)
     data = sorted({f"{r.config.data.kind}: {r.env.get('data_fingerprint', '?')}" for r in runs})
-    toks = sorted({f"{r.config.data.tokenizer_name}: {fp}" for r in runs
-                   if (fp := data_kinds.tokenizer_fingerprint(r.config.data))})
+    toks = sorted(
+        {
+            f"{r.config.data.tokenizer_name}: {fp}"
+            for r in runs
+            if (fp := data_kinds.tokenizer_fingerprint(r.config.data))
+        }
+    )
     trained_here = [r for r in runs if r.summary.get("train_time_s") is not None]
     devices = sorted({r.env.get("gpu") or r.env.get("cpu") or "?" for r in runs})
     info = {
-        "profile": settings.profile, "seeds": ", ".join(map(str, settings.seeds)),
+        "profile": settings.profile,
+        "seeds": ", ".join(map(str, settings.seeds)),
         "package commit": f"{state['commit'] or 'unknown'}{' (uncommitted changes)' if state['dirty'] else ''}",
-        "torch": torch.__version__, "device": settings.device,
+        "torch": torch.__version__,
+        "device": settings.device,
         "executed on": env.cpu_name() + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ""),
         "runs used": f"{len(runs)} ({len([r for r in runs if r.summary.get('resumed_from') is None])} trained from "
-                     f"scratch or reused, made on {', '.join(devices) or '-'})",
-        "training time of those runs": (f"{tables.number(sum(r.summary['train_time_s'] for r in trained_here) / 60)} min "
-                                        f"(summed over {len(trained_here)} runs, where and when each was made)"
-                                        if trained_here else "-"),
-        "data fingerprints": "; ".join(data) or "-", "tokenizers": "; ".join(toks) or "-",
+        f"scratch or reused, made on {', '.join(devices) or '-'})",
+        "training time of those runs": (
+            f"{tables.number(sum(r.summary['train_time_s'] for r in trained_here) / 60)} min "
+            f"(summed over {len(trained_here)} runs, where and when each was made)"
+            if trained_here
+            else "-"
+        ),
+        "data fingerprints": "; ".join(data) or "-",
+        "tokenizers": "; ".join(toks) or "-",
         "execution time of this page": f"{tables.number(time.time() - settings.started)} s",
     }
     return pd.DataFrame({"value": list(info.values())}, index=pd.Index(list(info), name="provenance"))
@@ -585,7 +721,9 @@ def chapter_notebooks(chapter: str) -> list[str]:
     root = paths.repo_root()
     folder = (root / "notebooks" / chapter) if root is not None else None
     if folder is None or not folder.is_dir():
-        raise ConfigError(f"no notebooks for chapter {chapter!r} (they live in notebooks/<chapter>/ of a source checkout)")
+        raise ConfigError(
+            f"no notebooks for chapter {chapter!r} (they live in notebooks/<chapter>/ of a source checkout)"
+        )
     return [str(p.relative_to(root)) for p in sorted(folder.glob("*.py"))]
 
 
@@ -602,9 +740,11 @@ def rerun_total(names: Sequence[str], profile: str = "paper") -> str:
     def span_of(seconds: float) -> str:
         return f"{tables.number(seconds / 3600)} h" if seconds >= 3600 else f"{tables.number(seconds / 60)} min"
 
-    return (f"At the {profile} profile: {len(per_name)} experiment{'s' if len(per_name) != 1 else ''} x {seeds_text} "
-            f"= {len(runs)} run{'s' if len(runs) != 1 else ''}, an estimated {span_of(total_s)} of training on one "
-            "H100 (lmcompanion.estimate: stated assumptions, not a measurement).")
+    return (
+        f"At the {profile} profile: {len(per_name)} experiment{'s' if len(per_name) != 1 else ''} x {seeds_text} "
+        f"= {len(runs)} run{'s' if len(runs) != 1 else ''}, an estimated {span_of(total_s)} of training on one "
+        "H100 (lmcompanion.estimate: stated assumptions, not a measurement)."
+    )
 
 
 def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str = "cuda") -> str:
@@ -617,8 +757,13 @@ def rerun_commands(notebooks: Sequence[str], profile: str = "paper", device: str
 # The appendix every verdict notebook ends with
 
 
-def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mapping[str, Sequence[train.Run]],
-             cost_names: Sequence[str] | None = None) -> None:
+def appendix(
+    settings: Settings,
+    chapter: str,
+    names: Sequence[str],
+    runs: Mapping[str, Sequence[train.Run]],
+    cost_names: Sequence[str] | None = None,
+) -> None:
     """Display the sections every verdict notebook ends with, in one place:
 
     - the recorded runs of ``names`` at other profiles (one line when there are none), each profile's verdicts
@@ -633,36 +778,70 @@ def appendix(settings: Settings, chapter: str, names: Sequence[str], runs: Mappi
 
     found = recorded_arms(settings, names)
     if not found:
-        display(fold("Recorded runs at other profiles: none yet", "Runs made on a GPU and committed under "
-                     "`book/recorded/` appear here."))
+        display(
+            fold(
+                "Recorded runs at other profiles: none yet",
+                "Runs made on a GPU and committed under `book/recorded/` appear here.",
+            )
+        )
     else:
         own = {settings.profile: settings.decided[settings.profile]} if settings.profile in settings.decided else {}
         parts = []
         for profile, rows in recorded_rows(settings, chapter, names).items():
             parts.append(f"**Verdicts at `{profile}`**")
             parts.append(show_verdicts(settings, chapter, verdicts.cross_profile(rows, own), profile=profile))
-        display(fold(f"Recorded runs at other profiles: {', '.join(f'`{p}`' for p in found)}",
-                     "Runs made elsewhere and committed as recorded runs (metrics and provenance, no weights), judged "
-                     "by the same rule; where they come from, then each profile's verdicts (arms not recorded are "
-                     "left out).", recorded_table(found), *parts))
-    display(fold("How far this profile is from the write-up", "Model size, tokens seen per run and passes over the "
-                 "training data, here and at the `paper` profile: the write-up's settings where it states them, the "
-                 "original code's where it does not, counted by the book (no write-up prints these counts). A verdict "
-                 "reached far below the write-up's scale may change at its scale.", scale_table(settings, names)))
-    display(fold(f"Settings of the `{settings.profile}` profile", f"Every setting in which the `{settings.profile}` "
-                 "profile differs from the write-up's (the `paper` profile); empty at the `paper` profile.",
-                 config_diff(names, settings.profile)))
+        display(
+            fold(
+                f"Recorded runs at other profiles: {', '.join(f'`{p}`' for p in found)}",
+                "Runs made elsewhere and committed as recorded runs (metrics and provenance, no weights), judged "
+                "by the same rule; where they come from, then each profile's verdicts (arms not recorded are "
+                "left out).",
+                recorded_table(found),
+                *parts,
+            )
+        )
+    display(
+        fold(
+            "How far this profile is from the write-up",
+            "Model size, tokens seen per run and passes over the "
+            "training data, here and at the `paper` profile: the write-up's settings where it states them, the "
+            "original code's where it does not, counted by the book (no write-up prints these counts). A verdict "
+            "reached far below the write-up's scale may change at its scale.",
+            scale_table(settings, names),
+        )
+    )
+    display(
+        fold(
+            f"Settings of the `{settings.profile}` profile",
+            f"Every setting in which the `{settings.profile}` "
+            "profile differs from the write-up's (the `paper` profile); empty at the `paper` profile.",
+            config_diff(names, settings.profile),
+        )
+    )
     commands = rerun_commands(chapter_notebooks(chapter))
-    display(fold("Re-running this chapter at the paper's scale", "The commands re-execute every notebook of the chapter "
-                 "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table "
-                 "gives, for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and "
-                 "training FLOPs, its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated "
-                 "assumptions, not a measurement), and its measured time: in this build, or once a recorded run is "
-                 "imported.", f"```\n{commands}\n```", rerun_total(experiments.chapter_names(chapter)),
-                 cost_table(settings, list(cost_names or names), runs)))
-    display(fold("Provenance", "Where this page's numbers came from: the profile and seeds, the package's commit, the "
-                 "machine, and the data and tokenizers of the runs it used (each run's own record is its folder in the "
-                 "run store).", provenance(settings)))
+    display(
+        fold(
+            "Re-running this chapter at the paper's scale",
+            "The commands re-execute every notebook of the chapter "
+            "with the write-up's settings on a GPU; the line under them totals the runs planned there. The table "
+            "gives, for one run of each experiment here and at the `gpu` and `paper` profiles, its tokens and "
+            "training FLOPs, its time on one H100 estimated from those FLOPs (`lmcompanion.estimate`: stated "
+            "assumptions, not a measurement), and its measured time: in this build, or once a recorded run is "
+            "imported.",
+            f"```\n{commands}\n```",
+            rerun_total(experiments.chapter_names(chapter)),
+            cost_table(settings, list(cost_names or names), runs),
+        )
+    )
+    display(
+        fold(
+            "Provenance",
+            "Where this page's numbers came from: the profile and seeds, the package's commit, the "
+            "machine, and the data and tokenizers of the runs it used (each run's own record is its folder in the "
+            "run store).",
+            provenance(settings),
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -681,7 +860,8 @@ _FOLD = string.Template(
     'height="1.5em" class="sd-octicon sd-octicon-chevron-right" viewBox="0 0 24 24" aria-hidden="true">'
     '<path d="M8.72 18.78a.75.75 0 0 1 0-1.06L14.44 12 8.72 6.28a.751.751 0 0 1 .018-1.042.751.751 0 0 1 '
     '1.042-.018l6.25 6.25a.75.75 0 0 1 0 1.06l-6.25 6.25a.75.75 0 0 1-1.06 0Z"></path></svg></span></summary>'
-    '<div class="sd-summary-content sd-card-body docutils">\n${body}\n</div></details>')
+    '<div class="sd-summary-content sd-card-body docutils">\n${body}\n</div></details>'
+)
 
 
 def markdown_html(text: str, inline: bool = True) -> str:
@@ -719,8 +899,14 @@ def fold(title: str, *parts):
 
 def glued_row(v: verdicts.Verdict, chapter: str, profile: str) -> dict:
     """A verdict row as the generated pages read it (what :func:`show_verdicts` glues)."""
-    return {"chapter": chapter, "profile": profile, **dataclasses.asdict(v), "outcome": v.outcome, "group": v.group,
-            "learned": v.learned}
+    return {
+        "chapter": chapter,
+        "profile": profile,
+        **dataclasses.asdict(v),
+        "outcome": v.outcome,
+        "group": v.group,
+        "learned": v.learned,
+    }
 
 
 def _steps(run: train.Run) -> int:
@@ -747,22 +933,28 @@ def deciding_runs(v: verdicts.Verdict, chapter: str, settings: Settings | None) 
     row = next((r for r in claims.rows(chapter) if r.text == v.claim), None)
     if row is not None and row.timed:
         a, b = row.timed
-        return (f"timed side by side on the machine that executed this page: `{a}` against `{b}`, each from its "
-                "run's initial weights on its run's first batch (the timings above)")
+        return (
+            f"timed side by side on the machine that executed this page: `{a}` against `{b}`, each from its "
+            "run's initial weights on its run's first batch (the timings above)"
+        )
     arms = {a.label.split(" (")[0]: a for a in v.arms}
     parts = []
-    for name in (row.arms if row is not None else ()):
+    for name in row.arms if row is not None else ():
         short = name.split("/")[-1]
         arm = arms.get(short)
         runs = _runs_of(settings, name, short=arm is not None and claims.SHORT in arm.label)
         if not runs:
             continue
         steps = sorted(set(map(_steps, runs)))
-        text = (f"`{name}`: {plural_seeds(len(runs))} ({', '.join(str(r.seed) for r in runs)}), "
-                f"{' or '.join(f'{s:,}' for s in steps)} steps")
+        text = (
+            f"`{name}`: {plural_seeds(len(runs))} ({', '.join(str(r.seed) for r in runs)}), "
+            f"{' or '.join(f'{s:,}' for s in steps)} steps"
+        )
         if arm is not None:
-            text += (f", compared {', '.join(tables.number(x) for x in arm.values)} ({arm.at}; {arm.reference} "
-                     f"{tables.number(arm.level)})")
+            text += (
+                f", compared {', '.join(tables.number(x) for x in arm.values)} ({arm.at}; {arm.reference} "
+                f"{tables.number(arm.level)})"
+            )
         parts.append(text)
     return "; ".join(parts)
 
@@ -797,35 +989,48 @@ def verdict_table(rows: Sequence[verdicts.Verdict], chapter: str, profile: str, 
         mine = [glued[i - 1] for i, _ in group]
         unlearned = pages.unlearned_arms([r for r in mine if r["outcome"] == verdicts.NOT_DECIDED])
         note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
-        title = (f"{notebook.split('/')[-1] or 'other rows'}: {pages.plural(len(group), 'row')}, "
-                 f"{pages._counts(mine)}{note}")
+        title = (
+            f"{notebook.split('/')[-1] or 'other rows'}: {pages.plural(len(group), 'row')}, {pages._counts(mine)}{note}"
+        )
         parts.append(fold_html(title, HTML(_verdict_rows(group, chapter, profile, settings))))
     return HTML("\n".join(parts))
 
 
-def _verdict_rows(numbered: Sequence[tuple[int, verdicts.Verdict]], chapter: str, profile: str,
-                  settings: Settings | None) -> str:
+def _verdict_rows(
+    numbered: Sequence[tuple[int, verdicts.Verdict]], chapter: str, profile: str, settings: Settings | None
+) -> str:
     """The HTML of :func:`verdict_table`'s rows (numbered as in the whole table), with their numbers folded."""
     import pandas as pd
 
     own = settings is not None and profile == settings.profile
     body, detail = [], []
     for i, v in numbered:
-        body.append(f"<tr><th>{i}</th><td>{markdown_html(pages._md(v.claim))}</td>"
-                    f"<td>{markdown_html(pages._md(v.published))}</td>"
-                    f"<td>{markdown_html(pages._cell(glued_row(v, chapter, profile)))}</td></tr>")
+        body.append(
+            f"<tr><th>{i}</th><td>{markdown_html(pages._md(v.claim))}</td>"
+            f"<td>{markdown_html(pages._md(v.published))}</td>"
+            f"<td>{markdown_html(pages._cell(glued_row(v, chapter, profile)))}</td></tr>"
+        )
         runs = deciding_runs(v, chapter, settings) if own else ""
-        detail.append({"row": i, "ours (mean [min, max] over seeds)": v.ours,
-                       "seeds · effect ± SE · chance if equal": verdicts.evidence(v),
-                       "how far each arm learned": v.learned or "(no trained arm gated)",
-                       "the runs that decided it": runs or ("(decided without runs)" if v.is_check else
-                                                            "(recorded runs: see their table)" if not own else "-"),
-                       "verdict in full": v.verdict})
-    table = ('<table class="table lmc-verdicts"><thead><tr><th>row</th><th>claim (write-up)</th>'
-             '<th>the write-up</th><th>verdict</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+        detail.append(
+            {
+                "row": i,
+                "ours (mean [min, max] over seeds)": v.ours,
+                "seeds · effect ± SE · chance if equal": verdicts.evidence(v),
+                "how far each arm learned": v.learned or "(no trained arm gated)",
+                "the runs that decided it": runs
+                or ("(decided without runs)" if v.is_check else "(recorded runs: see their table)" if not own else "-"),
+                "verdict in full": v.verdict,
+            }
+        )
+    table = (
+        '<table class="table lmc-verdicts"><thead><tr><th>row</th><th>claim (write-up)</th>'
+        "<th>the write-up</th><th>verdict</th></tr></thead><tbody>" + "".join(body) + "</tbody></table>"
+    )
     n = len(numbered)
-    title = (f"The numbers of {'this row' if n == 1 else f'these {n} rows'}, how far their arms learned and the runs "
-             "that decided them")
+    title = (
+        f"The numbers of {'this row' if n == 1 else f'these {n} rows'}, how far their arms learned and the runs "
+        "that decided them"
+    )
     return tables._math(table) + fold_html(title, pd.DataFrame(detail).set_index("row"))
 
 
@@ -843,6 +1048,7 @@ def seeds_phrase(groups: Mapping[str, Sequence], spread: str = "bands") -> str:
         return f"one seed{each}, each {'line' if spread == 'bands' else 'point'} one run"
     if len(ns) == 1:
         return f"mean over {ns[0]} seeds{each}, {spread} span the seeds"
+
     def arms(n: int) -> str:  # the arms with n seeds: named where they are few, counted where they are many
         labels = [label for label, c in counts.items() if c == n]
         return _listed(labels, quote=False) if len(labels) <= 3 else f"{len(labels)} arms"
@@ -898,14 +1104,17 @@ def page_sentence(settings: Settings, groups: Mapping[str, Sequence], metric: st
     if ok:
         parts.append(f"{_listed(ok)} learned")
     if bad:
-        parts.append(f"{_listed(bad)} not learned (a verdict row that rests on an arm that has not learned is not "
-                     "decided)")
+        parts.append(
+            f"{_listed(bad)} not learned (a verdict row that rests on an arm that has not learned is not decided)"
+        )
     if none:
         parts.append(f"{_listed(none)} not gated")
     seeds_text = " or ".join(plural_seeds(n) for n in seeds) + (" per arm" if len(groups) > 1 else "")
-    return (f"**This page** shows {_listed(list(groups))} at `{settings.profile}` ({seeds_text}, "
-            f"{' or '.join(f'{s:,}' for s in steps)} steps). By the learning gate (every seed at least half a nat "
-            f"below its reference line at the end of training): {'; '.join(parts)}.")
+    return (
+        f"**This page** shows {_listed(list(groups))} at `{settings.profile}` ({seeds_text}, "
+        f"{' or '.join(f'{s:,}' for s in steps)} steps). By the learning gate (every seed at least half a nat "
+        f"below its reference line at the end of training): {'; '.join(parts)}."
+    )
 
 
 def this_page(settings: Settings, groups: Mapping[str, Sequence], metric: str = "val"):
@@ -945,6 +1154,8 @@ def page_verdicts(settings: Settings, chapter: str, notebook: str):
     rows = rows_of_page(settings, chapter, notebook)
     if not rows:
         return HTML("<p>No verdict row of the chapter rests on this page's runs.</p>")
-    lead = markdown_html(f"**The verdict rows of this page**, decided as on the chapter's verdict page, on each arm's "
-                         f"own runs at `{settings.profile}` (the runs are listed in the fold under the table).")
+    lead = markdown_html(
+        f"**The verdict rows of this page**, decided as on the chapter's verdict page, on each arm's "
+        f"own runs at `{settings.profile}` (the runs are listed in the fold under the table)."
+    )
     return HTML(f"<p>{lead}</p>" + verdict_table(rows, chapter, settings.profile, settings).data)

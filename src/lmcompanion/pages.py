@@ -64,8 +64,9 @@ def glued_verdicts(nb) -> list[dict]:
 def _cell(v: dict) -> str:
     """A verdict cell, short: the badge (its outcome, its scale, why it is not decided), then the effect and p, and the
     one-line reason where the learning gate overrides a decisive test. The standard text is said once, above."""
-    evidence = " · ".join(x for x in (v.get("effect") or "", "" if v.get("chance") == EXACT else v.get("chance") or "")
-                          if x)
+    evidence = " · ".join(
+        x for x in (v.get("effect") or "", "" if v.get("chance") == EXACT else v.get("chance") or "") if x
+    )
     why = override(v)
     return " ".join(x for x in (badge(v, v.get("profile")), _md(evidence), f"<br>{_md(why)}" if why else "") if x)
 
@@ -83,25 +84,30 @@ def _book_order(chapters) -> list[str]:
 
 def legend() -> str:
     """The scorecard's standard text, said once: what each badge and each cell says."""
-    return (f"**How to read a verdict.** Each badge says the outcome in words and the scale it was reached at: "
-            f"{badge(HOLDS)} or {badge(FAILS)} where the chance of that verdict, were the claim's arms in truth equal, "
-            f"is at most {ALPHA:.0%} (the prologue's [verdict rule](verdict-rule)); {badge(INCONCLUSIVE)} where it is "
-            f"not; {badge(NOT_DECIDED)} where the scale cannot decide the claim, with the reason (an arm has not "
-            "learned, its arms are not run at that profile, or run one seed); rows marked *computed* or *check of our "
-            "code* are decided without runs. Beside the badge: the effect (the claimed-better arm's mean minus the "
-            "other's, ± its standard error) and p (for a verdict that holds or does not hold, the chance of that "
-            "verdict if the arms were equal; for an inconclusive one, of a difference at least as large as ours in the "
-            "claimed direction). Where the learning gate overrides a test that alone would decide, a line says so and "
-            "why. How far each arm learned is in the table of the page that decides the row.")
+    return (
+        f"**How to read a verdict.** Each badge says the outcome in words and the scale it was reached at: "
+        f"{badge(HOLDS)} or {badge(FAILS)} where the chance of that verdict, were the claim's arms in truth equal, "
+        f"is at most {ALPHA:.0%} (the prologue's [verdict rule](verdict-rule)); {badge(INCONCLUSIVE)} where it is "
+        f"not; {badge(NOT_DECIDED)} where the scale cannot decide the claim, with the reason (an arm has not "
+        "learned, its arms are not run at that profile, or run one seed); rows marked *computed* or *check of our "
+        "code* are decided without runs. Beside the badge: the effect (the claimed-better arm's mean minus the "
+        "other's, ± its standard error) and p (for a verdict that holds or does not hold, the chance of that "
+        "verdict if the arms were equal; for an inconclusive one, of a difference at least as large as ours in the "
+        "claimed direction). Where the learning gate overrides a test that alone would decide, a line says so and "
+        "why. How far each arm learned is in the table of the page that decides the row."
+    )
 
 
 def _filter(outcomes: list[str]) -> list[str]:
     """The verdict filter (book/_static/verdict-filter.js shows only the table rows whose badge has the outcome
     chosen, and opens the chapters that hold one): a raw HTML block, inert without the script."""
     buttons = "".join(f'<button type="button" data-outcome="{BADGE[o]}">{WORD[o]}</button>' for o in outcomes)
-    return ['<div class="lmc-filter" role="group" aria-label="Show only the rows with this verdict">',
-            f'<span>Show:</span><button type="button" data-outcome="" aria-pressed="true">every row</button>{buttons}'
-            '<output></output></div>', ""]
+    return [
+        '<div class="lmc-filter" role="group" aria-label="Show only the rows with this verdict">',
+        f'<span>Show:</span><button type="button" data-outcome="" aria-pressed="true">every row</button>{buttons}'
+        "<output></output></div>",
+        "",
+    ]
 
 
 def _fold(title: str, body: list[str]) -> list[str]:
@@ -117,34 +123,51 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
         rows += glued_verdicts(nb)
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
     chapters = _book_order({r["chapter"] for r in rows})
-    lines = ["(scorecard)=", "# Scorecard", "",
-             "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
-             "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
-             "notebook for their provenance). It is generated from the verdict tables of the executed notebooks: "
-             "nothing on it is typed by hand. Every claim of the write-ups, tested here or not, is listed with the "
-             "write-up's words in the [claims ledger](claims-ledger).", "", legend(), ""]
+    lines = [
+        "(scorecard)=",
+        "# Scorecard",
+        "",
+        "Every claim of every chapter, with its verdict at each profile that has runs: the profile this book was "
+        "built at, and any profile whose runs were recorded elsewhere and imported (see each chapter's verdict "
+        "notebook for their provenance). It is generated from the verdict tables of the executed notebooks: "
+        "nothing on it is typed by hand. Every claim of the write-ups, tested here or not, is listed with the "
+        "write-up's words in the [claims ledger](claims-ledger).",
+        "",
+        legend(),
+        "",
+    ]
     if not rows:
         return "\n".join(lines + ["No verdict notebook has been executed in this build yet.", ""])
     lines += _filter(list(OUTCOMES))
-    lines += ["## Counts", "", "The write-ups' claims about what training reaches, by outcome at the scale each verdict "
-              "names, and beside them the other rows: cost measured on the machine that made the runs, the write-ups' "
-              "statements checked by computation, checks of our code, and the book's own claims beyond the "
-              "write-ups.", "",
-              "| chapter | profile | holds | does not hold | inconclusive | not decided | other rows |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += [
+        "## Counts",
+        "",
+        "The write-ups' claims about what training reaches, by outcome at the scale each verdict "
+        "names, and beside them the other rows: cost measured on the machine that made the runs, the write-ups' "
+        "statements checked by computation, checks of our code, and the book's own claims beyond the "
+        "write-ups.",
+        "",
+        "| chapter | profile | holds | does not hold | inconclusive | not decided | other rows |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for chapter in chapters + ["all chapters"]:
         for profile in profiles:
-            sel = [r for r in rows if r["profile"] == profile and (chapter == "all chapters" or r["chapter"] == chapter)]
+            sel = [
+                r for r in rows if r["profile"] == profile and (chapter == "all chapters" or r["chapter"] == chapter)
+            ]
             if sel:
                 n = _outcome_counts(claims_about_training(sel))
                 name = CHAPTER_TITLES.get(chapter, chapter) if chapter != "all chapters" else "**all chapters**"
-                lines.append(f"| {name} | `{profile}` | " + " | ".join(str(n[o]) for o in OUTCOMES)
-                             + f" | {_other_rows(sel)} |")
+                lines.append(
+                    f"| {name} | `{profile}` | " + " | ".join(str(n[o]) for o in OUTCOMES) + f" | {_other_rows(sel)} |"
+                )
     for chapter in chapters:
         sel = [r for r in rows if r["chapter"] == chapter]
         claims = list(dict.fromkeys((r["claim"], r["notebook"]) for r in sel))
-        table = ["| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
-                 "|---|---|" + "---|" * len(profiles) + "---|"]
+        table = [
+            "| claim | the write-up | " + " | ".join(f"`{p}`" for p in profiles) + " | decided in |",
+            "|---|---|" + "---|" * len(profiles) + "---|",
+        ]
         for claim, notebook in claims:
             cells, published = [], ""
             for p in profiles:
@@ -153,10 +176,17 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
                 published = published or (hit[0].get("published") or "" if hit else "")
             link = f"{{doc}}`{notebook.split('/')[-1]} </{prefix}/{notebook}>`" if notebook else ""
             table.append(f"| {_md(claim)} | {_md(published)} | " + " | ".join(cells) + f" | {link} |")
-        found = "; ".join(f"`{p}`: {_counts([r for r in sel if r['profile'] == p])}" for p in profiles
-                          if any(r["profile"] == p for r in sel))
-        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  *_fold(f"{plural(len(claims), 'row')} ({found})", table)]
+        found = "; ".join(
+            f"`{p}`: {_counts([r for r in sel if r['profile'] == p])}"
+            for p in profiles
+            if any(r["profile"] == p for r in sel)
+        )
+        lines += [
+            "",
+            f"## {CHAPTER_TITLES.get(chapter, chapter)}",
+            "",
+            *_fold(f"{plural(len(claims), 'row')} ({found})", table),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -164,15 +194,32 @@ def scorecard(root: Path, prefix: str = "notebooks") -> str:
 # contrast) and whose data-outcome the scorecard's and the ledger's filter reads (book/_static/verdict-filter.js).
 UNTESTED = "not tested"
 BADGE = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "undecided", UNTESTED: "untested"}
-WORD = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided",
-        UNTESTED: "not tested"}
-WORDS = {HOLDS: "hold", FAILS: "do not hold", INCONCLUSIVE: "inconclusive", NOT_DECIDED: "not decided",
-         UNTESTED: "not tested"}  # of several
-GROUP_WORDS = {COST: "cost measured on the machine that made the runs",
-               COMPUTED: "the write-up's statements checked by computation", CHECK: "checks of our code"}
+WORD = {
+    HOLDS: "holds",
+    FAILS: "does not hold",
+    INCONCLUSIVE: "inconclusive",
+    NOT_DECIDED: "not decided",
+    UNTESTED: "not tested",
+}
+WORDS = {
+    HOLDS: "hold",
+    FAILS: "do not hold",
+    INCONCLUSIVE: "inconclusive",
+    NOT_DECIDED: "not decided",
+    UNTESTED: "not tested",
+}  # of several
+GROUP_WORDS = {
+    COST: "cost measured on the machine that made the runs",
+    COMPUTED: "the write-up's statements checked by computation",
+    CHECK: "checks of our code",
+}
 # Why a row is not decided, in a badge's few words, from the reason its verdict gives (lmcompanion.verdicts)
-WHY = (("not learned", "arm not learned"), ("not run at this profile", "not run at {profile}"),
-       ("one seed", "one seed"), ("no runs", "no runs"))
+WHY = (
+    ("not learned", "arm not learned"),
+    ("not run at this profile", "not run at {profile}"),
+    ("one seed", "one seed"),
+    ("no runs", "no runs"),
+)
 
 
 def own_verdicts(root: Path) -> list[dict]:
@@ -262,9 +309,11 @@ def override(row: dict) -> str:
         return ""
     short = [a for a in (_arm_of(x) for x in row.get("arms") or []) if not a.learned]
     arms = "; ".join(_shortfall(a) for a in short)
-    return (f"The test alone says *{WORD[would]}* ({row['chance']}), but the learning gate overrides it: {arms}, so "
-            f"the numbers compared come from {'a model' if len(short) == 1 else 'models'} that learned little beyond "
-            "which tokens are common.")
+    return (
+        f"The test alone says *{WORD[would]}* ({row['chance']}), but the learning gate overrides it: {arms}, so "
+        f"the numbers compared come from {'a model' if len(short) == 1 else 'models'} that learned little beyond "
+        "which tokens are common."
+    )
 
 
 def _shortfall(arm: learning.Arm) -> str:
@@ -273,20 +322,24 @@ def _shortfall(arm: learning.Arm) -> str:
     if not d:
         return f"{arm.label} was not measured"
     if arm.kind == learning.ACCURACY:
-        return (f"{arm.label} reaches {number(min(d))}× {arm.reference} in its worst seed (the gate asks "
-                f"{number(learning.FACTOR)}× in every seed)")
-    return (f"{arm.label} ends {number(min(d))} nats below {arm.reference} in its worst seed (the gate asks "
-            f"{number(learning.MARGIN)} in every seed)")
+        return (
+            f"{arm.label} reaches {number(min(d))}× {arm.reference} in its worst seed (the gate asks "
+            f"{number(learning.FACTOR)}× in every seed)"
+        )
+    return (
+        f"{arm.label} ends {number(min(d))} nats below {arm.reference} in its worst seed (the gate asks "
+        f"{number(learning.MARGIN)} in every seed)"
+    )
 
 
 def scale_of(row: dict) -> str:
     """The scale a row's verdict names ("`cpu` scale: 0.036% of the write-up's tokens"), or "" where it names none."""
     text = row["verdict"]
     word = WORD.get(row["outcome"], row["outcome"])
-    rest = text[len(word):] if text.startswith(word) else ""
+    rest = text[len(word) :] if text.startswith(word) else ""
     if not rest.startswith(" at `"):
         return ""
-    return rest[len(" at "):].split(" (")[0]
+    return rest[len(" at ") :].split(" (")[0]
 
 
 def _outcome_counts(rows: list[dict]) -> dict[str, int]:
@@ -300,8 +353,11 @@ def _counts(rows: list[dict]) -> str:
 
 def _other_rows(rows: list[dict]) -> str:
     """One cell: the rows beside the write-ups' claims about training, by group, with their outcomes."""
-    parts = [f"{GROUP_WORDS[g]}: {_counts(sel)}" for g in (COST, COMPUTED, CHECK)
-             if (sel := [r for r in rows if group_of(r) == g and not r.get("extension")])]
+    parts = [
+        f"{GROUP_WORDS[g]}: {_counts(sel)}"
+        for g in (COST, COMPUTED, CHECK)
+        if (sel := [r for r in rows if group_of(r) == g and not r.get("extension")])
+    ]
     ext = [r for r in rows if r.get("extension")]
     if ext:
         parts.append(f"the book's own claims: {_counts(ext)}")
@@ -319,11 +375,12 @@ def chance_line(rows: list[dict]) -> str:
     decided = sum(r["outcome"] in (HOLDS, FAILS) for r in tested)
     expected = n * ALPHA
     about = "fewer than one" if expected < 1 else f"about {expected:.2g}"
-    return (f"**Many tests at {ALPHA:.0%}.** {plural(n, 'claim')} {'were' if n != 1 else 'was'} tested ({decided} "
-            f"decided). Were the arms of every one of them in truth equal, each would hold by chance at most "
-            f"{ALPHA:.0%} of the time, and not hold as often: on average {about} of them would hold and as many not "
-            f"hold, and 19 times in 20 " + (f"no more than {plural(k, 'claim')} each way." if k else
-                                             "none either way."))
+    return (
+        f"**Many tests at {ALPHA:.0%}.** {plural(n, 'claim')} {'were' if n != 1 else 'was'} tested ({decided} "
+        f"decided). Were the arms of every one of them in truth equal, each would hold by chance at most "
+        f"{ALPHA:.0%} of the time, and not hold as often: on average {about} of them would hold and as many not "
+        f"hold, and 19 times in 20 " + (f"no more than {plural(k, 'claim')} each way." if k else "none either way.")
+    )
 
 
 def _link(r: dict, prefix: str) -> str:
@@ -340,7 +397,7 @@ def _learned_cell(r: dict) -> str:
 def _why_not(r: dict) -> str:
     """The reason a not-decided row gives (in its verdict's parentheses)."""
     text = r["verdict"]
-    return text[text.index("(") + 1:].split(";")[0].rstrip(")") if "(" in text else ""
+    return text[text.index("(") + 1 :].split(";")[0].rstrip(")") if "(" in text else ""
 
 
 def unlearned_arms(rows: list[dict]) -> list[str]:
@@ -366,15 +423,18 @@ def _other_profiles(chapter: str, profile: str) -> str:
         elif p == "paper":
             scale = "the write-up's own settings"
         else:
-            from_cfg = [experiments.config(n, p, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
-                        for n in ran]
+            from_cfg = [
+                experiments.config(n, p, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+                for n in ran
+            ]
             lo, hi = percent(min(from_cfg)), percent(max(from_cfg))
             scale = f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
         sizes = scale_.size_text(headline_arms(chapter), p, chapter in experiments.TRAINED_NOTHING)
-        parts.append(f"`{p}` runs {len(ran)} of the chapter's {len(names)} experiments at {scale}, {seed_text} "
-                     f"seed{'s' if seeds[-1] != 1 else ''} per arm"
-                     + (f", its {_models_word(chapter)} {'at ' if sizes.startswith('the ') else ''}{sizes}"
-                        if sizes else ""))
+        parts.append(
+            f"`{p}` runs {len(ran)} of the chapter's {len(names)} experiments at {scale}, {seed_text} "
+            f"seed{'s' if seeds[-1] != 1 else ''} per arm"
+            + (f", its {_models_word(chapter)} {'at ' if sizes.startswith('the ') else ''}{sizes}" if sizes else "")
+        )
     return "; ".join(parts)
 
 
@@ -447,30 +507,41 @@ def recorded_conclusion(rows: list[dict], recorded: list[dict], chapter: str) ->
             continue
         arms = list(dict.fromkeys(a["label"] for r in rec + cost for a in (r.get("arms") or [])))
         text = f"**What the recorded `{p}` runs decided.** Runs recorded at `{p}`" + (
-            f" (of {', '.join(arms)})" if arms else "")
+            f" (of {', '.join(arms)})" if arms else ""
+        )
         if rec:
-            text += (f" cover {plural(len(rec), 'row')} of the chapter's {n_training or len(rec)} about training: "
-                     f"{_counts(rec)}.")
+            text += (
+                f" cover {plural(len(rec), 'row')} of the chapter's {n_training or len(rec)} about training: "
+                f"{_counts(rec)}."
+            )
             shown = [r for r in rec if r.get("headline") or r["outcome"] in DECIDED]
             if shown:
                 said = "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in shown)
                 text += f" {said[0].upper()}{said[1:]}."
             words = [agreement(r, own.get(r["claim"])) for r in rec]
             tally = {w: words.count(w) for w in dict.fromkeys(words)}
-            text += (f" Against `{profile}`: "
-                     + ", ".join(f"{n} {w if n == 1 else _plural_verb(w)}" for w, n in tally.items()) + ".")
+            text += (
+                f" Against `{profile}`: "
+                + ", ".join(f"{n} {w if n == 1 else _plural_verb(w)}" for w, n in tally.items())
+                + "."
+            )
             bad = [r["claim"] for r, w in zip(rec, words) if w == "disagrees"]
             if bad:
-                text += (f" **The two profiles disagree on {plural(len(bad), 'row')}** ({'; '.join(bad)}): the "
-                         f"`{profile}` verdict {'does' if len(bad) == 1 else 'do'} not carry to `{p}`'s scale.")
+                text += (
+                    f" **The two profiles disagree on {plural(len(bad), 'row')}** ({'; '.join(bad)}): the "
+                    f"`{profile}` verdict {'does' if len(bad) == 1 else 'do'} not carry to `{p}`'s scale."
+                )
             why = _undecided(rec, p)
             if why:
                 text += f" Not decided at `{p}`: " + "; ".join(why) + "."
         else:
             text += " decide no claim about training."
         if cost:
-            text += (" Cost measured on the machine that made them: "
-                     + "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in cost) + ".")
+            text += (
+                " Cost measured on the machine that made them: "
+                + "; ".join(_beside(r, own.get(r["claim"]), p, profile) for r in cost)
+                + "."
+            )
         out.append(text)
         names = _row_arms(chapter, [r["claim"] for r in rec + cost])
         caveat = scale_.passes_caveat(names, p)
@@ -489,10 +560,16 @@ def _beside(r: dict, own: dict | None, p: str, profile: str) -> str:
     effect = r.get("effect") or ""
     if not effect and group_of(r) == COST:  # a cost not timed side by side there: the runs' own times, as measured
         effect = r.get("ours") or ""
-    return ((("the headline, " if r.get("headline") else "") + f"{r['claim']}: *{WORD[r['outcome']]}* at `{p}`"
-             + (f" ({effect})" if effect and r["outcome"] != NOT_DECIDED else "") + ", ")
-            + (f"*{WORD[own['outcome']]}* at `{profile}`" if own else f"no row at `{profile}`")
-            + f" ({agreement(r, own)})")
+    return (
+        (
+            ("the headline, " if r.get("headline") else "")
+            + f"{r['claim']}: *{WORD[r['outcome']]}* at `{p}`"
+            + (f" ({effect})" if effect and r["outcome"] != NOT_DECIDED else "")
+            + ", "
+        )
+        + (f"*{WORD[own['outcome']]}* at `{profile}`" if own else f"no row at `{profile}`")
+        + f" ({agreement(r, own)})"
+    )
 
 
 def _plural_verb(word: str) -> str:
@@ -523,15 +600,17 @@ def _undecided(training: list[dict], profile: str, name_arms: bool = True) -> li
     why = []
     if unlearned:
         arms = unlearned_arms(unlearned)
-        named = (f" ({', '.join(arms[:8])}{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})" if name_arms
-                 else "")
+        named = f" ({', '.join(arms[:8])}{f' and {len(arms) - 8} more' if len(arms) > 8 else ''})" if name_arms else ""
         why.append(f"{len(unlearned)} because an arm has not learned{named}")
     if not_run:
-        why.append(f"{len(not_run)} because {'its arms are' if len(not_run) == 1 else 'their arms are'} not run at "
-                   f"`{profile}`")
+        why.append(
+            f"{len(not_run)} because {'its arms are' if len(not_run) == 1 else 'their arms are'} not run at `{profile}`"
+        )
     if one_seed:
-        why.append(f"{len(one_seed)} because {'its arms run' if len(one_seed) == 1 else 'their arms run'} one seed "
-                   "here (illustrations)")
+        why.append(
+            f"{len(one_seed)} because {'its arms run' if len(one_seed) == 1 else 'their arms run'} one seed "
+            "here (illustrations)"
+        )
     if other:
         why.append(f"{len(other)} for a reason {'its row gives' if len(other) == 1 else 'their rows give'}")
     if inconclusive:
@@ -539,8 +618,13 @@ def _undecided(training: list[dict], profile: str, name_arms: bool = True) -> li
     return why
 
 
-def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = None, with_lead: bool = True,
-               with_headline: bool = True) -> str:
+def conclusion(
+    rows: list[dict],
+    chapter: str,
+    recorded: list[dict] | None = None,
+    with_lead: bool = True,
+    with_headline: bool = True,
+) -> str:
     """A chapter's conclusion, generated from its verdicts at its build's profile: its lead where it has one (its
     clearest result, :func:`lead`; ``with_lead=False`` leaves it to the caller), what this scale decides (the
     headline first, unless ``with_headline=False``: the caller shows it), what it cannot decide and why, and what the
@@ -555,19 +639,30 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
     first = lead(chapter, rows) if with_lead else ""
     out = ([first] if first else []) + [f"**What `{profile}` decides.**"]
     if head and with_headline:
-        out.append("The headline: " + "; ".join(f"{r['claim']}: *{WORD[r['outcome']]}*"
-                                               + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
-                                               for r in head) + ".")
+        out.append(
+            "The headline: "
+            + "; ".join(
+                f"{r['claim']}: *{WORD[r['outcome']]}*" + (f" ({_why_not(r)})" if r["outcome"] == NOT_DECIDED else "")
+                for r in head
+            )
+            + "."
+        )
     if decided:
-        out.append(f"{'Beyond the headline' if head else 'Decided'}, {len(decided)} "
-                   f"{'claims are' if len(decided) != 1 else 'claim is'} decided: "
-                   + "; ".join(f"{r['claim']} (*{WORD[r['outcome']]}*)" for r in decided) + ".")
+        out.append(
+            f"{'Beyond the headline' if head else 'Decided'}, {len(decided)} "
+            f"{'claims are' if len(decided) != 1 else 'claim is'} decided: "
+            + "; ".join(f"{r['claim']} (*{WORD[r['outcome']]}*)" for r in decided)
+            + "."
+        )
     elif not any(r["outcome"] in (HOLDS, FAILS) for r in head):
         out.append("No claim about training is decided at this scale.")
     why = _undecided(training, profile)
     if why:
-        out.append(f"**What it cannot decide, and why.** Of {plural(len(training), 'claim')} about training, "
-                   + "; ".join(why) + ".")
+        out.append(
+            f"**What it cannot decide, and why.** Of {plural(len(training), 'claim')} about training, "
+            + "; ".join(why)
+            + "."
+        )
     sizes = sizes_line(chapter, profile)
     if sizes:
         out.append(sizes)
@@ -576,8 +671,10 @@ def conclusion(rows: list[dict], chapter: str, recorded: list[dict] | None = Non
         out.append(caveat)
     more = _other_profiles(chapter, profile)
     if more:
-        out.append(f"**What the larger profiles would decide.** {more.capitalize() if more[0] == '`' else more}: "
-                   "the same rows, decided by the same rule once their runs are made and recorded.")
+        out.append(
+            f"**What the larger profiles would decide.** {more.capitalize() if more[0] == '`' else more}: "
+            "the same rows, decided by the same rule once their runs are made and recorded."
+        )
     out += recorded_conclusion(rows, recorded or [], chapter)
     return " ".join(out)
 
@@ -624,41 +721,64 @@ def headline_line(chapter: str, rows: list[dict], profile: str) -> str:
         other_seeds = sorted({len(experiments.seeds_of(n, profile)) for n in others})
         base = experiments.get(h.baseline).title
         cfg = experiments.config(h.baseline, profile, device="cpu")
-        arms = [a for r in rows if r.get("headline") for a in (r.get("arms") or [])
-                if a["label"] == h.baseline.split("/")[-1] and a.get("at", "final") == "final"]
-        learned = (f"; in this build the baseline ends {_learned_cell({'arms': arms[:1]})}" if arms else "")
+        arms = [
+            a
+            for r in rows
+            if r.get("headline")
+            for a in (r.get("arms") or [])
+            if a["label"] == h.baseline.split("/")[-1] and a.get("at", "final") == "final"
+        ]
+        learned = f"; in this build the baseline ends {_learned_cell({'arms': arms[:1]})}" if arms else ""
         n_seeds = "/".join(map(str, sorted(seeds)))
         illustrates = h.illustrates_at(profile)
-        text = (f"**The headline comparison: {h.label}.** Why it is the headline: {h.why}. At `{profile}` its arms run "
-                f"{n_seeds} seed{'' if n_seeds == '1' else 's'}"
-                + (f" and the chapter's other arms {'/'.join(map(str, other_seeds))}" if other_seeds and not illustrates
-                   else ""))
+        text = (
+            f"**The headline comparison: {h.label}.** Why it is the headline: {h.why}. At `{profile}` its arms run "
+            f"{n_seeds} seed{'' if n_seeds == '1' else 's'}"
+            + (
+                f" and the chapter's other arms {'/'.join(map(str, other_seeds))}"
+                if other_seeds and not illustrates
+                else ""
+            )
+        )
         if illustrates:
-            text += (", like the chapter's other arms: they illustrate and decide nothing, since they cannot learn at "
-                     f"`cpu` at a cost the build can afford: {h.cpu_shortfall}")
+            text += (
+                ", like the chapter's other arms: they illustrate and decide nothing, since they cannot learn at "
+                f"`cpu` at a cost the build can afford: {h.cpu_shortfall}"
+            )
         if profile == "cpu":
-            text += (f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
-                     f"before any comparison was looked at: {experiments.CPU_RULE}"
-                     + (f". This chapter departs from it: {h.cpu_departure}" if h.cpu_departure else "")
-                     + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
-                       f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}")
+            text += (
+                f". The `cpu` steps follow one rule in every chapter, fixed on the baseline arm alone ({base}) "
+                f"before any comparison was looked at: {experiments.CPU_RULE}"
+                + (f". This chapter departs from it: {h.cpu_departure}" if h.cpu_departure else "")
+                + f". Here the baseline trains {count(cfg.train.max_steps)} steps, {count(cfg.tokens())} "
+                f"{getattr(cfg.data, 'unit', 'tokens')} per run{learned}"
+            )
             if experiments.Protocol.ILLUSTRATIONS in experiments.arm(h.baseline, profile).trains_at:
-                short = experiments.config(h.baseline, profile, device="cpu",
-                                           protocol=experiments.Protocol.ILLUSTRATIONS)
-                text += (f". The headline arms' {n_seeds} seeds and longer runs are paid for by the chapter's other "
-                         f"arms: they illustrate, with one seed and "
-                         f"{fraction(experiments.illustration_steps(chapter, profile))} of the headline arms' steps "
-                         f"({count(short.train.max_steps)} for the baseline). "
-                         f"{experiments.ILLUSTRATION_RULE[0].upper()}{experiments.ILLUSTRATION_RULE[1:]}")
+                short = experiments.config(
+                    h.baseline, profile, device="cpu", protocol=experiments.Protocol.ILLUSTRATIONS
+                )
+                text += (
+                    f". The headline arms' {n_seeds} seeds and longer runs are paid for by the chapter's other "
+                    f"arms: they illustrate, with one seed and "
+                    f"{fraction(experiments.illustration_steps(chapter, profile))} of the headline arms' steps "
+                    f"({count(short.train.max_steps)} for the baseline). "
+                    f"{experiments.ILLUSTRATION_RULE[0].upper()}{experiments.ILLUSTRATION_RULE[1:]}"
+                )
         text += "."
         short = unlearned_arms([r for r in rows if r.get("headline") and _of_headline(r, h, len(heads))])
         if short and profile != "smoke":  # smoke's generated corpus teaches nothing: its numbers mean nothing
             names = ", ".join(f"`{a}`" for a in short)
-            text += (f" **In this build {names} {'has' if len(short) == 1 else 'have'} not learned**, so the rows that "
-                     f"compare {'it' if len(short) == 1 else 'them'} are not decided at `{profile}`"
-                     + ("." if illustrates else
-                        f": {h.cpu_shortfall}." if profile == "cpu" and h.cpu_shortfall else
-                        ". What it would cost to make every arm learn at this profile has not been measured."))
+            text += (
+                f" **In this build {names} {'has' if len(short) == 1 else 'have'} not learned**, so the rows that "
+                f"compare {'it' if len(short) == 1 else 'them'} are not decided at `{profile}`"
+                + (
+                    "."
+                    if illustrates
+                    else f": {h.cpu_shortfall}."
+                    if profile == "cpu" and h.cpu_shortfall
+                    else ". What it would cost to make every arm learn at this profile has not been measured."
+                )
+            )
         out.append(text)
     return " ".join(out)
 
@@ -682,17 +802,24 @@ def _row_line(r: dict, prefix: str, profile: str) -> str:
     published = r.get("published") or "no published number"
     why = override(r)
     verdict = badge(r, profile) + (f"<br>{_md(why)}" if why else "")
-    return (f"| {_md(r['claim'])} | {verdict} | {_md(published)} | {_md(r.get('ours') or '')} | "
-            f"{_md(r.get('effect') or '')} | {_md(_learned_cell(r))} | {_link(r, prefix)} |")
+    return (
+        f"| {_md(r['claim'])} | {verdict} | {_md(published)} | {_md(r.get('ours') or '')} | "
+        f"{_md(r.get('effect') or '')} | {_md(_learned_cell(r))} | {_link(r, prefix)} |"
+    )
 
 
-TABLE_HEAD = ["| claim | verdict | the write-up | ours (mean [min, max] over seeds) | effect ± SE | how far each arm "
-              "learned | decided in |", "|---|---|---|---|---|---|---|"]
-SIGN = ("*Effect*: the claimed-better arm's mean minus the other's, in the unit of the values compared (nats per token "
-        "for a loss, top-1 error for retrieval by a metric, seconds per step for time; a ratio is marked ×, a rank "
-        "correlation ρ): negative supports a claim that an arm is lower. *How far each arm learned*: the smallest and "
-        "largest distance over seeds below the arm's reference line (the unigram loss of the split, or chance), at the "
-        "step the row compares; ✓ where every seed is at least 0.5 nats below it (twice chance for an accuracy).")
+TABLE_HEAD = [
+    "| claim | verdict | the write-up | ours (mean [min, max] over seeds) | effect ± SE | how far each arm "
+    "learned | decided in |",
+    "|---|---|---|---|---|---|---|",
+]
+SIGN = (
+    "*Effect*: the claimed-better arm's mean minus the other's, in the unit of the values compared (nats per token "
+    "for a loss, top-1 error for retrieval by a metric, seconds per step for time; a ratio is marked ×, a rank "
+    "correlation ρ): negative supports a claim that an arm is lower. *How far each arm learned*: the smallest and "
+    "largest distance over seeds below the arm's reference line (the unigram loss of the split, or chance), at the "
+    "step the row compares; ✓ where every seed is at least 0.5 nats below it (twice chance for an accuracy)."
+)
 
 
 BOOK = "Five language-model write-ups"  # the book's name, before what it decides (the intro's title)
@@ -705,9 +832,12 @@ def _decides(training: list[dict], profile: str) -> str:
     decided = n[HOLDS] + n[FAILS]
     how = ", ".join(f"{n[o]} {(WORD if n[o] == 1 else WORDS)[o]}" for o in (HOLDS, FAILS) if n[o])
     why = _undecided(training, profile, name_arms=False)
-    return (f"decides {decided} of {plural(len(training), 'claim')} about what training reaches"
-            + (f" ({how})" if how else "") + f" and leaves {len(training) - decided} undecided"
-            + (f": {'; '.join(why)}" if why else ""))
+    return (
+        f"decides {decided} of {plural(len(training), 'claim')} about what training reaches"
+        + (f" ({how})" if how else "")
+        + f" and leaves {len(training) - decided} undecided"
+        + (f": {'; '.join(why)}" if why else "")
+    )
 
 
 def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str) -> str:
@@ -716,29 +846,51 @@ def _intro(rows: list[dict], every: list[dict], profiles: list[str], prefix: str
     training = claims_about_training(rows)
     n = _outcome_counts(training)
     at = ", ".join(f"`{p}`" for p in profiles)
-    lines = [f"# {BOOK}: {n[HOLDS] + n[FAILS]} of {plural(len(training), 'claim')} about training decided at the "
-             f"{' and '.join(profiles)} scale", "",
-             f"At the {at} scale this book re-runs the write-ups' experiments and {_decides(training, profiles[0])}. "
-             "It says nothing about the write-ups' own scale, which only the `gpu` and `paper` profiles reach: a "
-             "verdict here may change there.", "", ":::{container} lmc-first", ""]
+    lines = [
+        f"# {BOOK}: {n[HOLDS] + n[FAILS]} of {plural(len(training), 'claim')} about training decided at the "
+        f"{' and '.join(profiles)} scale",
+        "",
+        f"At the {at} scale this book re-runs the write-ups' experiments and {_decides(training, profiles[0])}. "
+        "It says nothing about the write-ups' own scale, which only the `gpu` and `paper` profiles reach: a "
+        "verdict here may change there.",
+        "",
+        ":::{container} lmc-first",
+        "",
+    ]
     chapters = _book_order({r["chapter"] for r in rows})
     for c in chapters:
         mine = [r for r in rows if r["chapter"] == c]
         counts = _outcome_counts(claims_about_training(mine))
         found = ", ".join(f"{counts[o]} {(WORD if counts[o] == 1 else WORDS)[o]}" for o in OUTCOMES if counts[o])
         first = lead(c, mine)
-        head = [f"{_headline_item(r, profiles[0])}{override_short(r)}" for r in mine
-                if r.get("headline") and group_of(r) == TRAINING]
-        lines += [f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
-                  + (f"{_md(first)} " if first else "") + ("Headline: " + "; ".join(head) + ". " if head else "")
-                  + f"Its {plural(sum(counts.values()), 'claim')} about training: {found or 'none'}."]
-    lines += ["", ":::", "", f"Beside these claims the book checks {plural(len(rows) - len(training), 'row')} of "
-              f"other kinds: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
-              "", chance_line(training), "", "**Each chapter's conclusion.**", ""]
+        head = [
+            f"{_headline_item(r, profiles[0])}{override_short(r)}"
+            for r in mine
+            if r.get("headline") and group_of(r) == TRAINING
+        ]
+        lines += [
+            f"- **{{doc}}`{CHAPTER_TITLES.get(c, c)} </book/{c}/index>`.** "
+            + (f"{_md(first)} " if first else "")
+            + ("Headline: " + "; ".join(head) + ". " if head else "")
+            + f"Its {plural(sum(counts.values()), 'claim')} about training: {found or 'none'}."
+        ]
+    lines += [
+        "",
+        ":::",
+        "",
+        f"Beside these claims the book checks {plural(len(rows) - len(training), 'row')} of "
+        f"other kinds: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
+        "",
+        chance_line(training),
+        "",
+        "**Each chapter's conclusion.**",
+        "",
+    ]
     for c in chapters:
         mine = [r for r in rows if r["chapter"] == c]
-        lines += _fold(CHAPTER_TITLES.get(c, c),
-                       [conclusion(mine, c, [r for r in every if r["chapter"] == c], with_lead=False)])
+        lines += _fold(
+            CHAPTER_TITLES.get(c, c), [conclusion(mine, c, [r for r in every if r["chapter"] == c], with_lead=False)]
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -751,13 +903,20 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks", f
     keep the write-ups' claims about training apart from cost, statements checked by computation, checks of our code
     and the book's own claims. ``figures``: the folder (beside the summary) where a landing page's headline gap
     figures are written (:func:`gap_figures`); None draws none."""
-    every = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)
-             if chapter is None or r["chapter"] == chapter]
+    every = [
+        r
+        for _, _, nb in executed_notebooks(root)
+        for r in glued_verdicts(nb)
+        if chapter is None or r["chapter"] == chapter
+    ]
     rows = [r for r in own_verdicts(root) if chapter is None or r["chapter"] == chapter]
     if not rows:
-        return ((f"# {BOOK}\n\n" if chapter is None else "")
-                + "*No verdict notebook of this chapter has been executed in this build yet.*\n")
-    profiles = sorted({r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES))
+        return (
+            f"# {BOOK}\n\n" if chapter is None else ""
+        ) + "*No verdict notebook of this chapter has been executed in this build yet.*\n"
+    profiles = sorted(
+        {r["profile"] for r in rows}, key=lambda p: list(PROFILES).index(p) if p in PROFILES else len(PROFILES)
+    )
     if chapter is None:
         return _intro(rows, every, profiles, prefix)
     profile = profiles[0]
@@ -768,21 +927,36 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks", f
     head = headline_verdicts(rows, profile)
     if head:
         lines += [f"**The headline at `{profile}`.**", "", *head, ""]
-    lines += [f"**What `{profile}` decides.** Of the write-up's claims, this build {_decides(training, profile)}"
-              + (f" ({'; '.join(scales)})" if scales else "") + ". A verdict far below the write-up's scale may "
-              "change at its scale.", "", ":::", "",
-              f"Beside them: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
-              "", chance_line(training), ""]
+    lines += [
+        f"**What `{profile}` decides.** Of the write-up's claims, this build {_decides(training, profile)}"
+        + (f" ({'; '.join(scales)})" if scales else "")
+        + ". A verdict far below the write-up's scale may "
+        "change at its scale.",
+        "",
+        ":::",
+        "",
+        f"Beside them: {_other_rows(rows)}. Every row with its numbers is on the {{ref}}`scorecard <scorecard>`.",
+        "",
+        chance_line(training),
+        "",
+    ]
     method = headline_line(chapter, rows, profile)
     if method:
         lines += _fold("How the headline comparison is run: its arms, seeds and steps", [method])
-    lines += _fold(f"What `{profile}` cannot decide, and what the larger profiles would",
-                   [conclusion(rows, chapter, every, with_lead=False, with_headline=False)])
+    lines += _fold(
+        f"What `{profile}` cannot decide, and what the larger profiles would",
+        [conclusion(rows, chapter, every, with_lead=False, with_headline=False)],
+    )
     shown = [r for r in rows if group_of(r) in (TRAINING, COST)]
     head_rows = [r for r in shown if r.get("headline")]
     if head_rows:
-        lines += ["**The headline comparison.**", "", *TABLE_HEAD, *[_row_line(r, prefix, profile) for r in head_rows],
-                  ""]
+        lines += [
+            "**The headline comparison.**",
+            "",
+            *TABLE_HEAD,
+            *[_row_line(r, prefix, profile) for r in head_rows],
+            "",
+        ]
         if figures is not None:
             lines += gap_figures(head_rows, chapter, Path(figures))
     rest = [r for r in rows if r not in head_rows]
@@ -794,8 +968,10 @@ def summary(root: Path, chapter: str | None = None, prefix: str = "notebooks", f
             unlearned = unlearned_arms([r for r in group if r["outcome"] == NOT_DECIDED])
             note = f"; not learned: {', '.join(unlearned)}" if unlearned else ""
             title = notebook.split("/")[-1] or "other rows"
-            lines += _fold(f"{title}: {plural(len(group), 'row')}, {found}{note}",
-                           [*TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group]])
+            lines += _fold(
+                f"{title}: {plural(len(group), 'row')}, {found}{note}",
+                [*TABLE_HEAD, *[_row_line(r, prefix, profile) for r in group]],
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -831,12 +1007,18 @@ def gap_caption(row: dict, chapter: str) -> tuple[str, str]:
     x, xlabel = _x(row)
     g = [p[2] for p in row.get("gap") or []]
     word = (row.get("trend") or "").split(":")[0] or "no trend"
-    caption = (f"The gap between the headline arms against training: {a}'s {what} minus {b}'s (seed means; below "
-               f"zero, {a} is ahead), for the claim that {row['claim']}. {WORD[row['outcome']].capitalize()} at "
-               f"`{row['profile']}`; the gap over the second half of training is {row.get('trend') or 'not measured'}.")
+    caption = (
+        f"The gap between the headline arms against training: {a}'s {what} minus {b}'s (seed means; below "
+        f"zero, {a} is ahead), for the claim that {row['claim']}. {WORD[row['outcome']].capitalize()} at "
+        f"`{row['profile']}`; the gap over the second half of training is {row.get('trend') or 'not measured'}."
+    )
     unit = (lambda v: f"step {v:,.0f}") if xlabel == "training step" else (lambda v: f"{v:.0f}% of training")
-    alt = (f"Line chart of {a}'s {what} minus {b}'s against {xlabel}: {number(g[0], sign='+')} at {unit(x[0])}, "
-           f"{number(g[-1], sign='+')} at {unit(x[-1])}; {word}." if g else f"Line chart of {a}'s {what} minus {b}'s.")
+    alt = (
+        f"Line chart of {a}'s {what} minus {b}'s against {xlabel}: {number(g[0], sign='+')} at {unit(x[0])}, "
+        f"{number(g[-1], sign='+')} at {unit(x[-1])}; {word}."
+        if g
+        else f"Line chart of {a}'s {what} minus {b}'s."
+    )
     return caption, alt
 
 
@@ -858,8 +1040,9 @@ def gap_figure(row: dict, chapter: str):
     half = [xi for xi, (f, _, _) in zip(x, row["gap"]) if f >= 0.5]
     if half:
         ax.axvspan(half[0], x[-1], color="#7f7f7f", alpha=0.08, lw=0)
-    ax.plot(x, g, color=plots.COLORS[0], marker="o", ms=3.5, lw=1.4,
-            label=f"{a.split('/')[-1]} minus {b.split('/')[-1]}")
+    ax.plot(
+        x, g, color=plots.COLORS[0], marker="o", ms=3.5, lw=1.4, label=f"{a.split('/')[-1]} minus {b.split('/')[-1]}"
+    )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"gap in {METRIC_WORDS.get(metric, metric)}" if metric else "gap")
     fig.tight_layout()
@@ -883,8 +1066,16 @@ def gap_figures(rows: list[dict], chapter: str, folder: Path) -> list[str]:
         plt.close(fig)
         width = matplotlib.image.imread(folder / name).shape[1] // 2  # shown at the figure's own size, not stretched
         caption, alt = gap_caption(r, chapter)
-        out += [f":::{{figure}} ../{folder.name}/{name}", f":alt: {alt}", f":width: {width}px",
-                f":name: gap-{chapter}-{i}", "", caption, ":::", ""]
+        out += [
+            f":::{{figure}} ../{folder.name}/{name}",
+            f":alt: {alt}",
+            f":width: {width}px",
+            f":name: gap-{chapter}-{i}",
+            "",
+            caption,
+            ":::",
+            "",
+        ]
     return out
 
 
@@ -915,13 +1106,18 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
     rows = [r for _, _, nb in executed_notebooks(root) for r in glued_verdicts(nb)]
     profiles = [p for p in PROFILES if any(r["profile"] == p for r in rows)]
     chapter_names = _book_order(claims)
-    lines = ["(claims-ledger)=", "# Claims ledger", "",
-             "Every claim of every write-up, in the write-up's order and words: either the verdict row that tests it, "
-             "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`, "
-             "whose legend explains the badges), or one line saying why it is not tested. The chapters register their "
-             "claims in the package (`lmcompanion.ledger`); this page is generated from that registry and the verdict "
-             "tables of the executed notebooks. A claim may be tested by more than one row; then it is listed once "
-             "per row.", ""]
+    lines = [
+        "(claims-ledger)=",
+        "# Claims ledger",
+        "",
+        "Every claim of every write-up, in the write-up's order and words: either the verdict row that tests it, "
+        "with that row's verdict at each profile this book has runs for (as on the {ref}`scorecard <scorecard>`, "
+        "whose legend explains the badges), or one line saying why it is not tested. The chapters register their "
+        "claims in the package (`lmcompanion.ledger`); this page is generated from that registry and the verdict "
+        "tables of the executed notebooks. A claim may be tested by more than one row; then it is listed once "
+        "per row.",
+        "",
+    ]
     if not claims:
         return "\n".join(lines + ["No chapter has registered its claims yet.", ""])
     lines += _filter([*OUTCOMES, UNTESTED])
@@ -931,8 +1127,10 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
         tested = sum(c.row is not None for c in cs)
         lines.append(f"| {CHAPTER_TITLES.get(chapter, chapter)} | {len(cs)} | {tested} | {len(cs) - tested} |")
     for chapter in chapter_names:
-        table = ["| # | the write-up says | where | tested by | " + " | ".join(f"`{p}`" for p in profiles) + " |",
-                 "|---:|---|---|---|" + "---|" * len(profiles)]
+        table = [
+            "| # | the write-up says | where | tested by | " + " | ".join(f"`{p}`" for p in profiles) + " |",
+            "|---:|---|---|---|" + "---|" * len(profiles),
+        ]
         mine = [r for r in rows if r["chapter"] == chapter]
         found = []
         for i, c in enumerate(claims[chapter], start=1):
@@ -951,8 +1149,12 @@ def ledger_page(root: Path, prefix: str = "notebooks") -> str:
         outcomes = [o for o in (*OUTCOMES, UNTESTED) if o in found]
         summary_ = ", ".join(f"{found.count(o)} {(WORD if found.count(o) == 1 else WORDS)[o]}" for o in outcomes)
         at = f" at `{profiles[0]}`" if profiles else ""
-        lines += ["", f"## {CHAPTER_TITLES.get(chapter, chapter)}", "",
-                  *_fold(f"{plural(len(claims[chapter]), 'claim')}{at}: {summary_}", table)]
+        lines += [
+            "",
+            f"## {CHAPTER_TITLES.get(chapter, chapter)}",
+            "",
+            *_fold(f"{plural(len(claims[chapter]), 'claim')}{at}: {summary_}", table),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -968,15 +1170,21 @@ def _when(stamp: str) -> str:
 def build_record(root: Path, prefix: str = "notebooks") -> str:
     """The build record page: every executed notebook's profile, execution time and commit, a table per chapter
     (five columns that fit the text column)."""
-    lines = ["(build-record)=", "# How this book was built", "",
-             "Every page below was executed by papermill in this build (`make book`); its profile and parameters, how "
-             "long it took and the commit of the package that executed it are read from the executed notebook itself. "
-             "Each page also ends with its own provenance table, and can be downloaded as an executed `.ipynb` from "
-             "the download button at its top.", "",
-             "`make book` trains every run the pages read before it executes them (`make runs`: several runs at a "
-             "time, in as many worker processes), so a page's execution time below is the time to read its runs and "
-             "draw its figures and tables, not to train them. The training time of a page's runs is in its "
-             "provenance table.", ""]
+    lines = [
+        "(build-record)=",
+        "# How this book was built",
+        "",
+        "Every page below was executed by papermill in this build (`make book`); its profile and parameters, how "
+        "long it took and the commit of the package that executed it are read from the executed notebook itself. "
+        "Each page also ends with its own provenance table, and can be downloaded as an executed `.ipynb` from "
+        "the download button at its top.",
+        "",
+        "`make book` trains every run the pages read before it executes them (`make runs`: several runs at a "
+        "time, in as many worker processes), so a page's execution time below is the time to read its runs and "
+        "draw its figures and tables, not to train them. The training time of a page's runs is in its "
+        "provenance table.",
+        "",
+    ]
     total = 0.0
     header = ["| page | profile and parameters | execution time (s) | commit | executed |", "|---|---|---:|---|---|"]
     chapter = None
@@ -992,10 +1200,17 @@ def build_record(root: Path, prefix: str = "notebooks") -> str:
         params = ", ".join(f"`{k}={v!r}`" for k, v in meta.get("parameters", {}).items() if k != "profile")
         commit = f"`{(meta.get('commit') or '?')[:10]}`" + (" (uncommitted changes)" if meta.get("dirty") else "")
         total += meta.get("duration_s", 0.0)
-        lines.append(f"| {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}`" + (f", {params}" if params else "")
-                     + f" | {number(meta.get('duration_s', 0))} | {commit} | {_when(meta.get('executed', ''))} |")
-    lines += ["", f"Total execution time of the pages: {number(total / 60)} min (pages that ran at the same time count "
-              "separately).", ""]
+        lines.append(
+            f"| {{doc}}`/{prefix}/{docname}` | `{meta.get('profile')}`"
+            + (f", {params}" if params else "")
+            + f" | {number(meta.get('duration_s', 0))} | {commit} | {_when(meta.get('executed', ''))} |"
+        )
+    lines += [
+        "",
+        f"Total execution time of the pages: {number(total / 60)} min (pages that ran at the same time count "
+        "separately).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -1014,7 +1229,9 @@ def mark_stale(root: Path, sources: Path) -> list[str]:
             note = nbformat.v4.new_markdown_cell(
                 ":::{warning}\nThe outputs on this page were made from an older version of its source (executed at "
                 f"commit `{(meta.get('commit') or '?')[:10]}` on {meta.get('executed', '?')}). Re-run `make book` to "
-                "regenerate them.\n:::", metadata={"tags": [STALE_TAG]})
+                "regenerate them.\n:::",
+                metadata={"tags": [STALE_TAG]},
+            )
             nb.cells.insert(0, note)
         if had or (not current and meta):
             paths.atomic_write(path, nbformat.writes(nb))
@@ -1037,8 +1254,10 @@ def gate_violations(root: Path) -> list[str]:
             arms = [_arm_of(a) for a in r.get("arms") or []]
             bad = [a.label for a in arms if not a.learned]
             if not arms or bad:
-                out.append(f"{docname} ({r['profile']}): {r['claim']!r} {r['outcome']} "
-                           + (f"with arms that have not learned: {', '.join(bad)}" if bad else "with no gated arm"))
+                out.append(
+                    f"{docname} ({r['profile']}): {r['claim']!r} {r['outcome']} "
+                    + (f"with arms that have not learned: {', '.join(bad)}" if bad else "with no gated arm")
+                )
     return out
 
 
@@ -1046,9 +1265,12 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     """Write the generated pages; stop, writing nothing, where a glued row breaks the learning gate."""
     bad = gate_violations(root)
     if bad:
-        raise LMCError("verdicts decided on arms that have not learned (the learning gate, lmcompanion.learning): "
-                       + "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-                       + ". Re-execute these notebooks with this package (make book)")
+        raise LMCError(
+            "verdicts decided on arms that have not learned (the learning gate, lmcompanion.learning): "
+            + "; ".join(bad[:5])
+            + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+            + ". Re-execute these notebooks with this package (make book)"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths.atomic_write(out / "scorecard.md", scorecard(root, prefix))
@@ -1063,6 +1285,23 @@ def write_pages(root: Path, out: Path, sources: Path | None = None, prefix: str 
     return mark_stale(root, sources) if sources is not None else []
 
 
-__all__ = ["build_record", "chance_line", "claims_about_training", "conclusion", "executed_notebooks", "glued_verdicts",
-           "gate_violations", "group_of", "is_check", "ledger_page", "mark_stale", "own_verdicts", "registered_claims", "scale_of",
-           "scorecard", "summary", "unlearned_arms", "write_pages"]
+__all__ = [
+    "build_record",
+    "chance_line",
+    "claims_about_training",
+    "conclusion",
+    "executed_notebooks",
+    "glued_verdicts",
+    "gate_violations",
+    "group_of",
+    "is_check",
+    "ledger_page",
+    "mark_stale",
+    "own_verdicts",
+    "registered_claims",
+    "scale_of",
+    "scorecard",
+    "summary",
+    "unlearned_arms",
+    "write_pages",
+]

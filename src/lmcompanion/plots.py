@@ -27,20 +27,23 @@ def style() -> None:
     """The book's matplotlib style (called by ``lmcompanion.nb.setup``; in a notebook, figures are also stored at
     twice their pixel density, sharp on high-DPI screens at the same size: :func:`install_png_formatter`)."""
     import matplotlib as mpl
+
     install_png_formatter()
-    mpl.rcParams.update({
-        "figure.figsize": (DRAWN_WIDTH, 3.4),
-        "figure.dpi": DPI,
-        "savefig.bbox": "tight",
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.prop_cycle": mpl.cycler(color=COLORS),
-        "font.size": 9.5,
-        "legend.frameon": False,
-        "legend.fontsize": 8.5,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (DRAWN_WIDTH, 3.4),
+            "figure.dpi": DPI,
+            "savefig.bbox": "tight",
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.prop_cycle": mpl.cycler(color=COLORS),
+            "font.size": 9.5,
+            "legend.frameon": False,
+            "legend.fontsize": 8.5,
+        }
+    )
 
 
 def retina_png(fig):
@@ -62,6 +65,7 @@ def retina_png(fig):
 def install_png_formatter() -> None:
     """In a notebook's kernel, figures are shown through :func:`retina_png` (nothing outside one)."""
     import matplotlib as mpl
+
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
@@ -78,8 +82,9 @@ PANEL_WIDTH = 3.0  # inches: one panel of a row of panels (two fill the page)
 SINGLE_WIDTH = 4.8  # inches: a figure of one panel (wide enough for its legend below it)
 
 
-def panel_grid(n: int, panel_width: float = PANEL_WIDTH, ncols: int | None = None,
-               margin: float = 0.6) -> tuple[int, int]:
+def panel_grid(
+    n: int, panel_width: float = PANEL_WIDTH, ncols: int | None = None, margin: float = 0.6
+) -> tuple[int, int]:
     """(rows, columns) for ``n`` panels of ``panel_width`` inches beside ``margin`` inches of labels: as many side by
     side as fit in :data:`PAGE_WIDTH` (and at most ``ncols``), the rest on more rows, so that no panel is shrunk to
     fit the page."""
@@ -92,6 +97,7 @@ def panel_figure(n: int, height: float = 3.2, **kw):
     """A figure of ``n`` panels laid out by :func:`panel_grid` within the page's width, and its first ``n`` axes
     (row by row; the grid's unused cells are hidden). ``kw`` goes to ``plt.subplots`` (e.g. ``sharey``)."""
     import matplotlib.pyplot as plt
+
     rows, cols = panel_grid(n)
     width = min(DRAWN_WIDTH, PANEL_WIDTH * cols + 0.6 if cols > 1 else SINGLE_WIDTH)
     fig, grid = plt.subplots(rows, cols, squeeze=False, figsize=(width, height * rows), **kw)
@@ -123,13 +129,19 @@ def legend_outside(fig, ax) -> None:
     chars = max(len(label) for label in labels)
     while chars > 20:
         chars = int(chars * 0.8)
-        legend = fig.legend(handles, [textwrap.fill(label, chars) for label in labels], loc="upper center",
-                            bbox_to_anchor=(0.5, 0.0), ncols=1)
+        legend = fig.legend(
+            handles,
+            [textwrap.fill(label, chars) for label in labels],
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncols=1,
+        )
         if legend.get_window_extent(renderer).width <= width:
             return
         legend.remove()
-    fig.legend(handles, [textwrap.fill(label, 20) for label in labels], loc="upper center", bbox_to_anchor=(0.5, 0.0),
-               ncols=1)
+    fig.legend(
+        handles, [textwrap.fill(label, 20) for label in labels], loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=1
+    )
 
 
 def _band(ax, steps, values: np.ndarray, label: str, color: str) -> None:
@@ -163,9 +175,15 @@ def _reference(ax, reference: Reference | list[Reference] | None, column: str) -
         ax.axhline(value, color="0.4", linestyle=style, linewidth=1, label=label)
 
 
-def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train", "val"), *,
-                title: str | None = None, logy: bool = False, reference: Reference | None = None,
-                ylabel: str = "cross-entropy (nats/token)"):
+def loss_curves(
+    groups: Mapping[str, Sequence],
+    splits: Sequence[str] = ("train", "val"),
+    *,
+    title: str | None = None,
+    logy: bool = False,
+    reference: Reference | None = None,
+    ylabel: str = "cross-entropy (nats/token)",
+):
     """Evaluation loss against step, one panel per split; one line (mean over seeds, min-max band) per arm; and
     ``reference`` (label, loss or {split: loss}), e.g. the unigram loss, as a dashed horizontal line."""
     fig, axes = panel_figure(len(splits), sharey=True)
@@ -187,10 +205,10 @@ def loss_curves(groups: Mapping[str, Sequence], splits: Sequence[str] = ("train"
     return fig
 
 
-def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title: str | None = None,
-                 logy: bool = True):
+def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title: str | None = None, logy: bool = True):
     """A per-step training metric (e.g. ``aux/embedding``) against step, mean over seeds with a min-max band."""
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots()
     for color, (label, runs) in zip(COLORS, groups.items()):
         frames = [r.metrics().dropna(subset=[key])[["step", key]].reset_index(drop=True) for r in runs]
@@ -207,8 +225,9 @@ def train_metric(groups: Mapping[str, Sequence], key: str, *, ylabel: str, title
     return fig
 
 
-def sweep(x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabel: str, ylabel: str,
-          title: str | None = None):
+def sweep(
+    x: Sequence, series: Mapping[str, Sequence[Sequence[float]]], *, xlabel: str, ylabel: str, title: str | None = None
+):
     """One panel per series: for each x, the mean over seeds with a bar from the lowest to the highest seed.
 
     ``series[name][j]`` holds the per-seed values at ``x[j]``.
@@ -234,10 +253,21 @@ TICK_FONT = 9  # a labelled tick of a matrix (a token): the book's smallest text
 TICK_INCHES = 0.2  # the room each labelled tick gets, so that labels at TICK_FONT do not overlap
 
 
-def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xticks=None, yticks=None,
-            cmap: str = "viridis", colorbar: str | None = None, ax=None):
+def heatmap(
+    matrix,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    xticks=None,
+    yticks=None,
+    cmap: str = "viridis",
+    colorbar: str | None = None,
+    ax=None,
+):
     """A matrix as an image (rows = y, columns = x)."""
     import matplotlib.pyplot as plt
+
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(4.8, 3.8))
@@ -258,12 +288,23 @@ def heatmap(matrix, *, xlabel: str, ylabel: str, title: str | None = None, xtick
     return fig or ax.figure
 
 
-def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *, xlabel: str, ylabel: str,
-           logx: bool = False, logy: bool = False, title: str | None = None, reference: Reference | None = None):
+def curves(
+    groups: Mapping[str, Sequence],
+    x: str,
+    panels: Mapping[str, str],
+    *,
+    xlabel: str,
+    ylabel: str,
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+    reference: Reference | None = None,
+):
     """Columns of per-seed DataFrames against column ``x``: one panel per entry of ``panels`` (column -> panel
     title), one line per group (mean over seeds, min-max band), and ``reference`` as in :func:`loss_curves` (by
     column). Rows where a panel's column is missing are skipped, and so is x = 0 on a log axis."""
     import matplotlib as mpl
+
     fig, axes = panel_figure(len(panels))
     for ax, (column, panel_title) in zip(axes, panels.items()):
         for color, (label, frames) in zip(COLORS, groups.items()):
@@ -293,15 +334,24 @@ def curves(groups: Mapping[str, Sequence], x: str, panels: Mapping[str, str], *,
     return fig
 
 
-def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str = "viridis",
-             vmin: float | None = None, vmax: float | None = None, colorbar: str | None = None,
-             title: str | None = None, panel_size: tuple[float, float] = (3.0, 2.7)):
+def heatmaps(
+    panels: Sequence[Mapping],
+    *,
+    ncols: int | None = None,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: str | None = None,
+    title: str | None = None,
+    panel_size: tuple[float, float] = (3.0, 2.7),
+):
     """Several matrices side by side in one figure. Each panel is a mapping with ``matrix``, ``title``, ``xlabel``,
     ``ylabel`` and optionally ``xticks`` and ``yticks`` (as :func:`heatmap`); one colour scale for all. Panels grow
     with their labelled ticks, :data:`TICK_INCHES` each, so the labels stay legible; where that would leave one panel
     per row, only every k-th x tick is labelled, the smallest k that fits two panels in a row (a grid, not a column
     taller than a screen)."""
     import matplotlib.pyplot as plt
+
     n = len(panels)
     most = {k: max((len(p.get(k) or ()) for p in panels), default=0) for k in ("xticks", "yticks")}
     # the narrowest a panel may be drawn (its labelled ticks legible), and the size asked for
@@ -317,15 +367,26 @@ def heatmaps(panels: Sequence[Mapping], *, ncols: int | None = None, cmap: str =
     nrows, ncols = panel_grid(n, least[0], ncols, margin)  # as many a row as fit at their narrowest; more rows
     scale = min(1.0, max(least[0] / want[0], (DRAWN_WIDTH - margin) / ncols / want[0]))
     size = (want[0] * scale, max(least[1], want[1] * scale))
-    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
-                             figsize=(size[0] * ncols + margin, size[1] * nrows + 0.3))
+    fig, axes = plt.subplots(
+        nrows, ncols, squeeze=False, layout="constrained", figsize=(size[0] * ncols + margin, size[1] * nrows + 0.3)
+    )
     for ax in axes.flat[n:]:
         ax.axis("off")
     for ax, panel in zip(axes.flat, panels):
-        xticks, yticks = ([t if i % step == 0 else "" for i, t in enumerate(ticks)] if ticks is not None else None
-                          for ticks in (panel.get("xticks"), panel.get("yticks")))
-        heatmap(panel["matrix"], xlabel=panel.get("xlabel", ""), ylabel=panel.get("ylabel", ""),
-                title=panel.get("title"), xticks=xticks, yticks=yticks, cmap=cmap, ax=ax)
+        xticks, yticks = (
+            [t if i % step == 0 else "" for i, t in enumerate(ticks)] if ticks is not None else None
+            for ticks in (panel.get("xticks"), panel.get("yticks"))
+        )
+        heatmap(
+            panel["matrix"],
+            xlabel=panel.get("xlabel", ""),
+            ylabel=panel.get("ylabel", ""),
+            title=panel.get("title"),
+            xticks=xticks,
+            yticks=yticks,
+            cmap=cmap,
+            ax=ax,
+        )
         ax.images[-1].set_clim(vmin, vmax)
     if colorbar is not None:
         fig.colorbar(axes.flat[0].images[-1], ax=list(axes.flat[:n]), label=colorbar, shrink=0.85)

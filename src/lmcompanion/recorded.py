@@ -86,15 +86,24 @@ def export(run: Run) -> dict:
     cfg = run.config
     profile = profile_of(cfg)
     if profile is None:
-        raise LMCError(f"{run.path} is not the config of experiment {cfg.name!r} at any profile (overrides?): only "
-                       "runs of an experiment as registered can be recorded")
+        raise LMCError(
+            f"{run.path} is not the config of experiment {cfg.name!r} at any profile (overrides?): only "
+            "runs of an experiment as registered can be recorded"
+        )
     summary = {k: v for k, v in run.summary.items() if k not in (DIGESTS, SUMMARY_DIGEST)}
     found = mfu(cfg, summary, run.env)
     if found is not None:  # a GPU run carries its own model FLOPs utilisation beside its tokens/s and peak memory
         summary["mfu"] = found
-    return {"format": FORMAT, "experiment": cfg.name, "profile": profile, "seed": cfg.seed,
-            "config": cfg.to_dict(), "metrics": _raw_metrics(run), "summary": summary,
-            "provenance": run.env}
+    return {
+        "format": FORMAT,
+        "experiment": cfg.name,
+        "profile": profile,
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "metrics": _raw_metrics(run),
+        "summary": summary,
+        "provenance": run.env,
+    }
 
 
 def mfu(cfg: RunConfig, summary: dict, provenance: dict) -> float | None:
@@ -213,8 +222,9 @@ def validate(record, path: Path) -> RunConfig:
         raise _bad(path, f"it holds a JSON {type(record).__name__}, not an object")
     if record.get("format") != FORMAT:
         raise _bad(path, f"its format is {str(record.get('format'))[:80]!r}; this version of the book reads {FORMAT!r}")
-    missing = [k for k in ("experiment", "profile", "seed", "config", "metrics", "summary", "provenance")
-               if k not in record]
+    missing = [
+        k for k in ("experiment", "profile", "seed", "config", "metrics", "summary", "provenance") if k not in record
+    ]
     if missing:
         raise _bad(path, f"it has no {', '.join(missing)}")
     name, profile, seed = record["experiment"], record["profile"], record["seed"]
@@ -257,11 +267,15 @@ def validate(record, path: Path) -> RunConfig:
     if prov.get("key") is not None and not (isinstance(prov["key"], str) and re.match(untrusted.HEX12, prov["key"])):
         raise _bad(path, f"its provenance key {str(prov.get('key'))[:40]!r} is not a run key (12 hexadecimal digits)")
     found = record.get("measures", {})
-    if not isinstance(found, dict) or not all(isinstance(v, (int, float, list, dict)) and not isinstance(v, bool) and
-                                              all(_number(x) and math.isfinite(x) for x in _numbers(v))
-                                              for v in found.values()):
-        raise _bad(path, "its measures are not an object of finite numbers (a number, a list or an object of them "
-                         "each)")
+    if not isinstance(found, dict) or not all(
+        isinstance(v, (int, float, list, dict))
+        and not isinstance(v, bool)
+        and all(_number(x) and math.isfinite(x) for x in _numbers(v))
+        for v in found.values()
+    ):
+        raise _bad(
+            path, "its measures are not an object of finite numbers (a number, a list or an object of them each)"
+        )
     untrusted.check(record, path, _format())  # every field's type and range
     return cfg
 
@@ -306,8 +320,7 @@ def _files(folder: Path) -> list[Path]:
 def _archive_records(archive: Path) -> list[tuple[str, bytes]]:
     """The recorded-run files of a campaign archive (``<top>/<profile>/<name>.json``; its reports left out), read in
     memory through :func:`lmcompanion.untrusted.read_tar`: nothing is unpacked."""
-    members = untrusted.read_tar(archive, dataclasses.replace(untrusted.CAMPAIGN_ARCHIVE,
-                                                              member_limit=MAX_BYTES))
+    members = untrusted.read_tar(archive, dataclasses.replace(untrusted.CAMPAIGN_ARCHIVE, member_limit=MAX_BYTES))
     out = []
     for name, data in sorted(members.items()):
         parts = name.split("/")
@@ -327,24 +340,31 @@ def sources(what: Path | str | None) -> list[tuple[str, bytes]]:
     if not path.exists():
         if not given:
             return []
-        raise LMCError(f"{path} does not exist: name a folder of recorded runs (like book/recorded, or a campaign's "
-                       "output folder), one recorded-run file (.json), or a campaign archive (.tgz)")
+        raise LMCError(
+            f"{path} does not exist: name a folder of recorded runs (like book/recorded, or a campaign's "
+            "output folder), one recorded-run file (.json), or a campaign archive (.tgz)"
+        )
     if path.is_dir():
         files = _files(path)
         if given and not files:
-            raise LMCError(f"{path} holds no recorded-run files (*.json outside its campaign/ reports): name the "
-                           "folder that holds them (like book/recorded), one such file, or a campaign archive")
+            raise LMCError(
+                f"{path} holds no recorded-run files (*.json outside its campaign/ reports): name the "
+                "folder that holds them (like book/recorded), one such file, or a campaign archive"
+            )
         return [(str(p), untrusted.read_bytes(p, fmt)) for p in files]
     if path.name.endswith(ARCHIVES):
         found = _archive_records(path)
         if not found:
-            raise LMCError(f"{path} holds no recorded-run files (<top>/<profile>/<name>.json): is it a campaign "
-                           "archive?")
+            raise LMCError(
+                f"{path} holds no recorded-run files (<top>/<profile>/<name>.json): is it a campaign archive?"
+            )
         return found
     if path.suffix == ".json":
         return [(str(path), untrusted.read_bytes(path, fmt))]
-    raise LMCError(f"{path} is neither a folder of recorded runs, a recorded-run file (.json), nor a campaign archive "
-                   f"({', '.join(ARCHIVES)})")
+    raise LMCError(
+        f"{path} is neither a folder of recorded runs, a recorded-run file (.json), nor a campaign archive "
+        f"({', '.join(ARCHIVES)})"
+    )
 
 
 def import_dir(folder: Path | None = None, store: RunStore | None = None) -> list[Run]:
@@ -375,8 +395,9 @@ def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: s
         (tmp / "config.json").write_text(json.dumps(record["config"], indent=1, sort_keys=True))
         (tmp / "env.json").write_text(json.dumps(record["provenance"], indent=1, sort_keys=True))
         (tmp / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in record["metrics"]))
-        (tmp / MARKER).write_text(json.dumps({"file": str(path), "sha256": sha, "profile": record["profile"]},
-                                             indent=1))
+        (tmp / MARKER).write_text(
+            json.dumps({"file": str(path), "sha256": sha, "profile": record["profile"]}, indent=1)
+        )
         # what came with the run and no longer names anything here (weights and embeddings do not travel)
         summary = {k: v for k, v in record["summary"].items() if k not in (DIGESTS, "embeddings", SUMMARY_DIGEST)}
         write_summary(tmp, summary)
@@ -386,8 +407,10 @@ def _import_one(store: RunStore, run_dir: Path, path: Path, record: dict, sha: s
             shutil.rmtree(run_dir)
         os.rename(tmp, run_dir)
     except OSError as exc:
-        raise LMCError(f"cannot import {path} into {store.root} ({exc.strerror}): free disk space or point "
-                       "LMC_RUNS_DIR at a writable folder; nothing was left half-imported") from None
+        raise LMCError(
+            f"cannot import {path} into {store.root} ({exc.strerror}): free disk space or point "
+            "LMC_RUNS_DIR at a writable folder; nothing was left half-imported"
+        ) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -433,6 +456,7 @@ def measure(name: str, applies: Callable[[RunConfig], bool], args=((),)):
     at each of ``args``. The decorated function computes it on a run with its files; on a recorded run it returns
     the value recorded with it, and where none was, raises :class:`lmcompanion.train.store.NoRunFiles` (a verdict row
     then says it needs the run's files)."""
+
     def declare(fn: Callable) -> Callable:
         if name in MEASURES:
             raise ValueError(f"the measure {name!r} is declared twice")
@@ -450,6 +474,7 @@ def measure(name: str, applies: Callable[[RunConfig], bool], args=((),)):
 
         read.measure = m
         return read
+
     return declare
 
 
@@ -487,8 +512,10 @@ def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStor
                 by_profile.setdefault(profile, []).append(run)
     out: dict[str, Found] = {}
     for profile in (p for p in PROFILES if p in by_profile):
-        planned = {r.name: _comparable(r.config)
-                   for r in experiments.plan(list(names), profile, seeds=1, device="cpu", needs=False)}
+        planned = {
+            r.name: _comparable(r.config)
+            for r in experiments.plan(list(names), profile, seeds=1, device="cpu", needs=False)
+        }
         found = out[profile] = Found(profile, {}, [])
         for run in sorted(by_profile[profile], key=lambda r: (r.config.name, r.seed)):
             if planned.get(run.config.name) == _comparable(run.config):
@@ -498,6 +525,24 @@ def arms(names: list[str], *, exclude_profile: str | None = None, store: RunStor
     return out
 
 
-__all__ = ["ARCHIVES", "FORMAT", "Found", "MEASURES", "MEASURES_FILE", "Measure", "REPORTS", "arms", "default_dir",
-           "export", "import_dir", "is_recorded", "measure", "profile_of", "read", "recorded_measures",
-           "recorded_profile", "write", "write_record"]
+__all__ = [
+    "ARCHIVES",
+    "FORMAT",
+    "Found",
+    "MEASURES",
+    "MEASURES_FILE",
+    "Measure",
+    "REPORTS",
+    "arms",
+    "default_dir",
+    "export",
+    "import_dir",
+    "is_recorded",
+    "measure",
+    "profile_of",
+    "read",
+    "recorded_measures",
+    "recorded_profile",
+    "write",
+    "write_record",
+]

@@ -24,7 +24,9 @@ from pathlib import Path
 from . import paths
 
 ENV_PATHS = ("LMC_RUNS_DIR", "LMC_CACHE_DIR", "LMC_FLOPS_DIR", "LMC_DATA_DIR")
-_TEMPORARY = re.compile(r"\.tmp(?P<a>\d+)$|^\.import-(?P<b>\d+)-|\.partial(?P<c>\d+)\.ipynb$|^lmc-(?:rev|ddp)-(?P<d>\d+)-")
+_TEMPORARY = re.compile(
+    r"\.tmp(?P<a>\d+)$|^\.import-(?P<b>\d+)-|\.partial(?P<c>\d+)\.ipynb$|^lmc-(?:rev|ddp)-(?P<d>\d+)-"
+)
 
 
 def absolute_env(start: Path | None = None) -> None:
@@ -122,17 +124,26 @@ def _owner(path: Path) -> str:
 
 def explain(exc: BaseException, command: str = "the command") -> str | None:
     """One line naming the fix for a resource error (None: not one)."""
-    if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and (
-            "can't allocate memory" in str(exc) or "not enough memory" in str(exc)
-            or "out of memory" in str(exc).lower())):
-        fixes = {"bench": "lower the batch (--set train.batch_size=N) or --steps",
-                 "bench-cpu": "bench fewer chapters at a time, or --profile smoke",
-                 "import-recorded": "a recorded-run file is far larger than a run's metrics can be: check the files "
-                                    "you were given",
-                 "train": "lower train.batch_size (with train.grad_accum to keep the global batch)",
-                 "train-chapter": "fewer --jobs (each process holds its own model and data)"}
-        return (f"{command} ran out of memory (RAM): {fixes.get(command, 'close other programs or use a machine with more memory')}"
-                "; everything finished before is kept, so run it again after that")
+    if isinstance(exc, MemoryError) or (
+        isinstance(exc, RuntimeError)
+        and (
+            "can't allocate memory" in str(exc)
+            or "not enough memory" in str(exc)
+            or "out of memory" in str(exc).lower()
+        )
+    ):
+        fixes = {
+            "bench": "lower the batch (--set train.batch_size=N) or --steps",
+            "bench-cpu": "bench fewer chapters at a time, or --profile smoke",
+            "import-recorded": "a recorded-run file is far larger than a run's metrics can be: check the files "
+            "you were given",
+            "train": "lower train.batch_size (with train.grad_accum to keep the global batch)",
+            "train-chapter": "fewer --jobs (each process holds its own model and data)",
+        }
+        return (
+            f"{command} ran out of memory (RAM): {fixes.get(command, 'close other programs or use a machine with more memory')}"
+            "; everything finished before is kept, so run it again after that"
+        )
     if isinstance(exc, OSError) and exc.errno in _FORBIDDEN | _FULL:
         where = exc.filename or "a file"
         if exc.errno in _FULL:
@@ -140,8 +151,10 @@ def explain(exc: BaseException, command: str = "the command") -> str | None:
                 free = f"{shutil.disk_usage(Path(where).parent).free / 2**20:,.0f} MiB free"
             except (OSError, TypeError, ValueError):
                 free = "disk full"
-            return (f"cannot write {where} ({exc.strerror}; {free}): free disk space, or {_owner(Path(where))}; "
-                    "then run the same command again (what finished before is kept)")
+            return (
+                f"cannot write {where} ({exc.strerror}; {free}): free disk space, or {_owner(Path(where))}; "
+                "then run the same command again (what finished before is kept)"
+            )
         return f"cannot write {where} ({exc.strerror}): {_owner(Path(where))}"
     return None
 

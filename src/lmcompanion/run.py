@@ -32,10 +32,14 @@ class RunConfig(ConfigBase):
     device: Literal["cpu", "cuda"] = "cpu"
 
     def validate(self) -> None:
-        require(is_dataclass(self.model) and getattr(self.model, "family", None) in models.FAMILIES,
-                f"RunConfig.model must be a model config of one of the families {sorted(models.FAMILIES)}")
-        require(is_dataclass(self.data) and getattr(self.data, "kind", None) in data.KINDS,
-                f"RunConfig.data must be a data config of one of the kinds {sorted(data.KINDS)}")
+        require(
+            is_dataclass(self.model) and getattr(self.model, "family", None) in models.FAMILIES,
+            f"RunConfig.model must be a model config of one of the families {sorted(models.FAMILIES)}",
+        )
+        require(
+            is_dataclass(self.data) and getattr(self.data, "kind", None) in data.KINDS,
+            f"RunConfig.data must be a data config of one of the kinds {sorted(data.KINDS)}",
+        )
         require(self.seed >= 0, f"seed must be >= 0, got {self.seed}")
         check = getattr(self.data, "check_model", None)
         if check is not None:
@@ -107,8 +111,13 @@ class RunSpec:
     key: str  # digest of all of the above
 
     def provenance(self) -> dict:
-        return {"key": self.key, "procedure": self.procedure, "code_fingerprint": self.code,
-                "code_modules": list(self.modules), "data_fingerprint": self.data}
+        return {
+            "key": self.key,
+            "procedure": self.procedure,
+            "code_fingerprint": self.code,
+            "code_modules": list(self.modules),
+            "data_fingerprint": self.data,
+        }
 
 
 def spec(cfg: RunConfig, procedure: str = f"{TRAINER}.train", settings=None) -> RunSpec:
@@ -118,8 +127,7 @@ def spec(cfg: RunConfig, procedure: str = f"{TRAINER}.train", settings=None) -> 
     code = fingerprint.digest(modules)
     data_fp = cfg.data.fingerprint()
     settings = settings_dict(settings)
-    key = digest({"config": cfg.to_dict(), "procedure": procedure, "settings": settings, "code": code,
-                  "data": data_fp})
+    key = digest({"config": cfg.to_dict(), "procedure": procedure, "settings": settings, "code": code, "data": data_fp})
     return RunSpec(cfg, procedure, settings, modules, code, data_fp, key)
 
 

@@ -40,8 +40,10 @@ KERNEL_NOISE = re.compile(r"Kernel is running over TCP without encryption|Keyboa
 
 
 def _missing_extra(exc: ModuleNotFoundError) -> LMCError:
-    return LMCError(f"executing notebooks needs {exc.name}, which is in the book and test extras: "
-                    "pip install -e '.[book]' (make install installs it)")
+    return LMCError(
+        f"executing notebooks needs {exc.name}, which is in the book and test extras: "
+        "pip install -e '.[book]' (make install installs it)"
+    )
 
 
 def read_source(src: Path):
@@ -70,17 +72,25 @@ def parameters_of(nb) -> dict[str, Any]:
     try:
         body = ast.parse(source).body
     except SyntaxError as exc:
-        raise ConfigError(f"the notebook's parameters cell has a syntax error on its line {exc.lineno} "
-                          f"({exc.msg}): {(exc.text or '').strip()!r}; fix that line (one `name = literal` per line)") from None
+        raise ConfigError(
+            f"the notebook's parameters cell has a syntax error on its line {exc.lineno} "
+            f"({exc.msg}): {(exc.text or '').strip()!r}; fix that line (one `name = literal` per line)"
+        ) from None
     for node in body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else getattr(node, "target", None)
+        )
         if isinstance(target, ast.Name) and getattr(node, "value", None) is not None:
             try:
                 out[target.id] = ast.literal_eval(node.value)
             except ValueError:
-                raise ConfigError(f"the parameters cell sets {target.id} to {ast.unparse(node.value)!r}, which is not "
-                                  "a literal: papermill can only replace literals (numbers, strings, lists, dicts, "
-                                  "None)") from None
+                raise ConfigError(
+                    f"the parameters cell sets {target.id} to {ast.unparse(node.value)!r}, which is not "
+                    "a literal: papermill can only replace literals (numbers, strings, lists, dicts, "
+                    "None)"
+                ) from None
     return out
 
 
@@ -140,8 +150,12 @@ def _merge_streams(outputs: list) -> list:
     """Adjacent stdout (or stderr) outputs as one: how prints are split into messages depends on timing."""
     merged: list = []
     for out in outputs:
-        if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
-                and merged[-1].get("name") == out.get("name")):
+        if (
+            out.get("output_type") == "stream"
+            and merged
+            and merged[-1].get("output_type") == "stream"
+            and merged[-1].get("name") == out.get("name")
+        ):
             merged[-1]["text"] += out["text"]
         else:
             merged.append(out)
@@ -276,8 +290,10 @@ def output_path(src: Path, out: Path | str | None) -> Path:
         out = out / src.with_suffix(".ipynb").name
     same = out.resolve() == src.resolve() or (out.exists() and src.exists() and os.path.samefile(out, src))
     if same:
-        raise ConfigError(f"the output {out} is the notebook's own source: give -o another file (an .ipynb), or "
-                          f"leave -o out to write {src.with_suffix('.ipynb')}")
+        raise ConfigError(
+            f"the output {out} is the notebook's own source: give -o another file (an .ipynb), or "
+            f"leave -o out to write {src.with_suffix('.ipynb')}"
+        )
     if out.suffix == ".py":
         raise ConfigError(f"the output {out} would be a .py file (a notebook source): give -o an .ipynb file")
     return out
@@ -295,8 +311,10 @@ def _replay_kernel_log(log) -> None:
 def _hint(ename: str, evalue: str) -> str:
     """The fix for a notebook's resource error, which the kernel reports by name only."""
     if ename in ("PermissionError", "ReadOnlyError") or "Read-only file system" in evalue:
-        return (". A folder the notebook writes is not writable: set LMC_RUNS_DIR and LMC_CACHE_DIR to writable "
-                "folders (relative ones mean the folder run-notebook was started in)")
+        return (
+            ". A folder the notebook writes is not writable: set LMC_RUNS_DIR and LMC_CACHE_DIR to writable "
+            "folders (relative ones mean the folder run-notebook was started in)"
+        )
     if "No space left" in evalue or "Disk quota" in evalue:
         return ". The disk is full: free space and run the same command again (finished runs are kept)"
     if ename == "MemoryError":
@@ -311,13 +329,22 @@ def failed_path(out: Path) -> Path:
 
 def kept_note(kept: Path) -> str:
     """What a message says of a kept partial notebook."""
-    return (f"the partly executed notebook is kept in {kept} (the next run of this notebook replaces it, and removes "
-            "it when the notebook succeeds)")
+    return (
+        f"the partly executed notebook is kept in {kept} (the next run of this notebook replaces it, and removes "
+        "it when the notebook succeeds)"
+    )
 
 
-def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str | None = None,
-                 params: Mapping[str, Any] | None = None, kernel: str = KERNEL, progress: bool | None = None,
-                 timeout: float | None = None) -> Path:
+def run_notebook(
+    src: Path | str,
+    out: Path | str | None = None,
+    *,
+    profile: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    kernel: str = KERNEL,
+    progress: bool | None = None,
+    timeout: float | None = None,
+) -> Path:
     """Execute ``src`` with papermill; write the cleaned result to ``out`` (default: next to the source).
 
     ``timeout``: seconds any one cell may run (default: $LMC_CELL_TIMEOUT, else no limit); a cell that runs longer
@@ -340,8 +367,10 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     if timeout is None:
         timeout = argtypes.environment_value(TIMEOUT_ENV)
     elif not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise ConfigError(f"run_notebook(timeout={timeout!r}): the per-cell timeout (run-notebook --timeout) must be "
-                          "a finite number of seconds > 0, or None for no limit")
+        raise ConfigError(
+            f"run_notebook(timeout={timeout!r}): the per-cell timeout (run-notebook --timeout) must be "
+            "a finite number of seconds > 0, or None for no limit"
+        )
     out = output_path(src, out)
     nb = read_source(src)
     check_parameters(nb, params, src)
@@ -355,9 +384,15 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     env_before = os.environ.get("LMC_PROGRESS"), os.environ.get("LMC_COMMAND")
     os.environ["LMC_PROGRESS"] = "0"  # no progress bars inside the book's outputs
     # what runs made by this notebook record as the command that made them
-    os.environ["LMC_COMMAND"] = " ".join(["python -m lmcompanion run-notebook", str(src), "--profile",
-                                          str(params.get("profile", "(default)")),
-                                          *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile")])
+    os.environ["LMC_COMMAND"] = " ".join(
+        [
+            "python -m lmcompanion run-notebook",
+            str(src),
+            "--profile",
+            str(params.get("profile", "(default)")),
+            *(f"-p {k} {v!r}" for k, v in params.items() if k != "profile"),
+        ]
+    )
     tmp = out.with_name(f".{out.stem}.partial{os.getpid()}.ipynb")
     kept = failed_path(out)
 
@@ -379,8 +414,10 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
     def stopped(where: str) -> KeyboardInterrupt:
         partial = bool(keep_partial())
         if to_kernel.killed:
-            text = (f"the notebook's kernel did not stop within {to_kernel.grace:g} s of the interrupt {where} and "
-                    "was killed (a run it was training resumes from its last checkpoint)")
+            text = (
+                f"the notebook's kernel did not stop within {to_kernel.grace:g} s of the interrupt {where} and "
+                "was killed (a run it was training resumes from its last checkpoint)"
+            )
         else:
             text = f"the notebook's kernel was interrupted {where} (a run it was training keeps its checkpoint)"
         signals.note(text + (f"; {kept_note(kept)}" if partial else ""))
@@ -391,9 +428,15 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
             try:
                 with signals.forwarding(to_kernel):
                     papermill.execute_notebook(
-                        nb, str(tmp), parameters=params, kernel_name=kernel, cwd=str(src.parent.resolve()),
-                        progress_bar=sys.stderr.isatty() if progress is None else progress, log_output=False,
-                        execution_timeout=timeout, kernel_manager_class=_kernel_manager(log, to_kernel.kernel),
+                        nb,
+                        str(tmp),
+                        parameters=params,
+                        kernel_name=kernel,
+                        cwd=str(src.parent.resolve()),
+                        progress_bar=sys.stderr.isatty() if progress is None else progress,
+                        log_output=False,
+                        execution_timeout=timeout,
+                        kernel_manager_class=_kernel_manager(log, to_kernel.kernel),
                     )
             except CellTimeoutError:
                 raise  # the kernel's complaints about being stopped mid-cell are ours to drop
@@ -409,13 +452,20 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
         if to_kernel.signum is not None:
             raise stopped(f"in cell {getattr(exc, 'cell_index', last_started())}") from None
         if isinstance(exc, DeadKernelError):
-            raise LMCError(f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out "
-                           "of memory?)" + keep_partial()) from None
-        raise LMCError(f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}" + _hint(exc.ename, exc.evalue)
-                       + keep_partial()) from None
+            raise LMCError(
+                f"{src}: the kernel died in cell {last_started()}: its process ended or was killed (out "
+                "of memory?)" + keep_partial()
+            ) from None
+        raise LMCError(
+            f"{src} failed in cell {exc.cell_index}: {exc.ename}: {exc.evalue}"
+            + _hint(exc.ename, exc.evalue)
+            + keep_partial()
+        ) from None
     except CellTimeoutError:
-        raise LMCError(f"{src}: cell {last_started()} ran longer than the per-cell timeout of {timeout:g} s "
-                       f"(run-notebook --timeout, or ${TIMEOUT_ENV}) and was stopped" + keep_partial()) from None
+        raise LMCError(
+            f"{src}: cell {last_started()} ran longer than the per-cell timeout of {timeout:g} s "
+            f"(run-notebook --timeout, or ${TIMEOUT_ENV}) and was stopped" + keep_partial()
+        ) from None
     finally:
         for name, value in zip(("LMC_PROGRESS", "LMC_COMMAND"), env_before):
             if value is None:
@@ -423,10 +473,15 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
             else:
                 os.environ[name] = value
     state = git_state()
-    provenance = {"source": str(src), "source_sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
-                  "profile": params.get("profile", parameters_of(nb).get("profile")), "parameters": params,
-                  "commit": state["commit"], "dirty": state["dirty"],
-                  "executed": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    provenance = {
+        "source": str(src),
+        "source_sha256": hashlib.sha256(src.read_bytes()).hexdigest(),
+        "profile": params.get("profile", parameters_of(nb).get("profile")),
+        "parameters": params,
+        "commit": state["commit"],
+        "dirty": state["dirty"],
+        "executed": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
     executed = tag_plumbing(clean(nbformat.read(tmp, as_version=4), provenance))
     nbformat.write(executed, tmp)
     os.replace(tmp, out)
@@ -439,9 +494,18 @@ def run_notebook(src: Path | str, out: Path | str | None = None, *, profile: str
 
 def code_of(nb) -> list[str]:
     """The code cells' sources, without papermill's injected-parameters cell (to compare a source and its output)."""
-    return [c.source for c in nb.cells
-            if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    return [
+        c.source for c in nb.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
 
 
-__all__ = ["PROFILES", "check_parameters", "clean", "code_of", "parameters_of", "read_source", "run_notebook",
-           "tag_plumbing"]
+__all__ = [
+    "PROFILES",
+    "check_parameters",
+    "clean",
+    "code_of",
+    "parameters_of",
+    "read_source",
+    "run_notebook",
+    "tag_plumbing",
+]

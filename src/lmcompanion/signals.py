@@ -172,11 +172,16 @@ def message(exc: BaseException) -> str:
     """The one message of a command stopped by a signal: which signal, what was kept, and what to run."""
     what = name(signum_of(exc))
     if _state.kept:
-        return (f"stopped by {what}: " + "; ".join(_state.kept[:8])
-                + (f" (and {len(_state.kept) - 8} more)" if len(_state.kept) > 8 else "")
-                + ". Everything finished before is kept; run the same command again to continue.")
-    return (f"stopped by {what}. Everything finished before is kept (runs, records and reports are written whole or "
-            "not at all); run the same command again to continue.")
+        return (
+            f"stopped by {what}: "
+            + "; ".join(_state.kept[:8])
+            + (f" (and {len(_state.kept) - 8} more)" if len(_state.kept) > 8 else "")
+            + ". Everything finished before is kept; run the same command again to continue."
+        )
+    return (
+        f"stopped by {what}. Everything finished before is kept (runs, records and reports are written whole or "
+        "not at all); run the same command again to continue."
+    )
 
 
 # --- child processes ----------------------------------------------------------------------------------------------
@@ -248,8 +253,9 @@ def stop_group(proc: subprocess.Popen, signum: int = signal.SIGTERM, grace: floa
 def run_group(cmd, *, timeout: float | None = None, grace: float = GRACE_S, **kw) -> subprocess.CompletedProcess:
     """:func:`subprocess.run` with ``capture_output`` and text, in a new process group that is stopped whole on a
     timeout or a signal (the same signal, then SIGKILL after ``grace`` s): torchrun's workers, say, never outlive it."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            **kw)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -262,6 +268,26 @@ def run_group(cmd, *, timeout: float | None = None, grace: float = GRACE_S, **kw
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-__all__ = ["GRACE_S", "SIGNALS", "deferred", "exception", "exit_code", "forward", "forwarding", "handler", "ignore",
-           "kept", "message", "name", "note", "note_run", "policy", "run_group", "signum_of", "stop_group", "stopping",
-           "unswallowed", "watch_parent"]
+__all__ = [
+    "GRACE_S",
+    "SIGNALS",
+    "deferred",
+    "exception",
+    "exit_code",
+    "forward",
+    "forwarding",
+    "handler",
+    "ignore",
+    "kept",
+    "message",
+    "name",
+    "note",
+    "note_run",
+    "policy",
+    "run_group",
+    "signum_of",
+    "stop_group",
+    "stopping",
+    "unswallowed",
+    "watch_parent",
+]

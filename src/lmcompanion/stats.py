@@ -72,9 +72,14 @@ def permutation_p(a: Sequence[float], b: Sequence[float], alternative: str = "le
         raise ValueError("both arms need at least one value")
     if min(len(a), len(b)) < 2:  # scipy wants two values per arm; the same exact test, enumerated here
         return _enumerated_p(np.asarray(a, float), np.asarray(b, float), alternative)
-    result = scipy_stats().permutation_test((np.asarray(a, float), np.asarray(b, float)), _mean_difference,
-                                          permutation_type="independent", alternative=alternative,
-                                          n_resamples=np.inf, vectorized=True)
+    result = scipy_stats().permutation_test(
+        (np.asarray(a, float), np.asarray(b, float)),
+        _mean_difference,
+        permutation_type="independent",
+        alternative=alternative,
+        n_resamples=np.inf,
+        vectorized=True,
+    )
     return float(result.pvalue)
 
 
@@ -144,8 +149,13 @@ def spearman_p(x: Sequence[float], y: Sequence[float], alternative: str = "great
     """Exact one-sided permutation p-value of Spearman's rho: every ordering of ``y`` against ``x``."""
     x = np.asarray(x, float)
     sp = scipy_stats()
-    result = sp.permutation_test((np.asarray(y, float),), lambda v: sp.spearmanr(x, v).statistic,
-                                 permutation_type="pairings", alternative=alternative, n_resamples=np.inf)
+    result = sp.permutation_test(
+        (np.asarray(y, float),),
+        lambda v: sp.spearmanr(x, v).statistic,
+        permutation_type="pairings",
+        alternative=alternative,
+        n_resamples=np.inf,
+    )
     return float(result.pvalue)
 
 
@@ -183,11 +193,29 @@ def goodness_of_fit_p(counts: Sequence[int], probs: Sequence[float], seed: int =
     n = int(round(counts.sum()))
     rng = np.random.default_rng(seed)
     result = scipy_stats().monte_carlo_test(
-        counts, lambda size: rng.multinomial(n, probs, size=size[:-1]).astype(float),
-        lambda c, axis: _pooled_chi_square(c, probs * n, axis), vectorized=True, n_resamples=n_resamples,
-        alternative="greater", axis=-1)
+        counts,
+        lambda size: rng.multinomial(n, probs, size=size[:-1]).astype(float),
+        lambda c, axis: _pooled_chi_square(c, probs * n, axis),
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="greater",
+        axis=-1,
+    )
     return float(result.pvalue)
 
 
-__all__ = ["ALPHA", "Comparison", "compare", "goodness_of_fit_p", "mean", "min_p", "one_sample_p", "permutation_p",
-           "scipy_stats", "span", "spearman", "spearman_p", "std"]
+__all__ = [
+    "ALPHA",
+    "Comparison",
+    "compare",
+    "goodness_of_fit_p",
+    "mean",
+    "min_p",
+    "one_sample_p",
+    "permutation_p",
+    "scipy_stats",
+    "span",
+    "spearman",
+    "spearman_p",
+    "std",
+]

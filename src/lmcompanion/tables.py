@@ -28,8 +28,14 @@ def last_train_metric(runs: Sequence, key: str) -> list[float]:
     return [float(r.metrics().dropna(subset=[key])[key].iloc[-1]) for r in runs]
 
 
-def results(groups: Mapping[str, Sequence], *, published: Mapping[str, Mapping[str, float]] | None = None,
-            aux: tuple[str, str] | None = None, params: bool = True, fmt: str = ".3f") -> pd.DataFrame:
+def results(
+    groups: Mapping[str, Sequence],
+    *,
+    published: Mapping[str, Mapping[str, float]] | None = None,
+    aux: tuple[str, str] | None = None,
+    params: bool = True,
+    fmt: str = ".3f",
+) -> pd.DataFrame:
     """One row per arm: final train/val estimates, best val (left out where it equals the final one in every row),
     optional auxiliary loss, parameter count; each as 'mean [min, max]' over seeds, and the write-up's number beside
     ours where it has one.
@@ -72,9 +78,15 @@ def sig3(x: float) -> str:
     return number(float(x))
 
 
-def ranking_sentence(groups: Mapping[str, Sequence], split: str = "val", *, what: str = "validation loss",
-                     published: Mapping[str, Mapping[str, float]] | None = None, published_key: str | None = None,
-                     level: tuple[str, float] | None = None) -> str:
+def ranking_sentence(
+    groups: Mapping[str, Sequence],
+    split: str = "val",
+    *,
+    what: str = "validation loss",
+    published: Mapping[str, Mapping[str, float]] | None = None,
+    published_key: str | None = None,
+    level: tuple[str, float] | None = None,
+) -> str:
     """One sentence of what a results page shows, computed from its runs: the arms' final ``split`` (mean over
     seeds, three significant digits) from lowest to highest, the write-up's order of the same arms where it
     publishes all of them (``published[label][published_key or split]``), and, with ``level`` (its name and
@@ -82,20 +94,28 @@ def ranking_sentence(groups: Mapping[str, Sequence], split: str = "val", *, what
     means = {label: mean(final(rs, split)) for label, rs in groups.items() if rs}
     order = sorted(means, key=means.get)
     seeds = sorted({len(rs) for rs in groups.values() if rs})
-    text = (f"Final {what}, mean over {' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}, lowest first: "
-            + "; ".join(f"{label} {sig3(means[label])}" for label in order) + ".")
+    text = (
+        f"Final {what}, mean over {' or '.join(map(str, seeds))} seed{'s' if seeds != [1] else ''}, lowest first: "
+        + "; ".join(f"{label} {sig3(means[label])}" for label in order)
+        + "."
+    )
     key = published_key or split
     theirs = {label: (published or {}).get(label, {}).get(key) for label in order}
     if len(order) > 1 and all(isinstance(v, (int, float)) for v in theirs.values()):
         their_order = sorted(order, key=theirs.get)
-        text += (" The write-up ranks them the same way." if their_order == order else
-                 " The write-up ranks them otherwise: " + "; ".join(f"{label} {theirs[label]}" for label in their_order)
-                 + ".")
+        text += (
+            " The write-up ranks them the same way."
+            if their_order == order
+            else " The write-up ranks them otherwise: "
+            + "; ".join(f"{label} {theirs[label]}" for label in their_order)
+            + "."
+        )
     if level is not None:
         name, value = level
         below = [label for label in order if max(final(groups[label], split)) < value]
-        text += (f" {len(below)} of {len(order)} arms end below {name} ({sig3(value)}) in every seed"
-                 + (f": {', '.join(below)}." if below and len(below) < len(order) else "."))
+        text += f" {len(below)} of {len(order)} arms end below {name} ({sig3(value)}) in every seed" + (
+            f": {', '.join(below)}." if below and len(below) < len(order) else "."
+        )
     return text
 
 
@@ -103,8 +123,7 @@ def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its index's name moved to the top-left corner of the column header (``columns.name``), where
     pandas' HTML puts it on the header's own row: a named index otherwise gets a second, mostly blank header row.
     Tables with several index or column levels, or whose columns are already named, are returned as they are."""
-    if (df.index.nlevels != 1 or df.columns.nlevels != 1 or df.index.name is None
-            or df.columns.name is not None):
+    if df.index.nlevels != 1 or df.columns.nlevels != 1 or df.index.name is None or df.columns.name is not None:
         return df
     out = df.copy(deep=False)
     out.columns = out.columns.rename(df.index.name)
@@ -112,8 +131,22 @@ def one_header_row(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-__all__ = ["best", "count", "environment", "estimate", "final", "html", "last_train_metric", "number",
-           "one_header_row", "ranking_sentence", "results", "si", "sig3", "span"]
+__all__ = [
+    "best",
+    "count",
+    "environment",
+    "estimate",
+    "final",
+    "html",
+    "last_train_metric",
+    "number",
+    "one_header_row",
+    "ranking_sentence",
+    "results",
+    "si",
+    "sig3",
+    "span",
+]
 
 _CODE = re.compile(r"`([^`<>\n]+)`")
 _MATH = re.compile(r"\$([^$<>\n]+?)\$")
@@ -136,8 +169,10 @@ def _math(html_text: str) -> str:
     ``{math}`` role: MathJax processes elements of class ``math`` only, and notebook outputs are otherwise
     excluded), outside code."""
     parts = _CODE_SPAN.split(html_text)
-    return "".join(p if p.startswith("<code>") else
-                   _MATH.sub(r'<span class="math notranslate nohighlight">\(\1\)</span>', p) for p in parts)
+    return "".join(
+        p if p.startswith("<code>") else _MATH.sub(r'<span class="math notranslate nohighlight">\(\1\)</span>', p)
+        for p in parts
+    )
 
 
 _TEXT = re.compile(r">([^<>]+)<")
@@ -151,6 +186,7 @@ def _breaks(html_text: str) -> str:
     them instead of widening the table; not inside code or mathematics (between backticks or dollars), while the rest
     of a cell's text around them still gets them (a verdict "at `smoke` scale" naming
     transformer_matcher_batch_axis_llama_d1024_c32 widened its table)."""
+
     def text(m: re.Match) -> str:
         parts = _KEPT.split(m.group(1))  # text, kept span, text, ...
         return ">" + "".join(p if i % 2 else _BREAK.sub("<wbr>", p) for i, p in enumerate(parts)) + "<"
@@ -163,14 +199,28 @@ def html(df: pd.DataFrame) -> str:
     with one header row (:func:`one_header_row`), floats in the book's number format (:func:`_cell`), text between
     backticks (`cpu`, a command) set as code, as Markdown would set it (an HTML table shows the backticks
     themselves), TeX between dollars typeset (:func:`_math`), and names that may wrap after / and _ (:func:`_breaks`)."""
-    shown = df.map(_cell) if any(kind in "fc" for kind in df.dtypes.map(lambda d: d.kind)) or \
-        any(d == object for d in df.dtypes) else df  # noqa: E721  (a dtype equals object: not a type check)
+    objects = any(d == object for d in df.dtypes)  # noqa: E721  (a dtype equals object: not a type check)
+    shown = df.map(_cell) if any(kind in "fc" for kind in df.dtypes.map(lambda d: d.kind)) or objects else df
     return _math(_CODE.sub(r"<code>\1</code>", _breaks(one_header_row(shown)._repr_html_())))
 
 
 def environment(run) -> pd.DataFrame:
     """The provenance of one run as a two-column table."""
-    keys = ["time", "device", "gpu", "cpu", "cpu_count", "torch_threads", "torch", "cuda", "python", "platform",
-            "commit", "dirty", "code_fingerprint", "world_size"]
+    keys = [
+        "time",
+        "device",
+        "gpu",
+        "cpu",
+        "cpu_count",
+        "torch_threads",
+        "torch",
+        "cuda",
+        "python",
+        "platform",
+        "commit",
+        "dirty",
+        "code_fingerprint",
+        "world_size",
+    ]
     env = run.env
     return pd.DataFrame({"value": [str(env[k]) for k in keys if k in env]}, index=[k for k in keys if k in env])

@@ -160,7 +160,9 @@ def _is_number(checker, value) -> bool:
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": _is_integer, "number": _is_number}))
+        {"integer": _is_integer, "number": _is_number}
+    ),
+)
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -253,8 +255,9 @@ def read_tar(path, fmt: ArchiveFormat) -> dict[str, bytes]:
                 if not m.isreg():
                     raise fmt.error(path, f"member {_short(m.name, 80)!r} is a link or a special file")
                 if m.size > fmt.member_limit:
-                    raise fmt.error(path, f"member {_short(m.name, 80)!r} is {m.size:,} bytes (at most "
-                                          f"{fmt.member_limit:,})")
+                    raise fmt.error(
+                        path, f"member {_short(m.name, 80)!r} is {m.size:,} bytes (at most {fmt.member_limit:,})"
+                    )
                 total += m.size
                 if total > fmt.total:
                     raise fmt.error(path, f"its members unpack to more than {fmt.total:,} bytes")
@@ -271,8 +274,9 @@ def read_tar(path, fmt: ArchiveFormat) -> dict[str, bytes]:
     except Untrusted:
         raise
     except (tarfile.TarError, EOFError, OSError, zlib.error, ValueError) as exc:
-        raise fmt.error(path, f"it is not a readable tar archive ({type(exc).__name__}: {_short(str(exc), 120)})") \
-            from None
+        raise fmt.error(
+            path, f"it is not a readable tar archive ({type(exc).__name__}: {_short(str(exc), 120)})"
+        ) from None
     except MemoryError:
         raise fmt.error(path, "it does not fit in memory") from None
     return out
@@ -316,15 +320,19 @@ def read_npz(path, fmt: ArraysFormat) -> dict[str, np.ndarray]:
             names = {i.filename.removesuffix(".npy") for i in infos}
         if names != set(fmt.arrays):
             missing, extra = sorted(set(fmt.arrays) - names), sorted(names - set(fmt.arrays))
-            raise fmt.error(path, f"its arrays are not the expected ones (missing {missing[:5]}, unexpected "
-                                  f"{[_short(e, 40) for e in extra[:5]]})")
+            raise fmt.error(
+                path,
+                f"its arrays are not the expected ones (missing {missing[:5]}, unexpected "
+                f"{[_short(e, 40) for e in extra[:5]]})",
+            )
         out = {}
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             for name, (kinds, ndim) in fmt.arrays.items():
                 a = z[name]
                 if a.dtype.kind not in kinds or a.ndim != ndim:
-                    raise fmt.error(path, f"array {name!r} is {a.dtype} with {a.ndim} dimensions, not of kind "
-                                          f"{kinds!r} with {ndim}")
+                    raise fmt.error(
+                        path, f"array {name!r} is {a.dtype} with {a.ndim} dimensions, not of kind {kinds!r} with {ndim}"
+                    )
                 if a.dtype.kind == "f" and not np.isfinite(a).all():
                     raise fmt.error(path, f"array {name!r} holds numbers that are not finite")
                 out[name] = a
@@ -346,143 +354,292 @@ _STEP = {"type": "integer", "minimum": 0, "maximum": 10**12}
 _SECONDS = {"type": "number", "minimum": 0}
 
 RECORDED_RUN = Format(
-    "recorded run", limit=JSON_LIMIT,
+    "recorded run",
+    limit=JSON_LIMIT,
     fix="restore the file from git, or write it again with `python -m lmcompanion record RUN_FOLDER` on the machine "
-        "that made the run",
+    "that made the run",
     written="Nothing was imported",
     schema={
         "type": "object",
         "required": ["format", "experiment", "profile", "seed", "config", "metrics", "summary", "provenance"],
         "properties": {
-            "format": {"type": "string"}, "experiment": {"type": "string", "maxLength": 200},
-            "profile": {"type": "string"}, "seed": {"type": "integer", "minimum": 0, "maximum": 2**31},
+            "format": {"type": "string"},
+            "experiment": {"type": "string", "maxLength": 200},
+            "profile": {"type": "string"},
+            "seed": {"type": "integer", "minimum": 0, "maximum": 2**31},
             "config": {"type": "object"},
-            "metrics": {"type": "array", "minItems": 1, "maxItems": 10**6, "items": {
-                "type": "object", "required": ["step"], "properties": {"step": _STEP},
-                "additionalProperties": {"type": "number"}}},
-            "summary": {"type": "object", "required": ["final", "steps", "train_time_s"], "properties": {
-                "final": _NUMBERS, "steps": {"type": "integer", "minimum": 1, "maximum": 10**12},
-                "train_time_s": _SECONDS, "wall_time_s": _SECONDS, "tokens": {"type": "integer", "minimum": 0},
-                "tokens_per_s": {"type": ["number", "null"], "minimum": 0},
-                "params": {"type": "integer", "minimum": 0}, "params_total": {"type": "integer", "minimum": 0},
-                "resumed_from": {"type": ["integer", "null"], "minimum": 0},
-                "peak_mem_bytes": {"type": "integer", "minimum": 0}, "mfu": {"type": "number", "minimum": 0},
-                "best": {"type": "object", "additionalProperties": {"type": "number"}}}},
+            "metrics": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 10**6,
+                "items": {
+                    "type": "object",
+                    "required": ["step"],
+                    "properties": {"step": _STEP},
+                    "additionalProperties": {"type": "number"},
+                },
+            },
+            "summary": {
+                "type": "object",
+                "required": ["final", "steps", "train_time_s"],
+                "properties": {
+                    "final": _NUMBERS,
+                    "steps": {"type": "integer", "minimum": 1, "maximum": 10**12},
+                    "train_time_s": _SECONDS,
+                    "wall_time_s": _SECONDS,
+                    "tokens": {"type": "integer", "minimum": 0},
+                    "tokens_per_s": {"type": ["number", "null"], "minimum": 0},
+                    "params": {"type": "integer", "minimum": 0},
+                    "params_total": {"type": "integer", "minimum": 0},
+                    "resumed_from": {"type": ["integer", "null"], "minimum": 0},
+                    "peak_mem_bytes": {"type": "integer", "minimum": 0},
+                    "mfu": {"type": "number", "minimum": 0},
+                    "best": {"type": "object", "additionalProperties": {"type": "number"}},
+                },
+            },
             "provenance": {"type": "object", "properties": {"key": {"type": ["string", "null"], "pattern": HEX12}}},
             # what a GPU slot measured on the run's files after it (lmcompanion.recorded.measure): by key, a number,
             # or a list or object of numbers
-            "measures": {"type": "object", "maxProperties": 1000, "propertyNames": {"maxLength": 200},
-                         "additionalProperties": {"anyOf": [
-                             {"type": "number"}, {"type": "array", "maxItems": 100_000, "items": {"type": "number"}},
-                             {"type": "object", "maxProperties": 100, "additionalProperties": {"type": "number"}}]}},
+            "measures": {
+                "type": "object",
+                "maxProperties": 1000,
+                "propertyNames": {"maxLength": 200},
+                "additionalProperties": {
+                    "anyOf": [
+                        {"type": "number"},
+                        {"type": "array", "maxItems": 100_000, "items": {"type": "number"}},
+                        {"type": "object", "maxProperties": 100, "additionalProperties": {"type": "number"}},
+                    ]
+                },
+            },
         },
-    })
+    },
+)
 
 _SHA = {"type": "string", "pattern": HEX64}
 _PACK_FILE = {
-    "type": "object", "required": ["sha256", "bytes", "kind"],
+    "type": "object",
+    "required": ["sha256", "bytes", "kind"],
     "properties": {
-        "sha256": _SHA, "bytes": {"type": "integer", "minimum": 0, "maximum": 1 << 30},
+        "sha256": _SHA,
+        "bytes": {"type": "integer", "minimum": 0, "maximum": 1 << 30},
         "kind": {"enum": ["wheel", "data", "cache"]},
         "unpacks_to": {"type": "string", "minLength": 1, "maxLength": 1000},
-        "unpacked_sha256": _SHA, "unpacked_bytes": {"type": "integer", "minimum": 0, "maximum": 4 << 30},
+        "unpacked_sha256": _SHA,
+        "unpacked_bytes": {"type": "integer", "minimum": 0, "maximum": 4 << 30},
     },
     "if": {"properties": {"kind": {"const": "data"}}},
     "then": {"required": ["unpacks_to", "unpacked_sha256", "unpacked_bytes"]},
 }
 PACK_MANIFEST = Format(
-    "campaign pack manifest", limit=16 << 20,
+    "campaign pack manifest",
+    limit=16 << 20,
     fix="make the pack again (`python -m lmcompanion campaign --pack DIR`) and carry it again; nothing was run",
     schema={
-        "type": "object", "required": ["format", "files"],
+        "type": "object",
+        "required": ["format", "files"],
         "properties": {
-            "format": {"type": "string"}, "profile": {"type": "string"},
+            "format": {"type": "string"},
+            "profile": {"type": "string"},
             "files": {"type": "object", "maxProperties": 100_000, "additionalProperties": _PACK_FILE},
             "run_keys": {"type": "object", "additionalProperties": {"type": "string", "pattern": HEX12}},
-            "run_parts": {"type": "object", "additionalProperties": {
-                "type": "object", "properties": {"code": {"type": "string", "pattern": HEX12},
-                                                 "data": {"type": "string", "maxLength": 400}}}},
+            "run_parts": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "string", "pattern": HEX12},
+                        "data": {"type": "string", "maxLength": 400},
+                    },
+                },
+            },
             "python": {"type": "string", "maxLength": 40},
-            "seeds": {"type": ["integer", "null"], "minimum": 1}, "bytes": {"type": "integer", "minimum": 0},
+            "seeds": {"type": ["integer", "null"], "minimum": 1},
+            "bytes": {"type": "integer", "minimum": 0},
             "budget_min": {"type": "number", "exclusiveMinimum": 0},
         },
-    })
+    },
+)
 SHA256SUMS = Format("SHA256SUMS file", limit=16 << 20, fix="restore it (sha256sum FILES > SHA256SUMS makes it again)")
 
-_ATTEMPT = {"type": "object", "properties": {
-    "status": {"enum": ["pending", "done", "failed", "interrupted"]}, "wall_s": _SECONDS,
-    "attempts": {"type": "integer", "minimum": 0}, "estimate_min": _SECONDS,
-    "error": {"type": ["string", "null"]}, "traceback": {"type": ["string", "null"]}}}
+_ATTEMPT = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["pending", "done", "failed", "interrupted"]},
+        "wall_s": _SECONDS,
+        "attempts": {"type": "integer", "minimum": 0},
+        "estimate_min": _SECONDS,
+        "error": {"type": ["string", "null"]},
+        "traceback": {"type": ["string", "null"]},
+    },
+}
 CAMPAIGN_PROGRESS = Format(
     "campaign progress file",
     fix="restore it from the campaign's last archive (tar -xzf), or move it away to start the campaign's count of "
-        "spent minutes again",
-    schema={"type": "object", "properties": {
-        "format": {"type": "string"}, "profile": {"type": "string"},
-        "steps": {"type": "object", "additionalProperties": _ATTEMPT},
-        "commands": {"type": "array", "items": {"type": "object"}}}})
+    "spent minutes again",
+    schema={
+        "type": "object",
+        "properties": {
+            "format": {"type": "string"},
+            "profile": {"type": "string"},
+            "steps": {"type": "object", "additionalProperties": _ATTEMPT},
+            "commands": {"type": "array", "items": {"type": "object"}},
+        },
+    },
+)
 CAMPAIGN_CHECK = Format(
-    "campaign check report", fix="delete it: the campaign runs the check again",
-    schema={"type": "object", "properties": {"complete": {"type": "boolean"}, "device": {"type": "string"},
-                                             "ok": {"type": "boolean"}, "items": {"type": "object"}}})
+    "campaign check report",
+    fix="delete it: the campaign runs the check again",
+    schema={
+        "type": "object",
+        "properties": {
+            "complete": {"type": "boolean"},
+            "device": {"type": "string"},
+            "ok": {"type": "boolean"},
+            "items": {"type": "object"},
+        },
+    },
+)
 CAMPAIGN_BENCH = Format(
-    "campaign bench report", fix="delete it: the campaign runs the benches again",
-    schema={"type": "object", "properties": {
-        "device": {"type": "string"},
-        "results": {"type": "object", "additionalProperties": {"type": "object", "properties": {
-            "config_hash": {"type": "string"}}}}}})
+    "campaign bench report",
+    fix="delete it: the campaign runs the benches again",
+    schema={
+        "type": "object",
+        "properties": {
+            "device": {"type": "string"},
+            "results": {
+                "type": "object",
+                "additionalProperties": {"type": "object", "properties": {"config_hash": {"type": "string"}}},
+            },
+        },
+    },
+)
 CAMPAIGN_MINUTES = Format(
-    "campaign minutes file", fix="restore it from git (the plan then counts its estimates again where it is gone)",
-    schema={"type": "object", "properties": {
-        "format": {"type": "string"}, "profile": {"type": "string"},
-        "measured": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["minutes"], "properties": {
-                "minutes": {"type": "array", "maxItems": 10_000, "items": {"type": "number", "minimum": 0,
-                                                                            "maximum": 10_000}},
-                "gpu": {"type": ["string", "null"]},
-                "runs": {"type": "array", "items": {"type": "string"}}}}}}}})
+    "campaign minutes file",
+    fix="restore it from git (the plan then counts its estimates again where it is gone)",
+    schema={
+        "type": "object",
+        "properties": {
+            "format": {"type": "string"},
+            "profile": {"type": "string"},
+            "measured": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["minutes"],
+                        "properties": {
+                            "minutes": {
+                                "type": "array",
+                                "maxItems": 10_000,
+                                "items": {"type": "number", "minimum": 0, "maximum": 10_000},
+                            },
+                            "gpu": {"type": ["string", "null"]},
+                            "runs": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+            },
+        },
+    },
+)
 CAMPAIGN_ARCHIVE = ArchiveFormat(
-    "campaign archive", limit=256 << 20, member_limit=JSON_LIMIT, total=1 << 30,
+    "campaign archive",
+    limit=256 << 20,
+    member_limit=JSON_LIMIT,
+    total=1 << 30,
     fix="make it again (the campaign's --archive), or unpack a copy you trust and import its folder",
-    written="Nothing was imported")
+    written="Nothing was imported",
+)
 
 # A counted FLOPs entry of the cache folder (models.flops_per_token): another process's, maybe another version's.
-COUNTED_FLOPS = Format("counted FLOPs cache entry", limit=4096, fix="delete it (it is counted again)",
-                       schema={"type": "object", "required": ["key", "flops"],
-                               "properties": {"key": {"type": "string", "pattern": "^[0-9a-f]{24}$"},
-                                              "flops": {"type": "number", "minimum": 0}}})
+COUNTED_FLOPS = Format(
+    "counted FLOPs cache entry",
+    limit=4096,
+    fix="delete it (it is counted again)",
+    schema={
+        "type": "object",
+        "required": ["key", "flops"],
+        "properties": {
+            "key": {"type": "string", "pattern": "^[0-9a-f]{24}$"},
+            "flops": {"type": "number", "minimum": 0},
+        },
+    },
+)
 
 # A run folder named on the command line (record, retrain, export-retrieval): maybe copied from someone else.
 _RETRAINS = "it trains the run again, in the folder its key names"
-RUN_CONFIG = Format("run config (config.json)", limit=1 << 20,
-                    fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
-                    schema={"type": "object", "required": ["name", "model", "data", "train", "seed", "device"],
-                            "properties": {"name": {"type": "string", "maxLength": 200},
-                                           "seed": {"type": "integer", "minimum": 0, "maximum": 2**31},
-                                           "device": {"enum": ["cpu", "cuda"]}, "model": {"type": "object"},
-                                           "data": {"type": "object"}, "train": {"type": "object"}}})
-RUN_PROCEDURE = Format("run procedure file (procedure.json)", limit=1 << 20,
-                       fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
-                       schema={"type": "object", "required": ["procedure"], "properties": {
-                           "procedure": {"type": "string", "pattern": r"^lmcompanion(\.[A-Za-z_][A-Za-z0-9_]*)+$"},
-                           "settings": {"type": ["object", "null"]}}})
-RUN_JSON = Format("run file", limit=JSON_LIMIT,
-                  fix="repair the run: python -m lmcompanion retrain RUN_FOLDER (it trains the run's config again in "
-                      "its folder)",
-                  schema={"type": "object"})
+RUN_CONFIG = Format(
+    "run config (config.json)",
+    limit=1 << 20,
+    fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
+    schema={
+        "type": "object",
+        "required": ["name", "model", "data", "train", "seed", "device"],
+        "properties": {
+            "name": {"type": "string", "maxLength": 200},
+            "seed": {"type": "integer", "minimum": 0, "maximum": 2**31},
+            "device": {"enum": ["cpu", "cuda"]},
+            "model": {"type": "object"},
+            "data": {"type": "object"},
+            "train": {"type": "object"},
+        },
+    },
+)
+RUN_PROCEDURE = Format(
+    "run procedure file (procedure.json)",
+    limit=1 << 20,
+    fix=f"correct it where it was edited, or re-execute the notebook that made the run ({_RETRAINS})",
+    schema={
+        "type": "object",
+        "required": ["procedure"],
+        "properties": {
+            "procedure": {"type": "string", "pattern": r"^lmcompanion(\.[A-Za-z_][A-Za-z0-9_]*)+$"},
+            "settings": {"type": ["object", "null"]},
+        },
+    },
+)
+RUN_JSON = Format(
+    "run file",
+    limit=JSON_LIMIT,
+    fix="repair the run: python -m lmcompanion retrain RUN_FOLDER (it trains the run's config again in its folder)",
+    schema={"type": "object"},
+)
 
 EXPORT = ArraysFormat(
-    "retrieval export (.npz)", limit=1 << 30,
+    "retrieval export (.npz)",
+    limit=1 << 30,
     fix="write it again with `python -m lmcompanion export-retrieval RUN`",
-    arrays={"query_train": ("f", 2), "target_train": ("f", 2), "query_test": ("f", 2), "target_test": ("f", 2),
-            "test_query": ("iu", 1), "test_candidates": ("iu", 2), "test_label": ("iu", 1),
-            "test_query_text": ("U", 1), "test_story_text": ("U", 1), "ours": ("U", 0)})
-EXPORT_NUMBERS = Format("retrieval export's numbers", schema={
-    "type": "object", "required": ["matcher_test_ce", "matcher_test_top1", "cosine_top1", "bm25_top1"],
-    "properties": {k: {"type": "number", "minimum": 0, "maximum": 1} for k in
-                   ("matcher_test_top1", "cosine_top1", "bm25_top1")} | {
-        "matcher_test_ce": {"type": "number", "minimum": 0}, "chance_ce": {"type": "number", "minimum": 0},
-        "run": {"type": "string"}, "embeddings_sha256": _SHA}})
+    arrays={
+        "query_train": ("f", 2),
+        "target_train": ("f", 2),
+        "query_test": ("f", 2),
+        "target_test": ("f", 2),
+        "test_query": ("iu", 1),
+        "test_candidates": ("iu", 2),
+        "test_label": ("iu", 1),
+        "test_query_text": ("U", 1),
+        "test_story_text": ("U", 1),
+        "ours": ("U", 0),
+    },
+)
+EXPORT_NUMBERS = Format(
+    "retrieval export's numbers",
+    schema={
+        "type": "object",
+        "required": ["matcher_test_ce", "matcher_test_top1", "cosine_top1", "bm25_top1"],
+        "properties": {
+            k: {"type": "number", "minimum": 0, "maximum": 1} for k in ("matcher_test_top1", "cosine_top1", "bm25_top1")
+        }
+        | {
+            "matcher_test_ce": {"type": "number", "minimum": 0},
+            "chance_ce": {"type": "number", "minimum": 0},
+            "run": {"type": "string"},
+            "embeddings_sha256": _SHA,
+        },
+    },
+)
 
 
 def read_export(path) -> dict:
@@ -492,15 +649,24 @@ def read_export(path) -> dict:
     q, t, cand = arrays["query_test"], arrays["target_test"], arrays["test_candidates"]
     query, label = arrays["test_query"], arrays["test_label"]
     n = len(t)
-    if q.shape != t.shape or arrays["query_train"].shape[1:] != q.shape[1:] or \
-            arrays["target_train"].shape != arrays["query_train"].shape:
+    if (
+        q.shape != t.shape
+        or arrays["query_train"].shape[1:] != q.shape[1:]
+        or arrays["target_train"].shape != arrays["query_train"].shape
+    ):
         raise EXPORT.error(path, "its embedding matrices do not have matching shapes")
     if len(arrays["test_query_text"]) != n or len(arrays["test_story_text"]) != n:
         raise EXPORT.error(path, "its texts are not one per test pair")
     if len(query) != len(cand) or len(label) != len(cand):
         raise EXPORT.error(path, "its test items are not one query, one row of candidates and one label each")
-    if len(cand) and (query.min() < 0 or query.max() >= n or cand.min() < 0 or cand.max() >= n or label.min() < 0
-                      or label.max() >= cand.shape[1]):
+    if len(cand) and (
+        query.min() < 0
+        or query.max() >= n
+        or cand.min() < 0
+        or cand.max() >= n
+        or label.min() < 0
+        or label.max() >= cand.shape[1]
+    ):
         raise EXPORT.error(path, "its test items name pairs or candidates that are not there")
     ours = check(parse_json(str(arrays["ours"]).encode(), path, EXPORT_NUMBERS), path, EXPORT_NUMBERS)
     return {**arrays, "ours": ours}
@@ -508,17 +674,42 @@ def read_export(path) -> dict:
 
 # An executed notebook the pages are generated from (it may come from another machine's build).
 EXECUTED_NOTEBOOK = Format(
-    "executed notebook", limit=256 << 20,
+    "executed notebook",
+    limit=256 << 20,
     fix="execute it again (python -m lmcompanion run-notebook SOURCE), or remove it from the folder",
     written="No page was written",
-    schema={"type": "object", "required": ["cells", "metadata", "nbformat"], "properties": {
-        "nbformat": {"type": "integer", "minimum": 4, "maximum": 4}, "metadata": {"type": "object"},
-        "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}}}})
+    schema={
+        "type": "object",
+        "required": ["cells", "metadata", "nbformat"],
+        "properties": {
+            "nbformat": {"type": "integer", "minimum": 4, "maximum": 4},
+            "metadata": {"type": "object"},
+            "cells": {"type": "array", "maxItems": 100_000, "items": {"type": "object", "required": ["cell_type"]}},
+        },
+    },
+)
 
 # Every reader of files made elsewhere, by the format it reads (tests/test_untrusted.py feeds each one hostile input).
-FORMATS = {f.name: f for f in (RECORDED_RUN, COUNTED_FLOPS, PACK_MANIFEST, SHA256SUMS, CAMPAIGN_PROGRESS,
-                               CAMPAIGN_CHECK, CAMPAIGN_MINUTES, CAMPAIGN_BENCH, CAMPAIGN_ARCHIVE, RUN_CONFIG, RUN_PROCEDURE, RUN_JSON, EXPORT,
-                               EXPORT_NUMBERS, EXECUTED_NOTEBOOK)}
+FORMATS = {
+    f.name: f
+    for f in (
+        RECORDED_RUN,
+        COUNTED_FLOPS,
+        PACK_MANIFEST,
+        SHA256SUMS,
+        CAMPAIGN_PROGRESS,
+        CAMPAIGN_CHECK,
+        CAMPAIGN_MINUTES,
+        CAMPAIGN_BENCH,
+        CAMPAIGN_ARCHIVE,
+        RUN_CONFIG,
+        RUN_PROCEDURE,
+        RUN_JSON,
+        EXPORT,
+        EXPORT_NUMBERS,
+        EXECUTED_NOTEBOOK,
+    )
+}
 
 
 def sha256sums(path, fmt: Format = SHA256SUMS) -> dict[str, str]:
@@ -544,8 +735,37 @@ def sha256sums(path, fmt: Format = SHA256SUMS) -> dict[str, str]:
     return out
 
 
-__all__ = ["ArchiveFormat", "ArraysFormat", "COUNTED_FLOPS", "CAMPAIGN_ARCHIVE", "CAMPAIGN_BENCH", "CAMPAIGN_CHECK",
-           "CAMPAIGN_PROGRESS", "EXECUTED_NOTEBOOK", "EXPORT", "FORMATS", "Format", "JSON_LIMIT", "MAX_DEPTH", "PACK_MANIFEST",
-           "RECORDED_RUN", "RUN_CONFIG", "RUN_JSON", "RUN_PROCEDURE", "SHA256SUMS", "Untrusted", "check", "confined",
-           "inflate", "parse_json", "read_bytes", "read_export", "read_json", "read_npz", "read_tar", "regular_file",
-           "relative_name", "sha256sums"]
+__all__ = [
+    "ArchiveFormat",
+    "ArraysFormat",
+    "COUNTED_FLOPS",
+    "CAMPAIGN_ARCHIVE",
+    "CAMPAIGN_BENCH",
+    "CAMPAIGN_CHECK",
+    "CAMPAIGN_PROGRESS",
+    "EXECUTED_NOTEBOOK",
+    "EXPORT",
+    "FORMATS",
+    "Format",
+    "JSON_LIMIT",
+    "MAX_DEPTH",
+    "PACK_MANIFEST",
+    "RECORDED_RUN",
+    "RUN_CONFIG",
+    "RUN_JSON",
+    "RUN_PROCEDURE",
+    "SHA256SUMS",
+    "Untrusted",
+    "check",
+    "confined",
+    "inflate",
+    "parse_json",
+    "read_bytes",
+    "read_export",
+    "read_json",
+    "read_npz",
+    "read_tar",
+    "regular_file",
+    "relative_name",
+    "sha256sums",
+]

@@ -61,7 +61,13 @@ KINDS = (TRAINING, COST, COMPUTED, CHECK)
 # that choose each form and how each is decided, is :mod:`lmcompanion.chapters.verdict_forms`; the forms decided here
 # stamp their rows with their name.
 BETTER, NO_GAIN, NO_WORSE, SAME, CROSSOVER = "strictly better", "no gain", "no worse", "about the same", "crossover"
-AT_MOST, AT_LEAST, WITHIN, TREND, NO_TREND = "at most a bound", "at least a bound", "within a range", "a trend", "no trend"
+AT_MOST, AT_LEAST, WITHIN, TREND, NO_TREND = (
+    "at most a bound",
+    "at least a bound",
+    "within a range",
+    "a trend",
+    "no trend",
+)
 EXACT_FORM = "exact"
 FORMS = (BETTER, NO_GAIN, NO_WORSE, SAME, CROSSOVER, AT_MOST, AT_LEAST, WITHIN, TREND, NO_TREND, EXACT_FORM)
 TENFOLD = 10.0  # a decided row whose effect is this many times the write-up's or more is flagged (:func:`sized`)
@@ -75,7 +81,9 @@ class Verdict:
     verdict: str  # HOLDS, FAILS, or INCONCLUSIVE with the direction the data lean
     seeds: str = ""  # seeds per arm, e.g. "3 vs 3"
     effect: str = ""  # the effect with its spread, e.g. "-0.012 ± 0.004"
-    chance: str = EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
+    chance: str = (
+        EXACT  # p: the chance of this verdict if the arms were equal (inconclusive: of the claimed direction), or EXACT
+    )
     notebook: str = ""  # the notebook that decides it (set by the chapter, for the scorecard)
     check: bool = False  # a check of our code decided without training (e.g. a sampler's draws); exact rows are too
     kind: str = ""  # TRAINING, COST, COMPUTED or CHECK ("": TRAINING, or CHECK for an exact or ``check`` row)
@@ -157,8 +165,14 @@ def chance_text(p: float, reverse: bool = False) -> str:
     return text + (" (the opposite direction)" if reverse else "")
 
 
-def claim(text: str, published: str, better: Sequence[float], worse: Sequence[float],
-          labels: tuple[str, str] = ("A", "B"), fmt: str = ".3f") -> Verdict:
+def claim(
+    text: str,
+    published: str,
+    better: Sequence[float],
+    worse: Sequence[float],
+    labels: tuple[str, str] = ("A", "B"),
+    fmt: str = ".3f",
+) -> Verdict:
     """The claim "``labels[0]`` is lower than ``labels[1]``" from our per-seed values for each side."""
     c = stats.compare(better, worse)
     if c.outcome == "holds":
@@ -167,9 +181,17 @@ def claim(text: str, published: str, better: Sequence[float], worse: Sequence[fl
         verdict, p = FAILS, c.p_reverse
     else:
         verdict, p = _lean(None if c.effect == 0 else c.effect < 0), c.p_claim
-    return Verdict(text, published, f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}", verdict,
-                   seeds=f"{c.n_a} vs {c.n_b}", effect=c.effect_text(), chance=chance_text(p, verdict == FAILS),
-                   form=BETTER, size=c.effect)
+    return Verdict(
+        text,
+        published,
+        f"{labels[0]}: {span(better, fmt)}; {labels[1]}: {span(worse, fmt)}",
+        verdict,
+        seeds=f"{c.n_a} vs {c.n_b}",
+        effect=c.effect_text(),
+        chance=chance_text(p, verdict == FAILS),
+        form=BETTER,
+        size=c.effect,
+    )
 
 
 def published_pair(better: str, worse: str, metric: str) -> str:
@@ -220,8 +242,11 @@ def gate(v: Verdict, arms: Sequence[Arm]) -> Verdict:
         return v
     names = ", ".join(dict.fromkeys(a.label for a in failing))
     lean = _lean_of(v)
-    return replace(v, verdict=f"{NOT_DECIDED} ({names} {'has' if len(failing) == 1 else 'have'} not learned"
-                              + (f"; {lean})" if lean else ")"))
+    return replace(
+        v,
+        verdict=f"{NOT_DECIDED} ({names} {'has' if len(failing) == 1 else 'have'} not learned"
+        + (f"; {lean})" if lean else ")"),
+    )
 
 
 def not_decided(text: str, published: str, ours: str, reason: str, **fields) -> Verdict:
@@ -232,8 +257,13 @@ def not_decided(text: str, published: str, ours: str, reason: str, **fields) -> 
     return Verdict(text, published, ours, f"{NOT_DECIDED} ({reason})", **fields)
 
 
-def arms_of(runs: Mapping[str, Sequence], metric: str, *names: str, values: Mapping[str, Sequence[float]] | None = None,
-            at: str = "final") -> list[Arm]:
+def arms_of(
+    runs: Mapping[str, Sequence],
+    metric: str,
+    *names: str,
+    values: Mapping[str, Sequence[float]] | None = None,
+    at: str = "final",
+) -> list[Arm]:
     """The gate's arms of experiments ``names`` (labelled by their short names) on ``metric``: each one's values at
     the compared step (default: its final ``metric``)."""
     return [learning.arm(n.split("/")[-1], runs[n], metric, None if values is None else values[n], at) for n in names]
@@ -254,8 +284,9 @@ def fewer_parameters(text: str, smaller: str, larger: str) -> Verdict:
     return exact(text, published, f"{a:,} vs {b:,}", a < b, kind=COMPUTED)
 
 
-def below(text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e",
-          log: bool = True) -> Verdict:
+def below(
+    text: str, published: str, values: Sequence[float], limit: float, fmt: str = ".2e", log: bool = True
+) -> Verdict:
     """The claim "the value ends below ``limit``": a one-sided one-sample t-test of the seeds' values (of their
     log10 when ``log``) against the limit."""
     values = list(values)
@@ -264,12 +295,15 @@ def below(text: str, published: str, values: Sequence[float], limit: float, fmt:
     n = f"{len(values)} seeds"
     if len(set(tr)) == 1:  # no spread: every seed gave the same number
         verdict = HOLDS if tr[0] < bound else FAILS
-        return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds",
-                       form=AT_MOST)
-    verdict, p = decision(stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater"),
-                          stats.mean(tr) < bound)
-    return Verdict(text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS),
-                   form=AT_MOST)
+        return Verdict(
+            text, published, span(values, fmt), verdict, seeds=n, chance="no spread across seeds", form=AT_MOST
+        )
+    verdict, p = decision(
+        stats.one_sample_p(tr, bound, "less"), stats.one_sample_p(tr, bound, "greater"), stats.mean(tr) < bound
+    )
+    return Verdict(
+        text, published, span(values, fmt), verdict, seeds=n, chance=chance_text(p, verdict == FAILS), form=AT_MOST
+    )
 
 
 def _per_setting(per_arm: Sequence[Sequence[float]]) -> str:
@@ -277,8 +311,15 @@ def _per_setting(per_arm: Sequence[Sequence[float]]) -> str:
     return f"{lo} per setting" if lo == hi else f"{lo} to {hi} per setting"
 
 
-def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]], *,
-          direction: str, fmt: str = "+.2f") -> Verdict:
+def trend(
+    text: str,
+    published: str,
+    x: Sequence[float],
+    per_arm: Sequence[Sequence[float]],
+    *,
+    direction: str,
+    fmt: str = "+.2f",
+) -> Verdict:
     """The claim that the seed-mean of ``per_arm[j]`` rises (``direction="up"``) or falls (``"down"``) with
     ``x[j]``: Spearman's rho of the means with x and its exact permutation p-value."""
     means = [stats.mean(v) for v in per_arm]
@@ -286,27 +327,54 @@ def trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Seque
     p_claim = stats.spearman_p(x, means, "greater" if direction == "up" else "less")
     p_reverse = stats.spearman_p(x, means, "less" if direction == "up" else "greater")
     verdict, p = decision(p_claim, p_reverse, None if rho == 0 else (rho > 0) == (direction == "up"))
-    return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p, verdict == FAILS),
-                   form=TREND, size=rho)
+    return Verdict(
+        text,
+        published,
+        f"Spearman rho {rho:{fmt}} over {len(x)} settings",
+        verdict,
+        seeds=_per_setting(per_arm),
+        effect=f"rho {rho:{fmt}}",
+        chance=chance_text(p, verdict == FAILS),
+        form=TREND,
+        size=rho,
+    )
 
 
-def no_trend(text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]],
-             fmt: str = "+.2f") -> Verdict:
+def no_trend(
+    text: str, published: str, x: Sequence[float], per_arm: Sequence[Sequence[float]], fmt: str = "+.2f"
+) -> Verdict:
     """The claim that the seed means do *not* follow ``x``: refuted by a significant trend either way (two-sided,
     each side at 2.5%), otherwise inconclusive (a test cannot show that a trend is absent)."""
     means = [stats.mean(v) for v in per_arm]
     rho = stats.spearman(x, means)
     p_two = min(1.0, 2 * min(stats.spearman_p(x, means, "greater"), stats.spearman_p(x, means, "less")))
     verdict = FAILS if p_two <= ALPHA else f"{INCONCLUSIVE} (no significant trend; a test cannot show its absence)"
-    return Verdict(text, published, f"Spearman rho {rho:{fmt}} over {len(x)} settings", verdict,
-                   seeds=_per_setting(per_arm), effect=f"rho {rho:{fmt}}", chance=chance_text(p_two) + " (two-sided)",
-                   form=NO_TREND, size=rho)
+    return Verdict(
+        text,
+        published,
+        f"Spearman rho {rho:{fmt}} over {len(x)} settings",
+        verdict,
+        seeds=_per_setting(per_arm),
+        effect=f"rho {rho:{fmt}}",
+        chance=chance_text(p_two) + " (two-sided)",
+        form=NO_TREND,
+        size=rho,
+    )
 
 
-def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], margin: float, *,
-            paired: bool = False, ratio: bool = False, labels: tuple[str, str] = ("A", "B"), fmt: str = ".3f",
-            unit: str = "seeds") -> Verdict:
+def similar(
+    text: str,
+    published: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    margin: float,
+    *,
+    paired: bool = False,
+    ratio: bool = False,
+    labels: tuple[str, str] = ("A", "B"),
+    fmt: str = ".3f",
+    unit: str = "seeds",
+) -> Verdict:
     """The claim "a and b differ by less than ``margin``" (a claim of *no large* difference), by two one-sided
     tests (see the module doc): with ``paired`` (rounds of one timing) a one-sample t-test of the differences
     a_i - b_i against -margin and +margin; otherwise the exact permutation test of the seeds shifted by the margin.
@@ -320,11 +388,12 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
         above, below_ = stats.one_sample_p(d, m, "greater"), stats.one_sample_p(d, -m, "less")
         diff = stats.mean(d)
         se = stats.std(d) / math.sqrt(len(d))
-        effect = (f"x{number(math.exp(diff))} (SE of the log ratio {number(se)})" if ratio
-                  else estimate(diff, se))
+        effect = f"x{number(math.exp(diff))} (SE of the log ratio {number(se)})" if ratio else estimate(diff, se)
         n = f"{len(d)} {unit}"
     else:
-        inside = max(stats.permutation_p(y, [u + m for u in x], "less"), stats.permutation_p([u - m for u in x], y, "less"))
+        inside = max(
+            stats.permutation_p(y, [u + m for u in x], "less"), stats.permutation_p([u - m for u in x], y, "less")
+        )
         above = stats.permutation_p(y, [u - m for u in x], "less")  # b + margin below a: a is higher by more
         below_ = stats.permutation_p([u + m for u in x], y, "less")  # a + margin below b: a is lower by more
         c = stats.compare(x, y)
@@ -340,15 +409,28 @@ def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], m
     ours = f"{labels[0]}: {span(a, fmt)}; {labels[1]}: {span(b, fmt)}"
     if ratio:
         ours += f"; ratio {span([u / v for u, v in zip(a, b)], '.3f')}" if paired else ""
-    return Verdict(text, published, ours, verdict, seeds=n, effect=effect, chance=chance_text(p, reverse), form=SAME,
-                   size=diff, log_size=ratio)
+    return Verdict(
+        text,
+        published,
+        ours,
+        verdict,
+        seeds=n,
+        effect=effect,
+        chance=chance_text(p, reverse),
+        form=SAME,
+        size=diff,
+        log_size=ratio,
+    )
 
 
 def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
     """The smallest and largest share, over the experiments of ``names`` that run at ``profile``, of one run's
     training tokens there in one run's at the write-up's size (the ``paper`` profile); None where none runs."""
-    shares = [experiments.config(n, profile, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
-              for n in names if experiments.runs_at(n, profile)]
+    shares = [
+        experiments.config(n, profile, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+        for n in names
+        if experiments.runs_at(n, profile)
+    ]
     return (min(shares), max(shares)) if shares else None
 
 
@@ -370,7 +452,7 @@ def percent(share: float) -> str:
 
 
 def share_text(share: tuple[float, float]) -> str:
-    """"0.036% of the write-up's tokens", or a range where the chapter's experiments differ."""
+    """ "0.036% of the write-up's tokens", or a range where the chapter's experiments differ."""
     lo, hi = (percent(x) for x in share)
     return f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
 
@@ -385,9 +467,9 @@ def at_scale(v: Verdict, profile: str, share: tuple[float, float] | None) -> Ver
     word = _WORD[v.outcome]
     if not v.verdict.startswith(word) or v.verdict.startswith(f"{word} at `"):
         return v  # already scaled
-    rest = v.verdict[len(word):]
+    rest = v.verdict[len(word) :]
     if rest.startswith(" at this scale"):
-        rest = rest[len(" at this scale"):]
+        rest = rest[len(" at this scale") :]
     scale = f" at `{profile}` scale" + (f": {share_text(share)}" if share else "")
     return replace(v, verdict=word + scale + rest)
 
@@ -411,12 +493,17 @@ def sized(v: Verdict) -> Verdict:
     if v.size is not None and v.published_size is not None:
         # in the write-up's digits (-0.028, not -0.0280); a ratio to four, which near 1 is where it differs (x1.003)
         theirs = f"x{math.exp(v.published_size):.4g}" if v.log_size else f"{v.published_size:+.3g}"
-        parts.append(f"the write-up's {theirs}" + (
-            "" if ratio is None else f", ours {_decimal(abs(ratio))}× it"
-            + (" with the other sign" if ratio < 0 else "")))
+        parts.append(
+            f"the write-up's {theirs}"
+            + (
+                ""
+                if ratio is None
+                else f", ours {_decimal(abs(ratio))}× it" + (" with the other sign" if ratio < 0 else "")
+            )
+        )
     parts += [f"⚑ {f}" for f in flags] + ([f"gap {v.trend}"] if v.trend else [])
     note = "; ".join(parts)
-    base = v.effect[:-len(v.size_note) - 2] if v.size_note and v.effect.endswith("; " + v.size_note) else v.effect
+    base = v.effect[: -len(v.size_note) - 2] if v.size_note and v.effect.endswith("; " + v.size_note) else v.effect
     effect = "; ".join(x for x in (base, note) if x)
     return replace(v, flags=flags, size_note=note, effect=effect)
 
@@ -450,6 +537,7 @@ def gap_trend(a: Sequence, b: Sequence, metric: str) -> tuple[list[tuple[float, 
     the points are the first run's evaluations, every other run read there by linear interpolation between its own
     evaluations. Returns (the points (fraction of training, the first run's step there, gap), the line); no line
     with fewer than two points in the second half."""
+
     def curve(run) -> tuple[list[float], list[float], list[int]]:
         e = run.evals()
         if metric not in e:
@@ -490,8 +578,11 @@ def with_trend(v: Verdict, trend: str, points: Sequence[tuple[float, int, float]
     if not trend:
         return sized(v)
     if v.outcome == FAILS and trend.startswith("closing") and "closing" not in v.verdict:
-        v = replace(v, verdict=f"{v.verdict} (the gap between the arms is closing, so a longer run may reverse it; "
-                               "its trend is beside the effect)")
+        v = replace(
+            v,
+            verdict=f"{v.verdict} (the gap between the arms is closing, so a longer run may reverse it; "
+            "its trend is beside the effect)",
+        )
     gap = tuple((float(f), int(s), float(g)) for f, s, g in points)
     return sized(replace(v, trend=trend, gap=gap))
 
@@ -501,9 +592,16 @@ def have(runs: Mapping[str, Sequence], *names: str) -> bool:
     return all(runs.get(n) for n in names)
 
 
-COLUMNS = {"claim": "claim (write-up)", "published": "published", "ours": "ours (mean [min, max] over seeds)",
-           "seeds": "seeds", "effect": "effect ± SE", "chance": "chance if equal", "verdict": "verdict",
-           "learned": "how far each arm learned (every seed; gate: 0.5 nats below its line, or twice chance)"}
+COLUMNS = {
+    "claim": "claim (write-up)",
+    "published": "published",
+    "ours": "ours (mean [min, max] over seeds)",
+    "seeds": "seeds",
+    "effect": "effect ± SE",
+    "chance": "chance if equal",
+    "verdict": "verdict",
+    "learned": "how far each arm learned (every seed; gate: 0.5 nats below its line, or twice chance)",
+}
 # The evidence of a row (seeds, effect, chance) shares one column on the page.
 EVIDENCE = ("seeds", "effect", "chance")
 
@@ -520,9 +618,19 @@ def table(verdicts: Sequence[Verdict]):
     import pandas as pd
 
     label = " · ".join(COLUMNS[f] for f in EVIDENCE)
-    df = pd.DataFrame([{COLUMNS["claim"]: v.claim, COLUMNS["published"]: v.published, COLUMNS["ours"]: v.ours,
-                        label: evidence(v), COLUMNS["learned"]: v.learned or "(no trained arm gated)",
-                        COLUMNS["verdict"]: v.verdict} for v in verdicts])
+    df = pd.DataFrame(
+        [
+            {
+                COLUMNS["claim"]: v.claim,
+                COLUMNS["published"]: v.published,
+                COLUMNS["ours"]: v.ours,
+                label: evidence(v),
+                COLUMNS["learned"]: v.learned or "(no trained arm gated)",
+                COLUMNS["verdict"]: v.verdict,
+            }
+            for v in verdicts
+        ]
+    )
     df.index = pd.RangeIndex(1, len(df) + 1, name="row")  # numbered from 1, so a page can refer to "row 3"
     return df
 
@@ -535,10 +643,62 @@ def counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
     return out
 
 
-__all__ = ["AT_LEAST", "AT_MOST", "BETTER", "CHECK", "COLUMNS", "COMPUTED", "COST", "CROSSOVER", "EVIDENCE", "EXACT",
-           "EXACT_FORM", "FAILS", "FORMS", "HOLDS", "INCONCLUSIVE", "KINDS", "NOT_DECIDED", "NO_GAIN", "NO_TREND",
-           "NO_WORSE", "OUTCOMES", "SAME", "STEADY", "TENFOLD", "TRAINING", "TREND", "Verdict", "WITHIN", "arms_of",
-           "at_scale", "below", "between", "chance_text", "chapter_share", "claim", "counts", "cross_profile", "decision",
-           "evidence", "exact", "fewer_parameters", "gap_trend", "gate", "have", "no_trend",
-           "not_decided", "outcome_of", "percent", "published_gap", "published_pair", "share_text", "similar", "sized",
-           "table", "token_share", "trend", "with_trend"]
+__all__ = [
+    "AT_LEAST",
+    "AT_MOST",
+    "BETTER",
+    "CHECK",
+    "COLUMNS",
+    "COMPUTED",
+    "COST",
+    "CROSSOVER",
+    "EVIDENCE",
+    "EXACT",
+    "EXACT_FORM",
+    "FAILS",
+    "FORMS",
+    "HOLDS",
+    "INCONCLUSIVE",
+    "KINDS",
+    "NOT_DECIDED",
+    "NO_GAIN",
+    "NO_TREND",
+    "NO_WORSE",
+    "OUTCOMES",
+    "SAME",
+    "STEADY",
+    "TENFOLD",
+    "TRAINING",
+    "TREND",
+    "Verdict",
+    "WITHIN",
+    "arms_of",
+    "at_scale",
+    "below",
+    "between",
+    "chance_text",
+    "chapter_share",
+    "claim",
+    "counts",
+    "cross_profile",
+    "decision",
+    "evidence",
+    "exact",
+    "fewer_parameters",
+    "gap_trend",
+    "gate",
+    "have",
+    "no_trend",
+    "not_decided",
+    "outcome_of",
+    "percent",
+    "published_gap",
+    "published_pair",
+    "share_text",
+    "similar",
+    "sized",
+    "table",
+    "token_share",
+    "trend",
+    "with_trend",
+]

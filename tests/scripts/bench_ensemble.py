@@ -50,8 +50,10 @@ def main(argv=None) -> int:
     params, buffers = stack_module_state(nets)
     params = {k: v.detach() for k, v in params.items()}
     base = copy.deepcopy(nets[0]).to("meta")
-    step = vmap(grad_and_value(lambda p, b, xi, yi: functional_call(base, (p, b), (xi,), {"targets": yi}).loss),
-                randomness="different")
+    step = vmap(
+        grad_and_value(lambda p, b, xi, yi: functional_call(base, (p, b), (xi,), {"targets": yi}).loss),
+        randomness="different",
+    )
     stacked = torch.optim.AdamW(list(params.values()), **adamw)
 
     def ensemble():
@@ -71,8 +73,10 @@ def main(argv=None) -> int:
                 fn()
             best[fn.__name__] = min(best.get(fn.__name__, float("inf")), (time.perf_counter() - t0) / 10)
     seq, ens = best["one_after_another"], best["ensemble"]
-    print(f"{args.experiment} at {args.profile}, {args.seeds} seeds, {torch.get_num_threads()} thread(s): "
-          f"one after another {seq * 1e3:.1f} ms a step, ensemble {ens * 1e3:.1f} ms, speed-up {seq / ens:.2f}x")
+    print(
+        f"{args.experiment} at {args.profile}, {args.seeds} seeds, {torch.get_num_threads()} thread(s): "
+        f"one after another {seq * 1e3:.1f} ms a step, ensemble {ens * 1e3:.1f} ms, speed-up {seq / ens:.2f}x"
+    )
     return 0
 
 

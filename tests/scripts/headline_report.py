@@ -27,7 +27,9 @@ def _metric(cfg) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "gpu", "paper"))
-    ap.add_argument("--runs", default=os.environ.get("LMC_RUNS_DIR", "runs"), help="the run store (default $LMC_RUNS_DIR)")
+    ap.add_argument(
+        "--runs", default=os.environ.get("LMC_RUNS_DIR", "runs"), help="the run store (default $LMC_RUNS_DIR)"
+    )
     ap.add_argument("--notebooks", help="a folder of executed notebooks (e.g. notebooks): count their headline rows")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
@@ -45,20 +47,32 @@ def main(argv=None) -> int:
                 continue
             metric = _metric(found[0].config)
             a = learning.arm(name, found, metric)
-            rows.append({"chapter": h.chapter, "headline": h.label, "arm": name, "metric": metric,
-                         "reference": a.reference, "level": a.level, "seeds": len(found),
-                         "tokens": [r.summary.get("tokens") or r.config.tokens() for r in found],
-                         "unit": getattr(found[0].config.data, "unit", "tokens"),
-                         "distance": [round(d, 3) for d in a.distances], "learned": a.learned,
-                         "wall_s": [r.summary.get("wall_time_s") for r in found]})
+            rows.append(
+                {
+                    "chapter": h.chapter,
+                    "headline": h.label,
+                    "arm": name,
+                    "metric": metric,
+                    "reference": a.reference,
+                    "level": a.level,
+                    "seeds": len(found),
+                    "tokens": [r.summary.get("tokens") or r.config.tokens() for r in found],
+                    "unit": getattr(found[0].config.data, "unit", "tokens"),
+                    "distance": [round(d, 3) for d in a.distances],
+                    "learned": a.learned,
+                    "wall_s": [r.summary.get("wall_time_s") for r in found],
+                }
+            )
     print(f"headline arms at {args.profile} ({len(rows)} arms):")
     for r in rows:
         unit = "x" if r["metric"].endswith("_acc") else "nats below"  # "x chance", "nats below the unigram loss"
         toks = sorted(set(r["tokens"]))
         seeds = f"{r['seeds']} seed{'' if r['seeds'] == 1 else 's'}"
-        print(f"  {r['chapter']:<10} {r['arm']:<28} {seeds}, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
-              f"{unit} {r['reference']} ({r['level']:.3f}): {', '.join(f'{d:.2f}' for d in r['distance'])} "
-              f"{'learned' if r['learned'] else 'NOT learned'}; {sum(r['wall_s']) / 60:.1f} min in all")
+        print(
+            f"  {r['chapter']:<10} {r['arm']:<28} {seeds}, {','.join(f'{t:,}' for t in toks)} {r['unit']}/run, "
+            f"{unit} {r['reference']} ({r['level']:.3f}): {', '.join(f'{d:.2f}' for d in r['distance'])} "
+            f"{'learned' if r['learned'] else 'NOT learned'}; {sum(r['wall_s']) / 60:.1f} min in all"
+        )
     per = defaultdict(lambda: [0, 0.0])
     for summary in Path(args.runs).glob("*/summary.json"):
         s = json.loads(summary.read_text())
@@ -66,9 +80,11 @@ def main(argv=None) -> int:
         chapter = next((c for c in experiments.chapters() if name.startswith((c + "_", c + "/"))), "other")
         per[chapter][0] += 1
         per[chapter][1] += s.get("wall_time_s") or 0.0
-    print("finished runs in the store, by chapter: " + "; ".join(
-        f"{c} {n} runs {t / 60:.1f} min" for c, (n, t) in sorted(per.items()))
-          + f"; total {sum(n for n, _ in per.values())} runs, {sum(t for _, t in per.values()) / 60:.1f} min")
+    print(
+        "finished runs in the store, by chapter: "
+        + "; ".join(f"{c} {n} runs {t / 60:.1f} min" for c, (n, t) in sorted(per.items()))
+        + f"; total {sum(n for n, _ in per.values())} runs, {sum(t for _, t in per.values()) / 60:.1f} min"
+    )
     if args.notebooks:
         decided(Path(args.notebooks), args.profile)
     if missing:
@@ -93,8 +109,11 @@ def decided(root: Path, profile: str) -> None:
         for r in mine:
             counts[r["outcome"]] += 1
         short = pages.unlearned_arms(mine)
-        print(f"  {chapter:<10} " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-              + (f"; not learned: {', '.join(short)}" if short else ""))
+        print(
+            f"  {chapter:<10} "
+            + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+            + (f"; not learned: {', '.join(short)}" if short else "")
+        )
         for h in experiments.headlines(chapter):
             if short and h.cpu_shortfall and profile == "cpu":
                 print(f"             why (the registry): {h.cpu_shortfall}")

@@ -29,8 +29,11 @@ def gpt_pair():
     from transformers import OpenAIGPTConfig, OpenAIGPTLMHeadModel
 
     torch.manual_seed(0)
-    hf = OpenAIGPTLMHeadModel(OpenAIGPTConfig(vocab_size=V, n_positions=L, n_embd=D, n_layer=N, n_head=H,
-                                              afn="gelu")).double().eval()
+    hf = (
+        OpenAIGPTLMHeadModel(OpenAIGPTConfig(vocab_size=V, n_positions=L, n_embd=D, n_layer=N, n_head=H, afn="gelu"))
+        .double()
+        .eval()
+    )
     with torch.no_grad():  # weights of a trained size (HF's init, std 0.02, keeps every pre-activation near 0)
         for param in hf.parameters():
             param.normal_(0.0, 0.3)
@@ -41,7 +44,10 @@ def gpt_pair():
     for i, b in enumerate(t.h):
         p = f"blocks.{i}."
         sd[p + "attn.c_attn.weight"], sd[p + "attn.c_attn.bias"] = b.attn.c_attn.weight.T, b.attn.c_attn.bias
-        sd[p + "attn.residual_proj.weight"], sd[p + "attn.residual_proj.bias"] = b.attn.c_proj.weight.T, b.attn.c_proj.bias
+        sd[p + "attn.residual_proj.weight"], sd[p + "attn.residual_proj.bias"] = (
+            b.attn.c_proj.weight.T,
+            b.attn.c_proj.bias,
+        )
         sd[p + "norm_1.weight"], sd[p + "norm_1.bias"] = b.ln_1.weight, b.ln_1.bias
         sd[p + "mlp.c_fc.weight"], sd[p + "mlp.c_fc.bias"] = b.mlp.c_fc.weight.T, b.mlp.c_fc.bias
         sd[p + "mlp.residual_proj.weight"], sd[p + "mlp.residual_proj.bias"] = b.mlp.c_proj.weight.T, b.mlp.c_proj.bias
@@ -56,9 +62,21 @@ def llama_pair():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    hf = LlamaForCausalLM(LlamaConfig(vocab_size=V, hidden_size=D, intermediate_size=4 * D, num_hidden_layers=N,
-                                      num_attention_heads=H, max_position_embeddings=L,
-                                      attn_implementation="eager")).double().eval()
+    hf = (
+        LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=V,
+                hidden_size=D,
+                intermediate_size=4 * D,
+                num_hidden_layers=N,
+                num_attention_heads=H,
+                max_position_embeddings=L,
+                attn_implementation="eager",
+            )
+        )
+        .double()
+        .eval()
+    )
     ours = models.build(llama_config(D, N, H, vocab_size=V, context_size=L)).double().eval()
     m, sd = hf.model, {}
     sd["wte.weight"] = m.embed_tokens.weight
@@ -85,11 +103,17 @@ if __name__ == "__main__":
 
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     hf, ours = gpt_pair()
-    print(f"OpenAIGPTLMHeadModel vs ours (tanh GELU):          max |logit difference| = {largest_difference(hf, ours):.2e}")
+    print(
+        f"OpenAIGPTLMHeadModel vs ours (tanh GELU):          max |logit difference| = {largest_difference(hf, ours):.2e}"
+    )
     for block in ours.blocks:  # what the package had before issue 22: the exact erf GELU
         erf = MLP(D, True, 0.0).double().eval()
         erf.load_state_dict(block.mlp.state_dict())
         block.mlp = erf
-    print(f"OpenAIGPTLMHeadModel vs ours with the exact GELU:  max |logit difference| = {largest_difference(hf, ours):.2e}")
+    print(
+        f"OpenAIGPTLMHeadModel vs ours with the exact GELU:  max |logit difference| = {largest_difference(hf, ours):.2e}"
+    )
     hf, ours = llama_pair()
-    print(f"LlamaForCausalLM (eager) vs ours:                  max |logit difference| = {largest_difference(hf, ours):.2e}")
+    print(
+        f"LlamaForCausalLM (eager) vs ours:                  max |logit difference| = {largest_difference(hf, ours):.2e}"
+    )

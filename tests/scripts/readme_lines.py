@@ -14,8 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def main(revision: str) -> int:
-    old = subprocess.run(["git", "show", f"{revision}:README.md"], cwd=REPO, check=True, capture_output=True,
-                         text=True).stdout.split("\n")
+    old = subprocess.run(
+        ["git", "show", f"{revision}:README.md"], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     files = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     texts = [f.read_text(encoding="utf-8") for f in files]
     lines = {line.strip() for text in texts for line in text.split("\n")}
@@ -24,8 +25,10 @@ def main(revision: str) -> int:
     exact = [line for line in wanted if line in lines]
     wrapped = [line for line in wanted if line not in lines and any(" ".join(line.split()) in f for f in flat)]
     missing = [line for line in wanted if line not in lines and line not in wrapped]
-    print(f"{len(wanted)} non-empty lines at {revision}: {len(exact)} found as lines, {len(wrapped)} wrapped, "
-          f"{len(missing)} missing")
+    print(
+        f"{len(wanted)} non-empty lines at {revision}: {len(exact)} found as lines, {len(wrapped)} wrapped, "
+        f"{len(missing)} missing"
+    )
     for line in missing:
         print("missing:", line[:150])
     return 1 if missing else 0

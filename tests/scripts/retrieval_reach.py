@@ -52,27 +52,45 @@ def main(argv=None) -> int:
     ap.add_argument("arm", help="a retrieval matcher experiment, e.g. retrieval/flat_d1024_c32")
     ap.add_argument("--profile", default="cpu", type=argtypes.profile)
     ap.add_argument("--seed", type=argtypes.seed, default=0)
-    ap.add_argument("--embedder-steps", type=argtypes.positive_int,
-                    help="the embedder's training steps (default: the profile's)")
-    ap.add_argument("--epochs", type=argtypes.positive_number,
-                    help="passes of the matcher over its training pairs (default: the profile's)")
-    ap.add_argument("--pairs", type=_pairs,
-                    help="summary-story pairs, at least 20, or 'all' for every usable one (default: the profile's)")
+    ap.add_argument(
+        "--embedder-steps", type=argtypes.positive_int, help="the embedder's training steps (default: the profile's)"
+    )
+    ap.add_argument(
+        "--epochs",
+        type=argtypes.positive_number,
+        help="passes of the matcher over its training pairs (default: the profile's)",
+    )
+    ap.add_argument(
+        "--pairs",
+        type=_pairs,
+        help="summary-story pairs, at least 20, or 'all' for every usable one (default: the profile's)",
+    )
     ap.add_argument("--probe", action="store_true", help="also fit the bilinear probe")
-    ap.add_argument("--setting", choices=("stories", "wikipedia"), default="stories",
-                    help="the pairs: the profile's stories, or Wikipedia leads (the book's own setting)")
-    ap.add_argument("--init", choices=("default", "query"), help="the matcher's initialisation (default: the profile's)")
+    ap.add_argument(
+        "--setting",
+        choices=("stories", "wikipedia"),
+        default="stories",
+        help="the pairs: the profile's stories, or Wikipedia leads (the book's own setting)",
+    )
+    ap.add_argument(
+        "--init", choices=("default", "query"), help="the matcher's initialisation (default: the profile's)"
+    )
     ap.add_argument("--whiten", choices=("yes", "no"), help="whiten the embeddings (default: the profile's)")
     ap.add_argument("--schedule", choices=("linear", "constant"), help="after warm-up (default: the profile's)")
-    ap.add_argument("--geometry", action="store_true",
-                    help="also print the diagnosis: the embeddings' shared share and directions, and the query's "
-                         "share of a candidate row at initialisation")
-    ap.add_argument("--store", type=argtypes.output_dir,
-                    help="the folder for the runs and embeddings (default: a new temporary folder)")
+    ap.add_argument(
+        "--geometry",
+        action="store_true",
+        help="also print the diagnosis: the embeddings' shared share and directions, and the query's "
+        "share of a candidate row at initialisation",
+    )
+    ap.add_argument(
+        "--store",
+        type=argtypes.output_dir,
+        help="the folder for the runs and embeddings (default: a new temporary folder)",
+    )
     args = ap.parse_args(argv)
     root = Path(args.store or tempfile.mkdtemp(prefix="retrieval-reach-")).resolve()
     os.environ["LMC_CACHE_DIR"] = str(root / "cache")  # before the package reads it
-
 
     from lmcompanion import experiments, learning
     from lmcompanion.data import retrieval as rdata
@@ -92,13 +110,15 @@ def main(argv=None) -> int:
         if args.embedder_steps is None:
             return e
         steps = args.embedder_steps
-        return dataclasses.replace(e, train=dataclasses.replace(e.train, max_steps=steps,
-                                                                  eval_interval=max(1, steps // 4)))
+        return dataclasses.replace(
+            e, train=dataclasses.replace(e.train, max_steps=steps, eval_interval=max(1, steps // 4))
+        )
 
     matching.embedder_run_config = embedder  # this process only: the procedure names its embedder's run with it
     if args.setting == "wikipedia":  # the Wikipedia leads, embedded by the arm's embedder at this profile
-        cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, queries="lead", corpus="wikipedia",
-                                                                n_pairs=R.WIKI_PAIRS))
+        cfg = dataclasses.replace(
+            cfg, data=dataclasses.replace(cfg.data, queries="lead", corpus="wikipedia", n_pairs=R.WIKI_PAIRS)
+        )
     if args.init is not None:
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, init=args.init))
     if args.whiten is not None:
@@ -109,7 +129,7 @@ def main(argv=None) -> int:
         if args.pairs != "all":
             usable = args.pairs
         elif cfg.data.queries == "lead":
-            usable = len(rdata.lead_pairs(10 ** 9))
+            usable = len(rdata.lead_pairs(10**9))
         else:
             stories = load_stories(planned(cfg).data)["train"]
             usable = len(rdata.extractive_pairs(stories, len(stories)))
@@ -118,8 +138,10 @@ def main(argv=None) -> int:
         n_test = lambda n: max(1, round(cfg.data.test_fraction * n))  # noqa: E731  (as rdata.pairs splits)
         if n_test(usable) < need:  # before anything is trained
             least = next(n for n in itertools.count(usable) if n_test(n) >= need)
-            ap.error(f"--pairs {usable}: its test split is too small for the {need - 1} candidates of {args.arm}; "
-                     f"give at least {least}")
+            ap.error(
+                f"--pairs {usable}: its test split is too small for the {need - 1} candidates of {args.arm}; "
+                f"give at least {least}"
+            )
     n_train = cfg.data.sequences_per_epoch(cfg.model)
     s = R.scale(args.profile)  # the profile's matcher protocol, over the pairs and epochs asked for
     s = dataclasses.replace(s, epochs=args.epochs or s.epochs, schedule=args.schedule or s.schedule)
@@ -135,31 +157,41 @@ def main(argv=None) -> int:
     train(cfg, folder, source=source, progress=False)
     t2 = time.perf_counter()
     k = cfg.model.context_size - 1
-    protocol = (f"init {cfg.model.init}, {'whitened' if cfg.data.whiten else 'raw'} embeddings, {cfg.train.schedule} "
-                f"learning rate {cfg.train.lr:g}, batch {cfg.train.batch_size}")
-    print(f"{args.arm} at {args.profile} ({args.setting}; {protocol}), seed {args.seed}: "
-          f"{len(source.sets['train']):,} training pairs, "
-          f"{len(source.sets['test']):,} test pairs, {k} candidates (chance: loss ln {k} = {math.log(k):.3f}, "
-          f"top-1 {1 / k:.3f})")
+    protocol = (
+        f"init {cfg.model.init}, {'whitened' if cfg.data.whiten else 'raw'} embeddings, {cfg.train.schedule} "
+        f"learning rate {cfg.train.lr:g}, batch {cfg.train.batch_size}"
+    )
+    print(
+        f"{args.arm} at {args.profile} ({args.setting}; {protocol}), seed {args.seed}: "
+        f"{len(source.sets['train']):,} training pairs, "
+        f"{len(source.sets['test']):,} test pairs, {k} candidates (chance: loss ln {k} = {math.log(k):.3f}, "
+        f"top-1 {1 / k:.3f})"
+    )
     if erun is not None:
         e = erun.config
         final = erun.summary["final"]
         line = learning.arm(e.name, [erun], "val")
-        print(f"  embedder {e.name}: {e.train.max_steps:,} steps, final train {final['train']:.3f}, "
-              f"validation {final['val']:.3f}, {line.distances[0]:.2f} nats below {line.reference} "
-              f"({line.level:.3f}); {t1 - t0:.0f} s")
+        print(
+            f"  embedder {e.name}: {e.train.max_steps:,} steps, final train {final['train']:.3f}, "
+            f"validation {final['val']:.3f}, {line.distances[0]:.2f} nats below {line.reference} "
+            f"({line.level:.3f}); {t1 - t0:.0f} s"
+        )
     evals = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     last = [r for r in evals if "eval/test" in r][-1]
-    print(f"  matcher: {steps:,} steps ({steps * cfg.train.batch_size / n_train:.1f} epochs); at its last evaluation "
-          f"train {last['eval/train']:.3f} (top-1 {last['eval/train_acc']:.3f}), test {last['eval/test']:.3f} "
-          f"(top-1 {last['eval/test_acc']:.3f} = {last['eval/test_acc'] * k:.2f} x chance); {t2 - t1:.0f} s")
+    print(
+        f"  matcher: {steps:,} steps ({steps * cfg.train.batch_size / n_train:.1f} epochs); at its last evaluation "
+        f"train {last['eval/train']:.3f} (top-1 {last['eval/train_acc']:.3f}), test {last['eval/test']:.3f} "
+        f"(top-1 {last['eval/test_acc']:.3f} = {last['eval/test_acc'] * k:.2f} x chance); {t2 - t1:.0f} s"
+    )
     if args.geometry:
         diagnose(cfg, store)
     if args.probe:
         emb, _ = R.embeddings(cfg, store)
         train_top1, test_top1, cosine = probe(emb, k, args.seed)
-        print(f"  bilinear probe: top-1 {train_top1 * k:.2f} x chance on training pairs, {test_top1 * k:.2f} x chance "
-              f"on test pairs; whitened cosine, fitted to nothing: {cosine * k:.2f} x chance on test pairs")
+        print(
+            f"  bilinear probe: top-1 {train_top1 * k:.2f} x chance on training pairs, {test_top1 * k:.2f} x chance "
+            f"on test pairs; whitened cosine, fitted to nothing: {cosine * k:.2f} x chance on test pairs"
+        )
     print(f"  runs and embeddings under {root}")
     return 0
 
@@ -179,17 +211,21 @@ def diagnose(cfg, store) -> None:
     emb, _ = R.embeddings(cfg, store)
     for key in ("query", "target"):
         x = emb[f"{key}_train"]
-        print(f"  {key} embeddings: shared share after LayerNorm {C.shared_share(x):.3f}, "
-              f"{C.directions(x):.1f} directions of {x.size(1)}")
+        print(
+            f"  {key} embeddings: shared share after LayerNorm {C.shared_share(x):.3f}, "
+            f"{C.directions(x):.1f} directions of {x.size(1)}"
+        )
     for init, whiten in (("default", False), ("default", True), ("query", False), ("query", True)):
         data = dataclasses.replace(cfg.data, whiten=whiten)
         src = rdata.RetrievalSource(emb, cfg.model.context_size, data, cfg.train, cfg.seed)
         x = src.eval_inputs("test")
         torch.manual_seed(cfg.seed)
         share = C.query_share(models.build(dataclasses.replace(cfg.model, init=init)), x)
-        print(f"  query's share of a candidate row's first token mixing, init {init}, "
-              f"{'whitened' if whiten else 'raw'}: {share:.4f} (one row of {cfg.model.context_size}: "
-              f"{1 / cfg.model.context_size:.4f})")
+        print(
+            f"  query's share of a candidate row's first token mixing, init {init}, "
+            f"{'whitened' if whiten else 'raw'}: {share:.4f} (one row of {cfg.model.context_size}: "
+            f"{1 / cfg.model.context_size:.4f})"
+        )
 
 
 def probe(emb: dict, k: int, seed: int, rank: int = 64, steps: int = 600) -> tuple[float, float, float]:
@@ -220,16 +256,17 @@ def probe(emb: dict, k: int, seed: int, rank: int = 64, steps: int = 600) -> tup
         for _ in range(reps):
             for i in range(n):
                 others = torch.randperm(n, generator=g)
-                others = others[others != i][:k - 1]
-                hits += int(torch.cat([scores[i, i:i + 1], scores[i, others]]).argmax() == 0)
+                others = others[others != i][: k - 1]
+                hits += int(torch.cat([scores[i, i : i + 1], scores[i, others]]).argmax() == 0)
         return hits / (reps * n)
 
     n_test = len(qt)
     with torch.no_grad():
         fitted_train = top1(a(q[:n_test]) @ b(t[:n_test]).T)
         fitted_test = top1(a(qt) @ b(tt).T)
-    white = torch.linalg.cholesky(torch.linalg.inv(torch.cov(torch.cat([q, t]).T)
-                                                   + 1e-3 * torch.eye(q.size(1), dtype=q.dtype)))
+    white = torch.linalg.cholesky(
+        torch.linalg.inv(torch.cov(torch.cat([q, t]).T) + 1e-3 * torch.eye(q.size(1), dtype=q.dtype))
+    )
     unit = torch.nn.functional.normalize
     return fitted_train, fitted_test, top1(unit(qt @ white, dim=1) @ unit(tt @ white, dim=1).T)
 

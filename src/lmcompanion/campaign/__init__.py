@@ -21,8 +21,21 @@ from __future__ import annotations
 from .bench import BENCH, RANDOM_TOKENS, RandomTokens, gpt2_small
 from .check import CHECK_BASE_S, CHECK_COMPILE_S, CHECK_TORCHRUN_S, COMPILE_RTOL, FAMILY_CASES, one_step
 from .pack import PACK_FORMAT, PACK_LIMIT, check_keys, default_data_dir, default_wheels, make_pack, unpack, verify_pack
-from .plan import (DEFAULT_SLOT_MIN, GROUPS, Group, Plan, Slot, Step, group_claims, passes, passes_table, print_plan,
-                   slot_device, slots, steps)
+from .plan import (
+    DEFAULT_SLOT_MIN,
+    GROUPS,
+    Group,
+    Plan,
+    Slot,
+    Step,
+    group_claims,
+    passes,
+    passes_table,
+    print_plan,
+    slot_device,
+    slots,
+    steps,
+)
 from .reports import MINUTES_FORMAT, PROGRESS_FORMAT, Minutes, is_recorded, reports_dir
 from .runner import MORE_TO_DO, Progress, run
 
@@ -30,9 +43,44 @@ from .runner import MORE_TO_DO, Progress, run
 # above shadows one of them.
 from . import lanes, restore  # noqa: E402,F401  (campaign.restore.restore: the --restore command)
 
-__all__ = ["BENCH", "CHECK_BASE_S", "CHECK_COMPILE_S", "CHECK_TORCHRUN_S", "COMPILE_RTOL", "DEFAULT_SLOT_MIN",
-           "FAMILY_CASES", "GROUPS", "Group", "MINUTES_FORMAT", "MORE_TO_DO", "Minutes", "PACK_FORMAT", "PACK_LIMIT",
-           "PROGRESS_FORMAT", "Plan", "Progress", "RANDOM_TOKENS", "RandomTokens", "Slot", "Step", "check_keys",
-           "default_data_dir", "default_wheels", "gpt2_small", "group_claims", "is_recorded", "make_pack",
-           "one_step", "passes", "passes_table", "print_plan", "reports_dir", "run",
-           "slot_device", "slots", "steps", "unpack", "verify_pack"]
+__all__ = [
+    "BENCH",
+    "CHECK_BASE_S",
+    "CHECK_COMPILE_S",
+    "CHECK_TORCHRUN_S",
+    "COMPILE_RTOL",
+    "DEFAULT_SLOT_MIN",
+    "FAMILY_CASES",
+    "GROUPS",
+    "Group",
+    "MINUTES_FORMAT",
+    "MORE_TO_DO",
+    "Minutes",
+    "PACK_FORMAT",
+    "PACK_LIMIT",
+    "PROGRESS_FORMAT",
+    "Plan",
+    "Progress",
+    "RANDOM_TOKENS",
+    "RandomTokens",
+    "Slot",
+    "Step",
+    "check_keys",
+    "default_data_dir",
+    "default_wheels",
+    "gpt2_small",
+    "group_claims",
+    "is_recorded",
+    "make_pack",
+    "one_step",
+    "passes",
+    "passes_table",
+    "print_plan",
+    "reports_dir",
+    "run",
+    "slot_device",
+    "slots",
+    "steps",
+    "unpack",
+    "verify_pack",
+]

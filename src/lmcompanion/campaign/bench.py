@@ -65,8 +65,11 @@ class RandomTokens:
         yield from self.train_batches(10**6 + step)[:1]
 
 
-RANDOM_TOKENS = Procedure("random_tokens", source=RandomTokens,
-                          description="the shared trainer on uniform random tokens (a benchmark's batches)")
+RANDOM_TOKENS = Procedure(
+    "random_tokens",
+    source=RandomTokens,
+    description="the shared trainer on uniform random tokens (a benchmark's batches)",
+)
 
 
 def gpt2_small(profile: str, device: str = "auto") -> PlannedRun:
@@ -77,15 +80,26 @@ def gpt2_small(profile: str, device: str = "auto") -> PlannedRun:
     path (2 blocks x 64, context 64, vocabulary 512, not compiled), for the rehearsal."""
     device = experiments.resolve_device(device, profile)
     small = check_profile(profile) in ("smoke", "cpu")
-    model = (BaselineConfig(vocab_size=512, context_size=64, n_embed=64, n_head=2, n_layer=2) if small else
-             BaselineConfig(vocab_size=50_304, context_size=1024, n_embed=768, n_head=12, n_layer=12))
+    model = (
+        BaselineConfig(vocab_size=512, context_size=64, n_embed=64, n_head=2, n_layer=2)
+        if small
+        else BaselineConfig(vocab_size=50_304, context_size=1024, n_embed=768, n_head=12, n_layer=12)
+    )
     # its steps: every micro-batch's warm-up, timed and profiled steps (sweep)
-    train = TrainConfig(batch_size=4 if small else 12, grad_accum=1,
-                        max_steps=BENCH_STEPS + BENCH_WARMUP + PROFILE_STEPS + 1,
-                        lr=6e-4, min_lr=6e-5, warmup_steps=0, weight_decay=0.1, grad_clip=1.0,
-                        compile=not small)
-    cfg = RunConfig(name=GPT2, model=model, data=LMDataConfig(corpus="synthetic", tokenizer="char"),
-                    train=train, device=device)
+    train = TrainConfig(
+        batch_size=4 if small else 12,
+        grad_accum=1,
+        max_steps=BENCH_STEPS + BENCH_WARMUP + PROFILE_STEPS + 1,
+        lr=6e-4,
+        min_lr=6e-5,
+        warmup_steps=0,
+        weight_decay=0.1,
+        grad_clip=1.0,
+        compile=not small,
+    )
+    cfg = RunConfig(
+        name=GPT2, model=model, data=LMDataConfig(corpus="synthetic", tokenizer="char"), train=train, device=device
+    )
     return PlannedRun(cfg, RANDOM_TOKENS, profile)
 
 
@@ -113,8 +127,9 @@ def minutes(cfg: RunConfig, profile: str) -> float:
     if cfg.name == GPT2 and not _small(profile):
         return (BENCH_SETUP_S + SWEEP_ALLOWANCE_S) / 60
     n = sum(counts(profile)) + 1
-    timed = cfg.replace(train=cfg.train.replace(max_steps=n, eval_interval=n, eval_batches=1, warmup_steps=0,
-                                                decay_steps=None))
+    timed = cfg.replace(
+        train=cfg.train.replace(max_steps=n, eval_interval=n, eval_batches=1, warmup_steps=0, decay_steps=None)
+    )
     seconds = estimate.seconds(timed) - estimate.RUN_OVERHEAD_S + BENCH_SETUP_S
     return (seconds + (BENCH_COMPILE_S if cfg.train.compile else 0.0)) / 60
 
@@ -125,19 +140,37 @@ def bench_step(run: PlannedRun) -> dict:
     n, warmup = counts(run.profile)
     if run.name == GPT2:
         batches = REHEARSAL_SWEEP_BATCHES if _small(run.profile) else SWEEP_BATCHES
-        result = sweep(run, batches, steps=n, warmup=warmup, allowance_s=SWEEP_ALLOWANCE_S,
-                       profile_steps=PROFILE_STEPS)
+        result = sweep(run, batches, steps=n, warmup=warmup, allowance_s=SWEEP_ALLOWANCE_S, profile_steps=PROFILE_STEPS)
     else:
         result = bench(run, steps=n, warmup=warmup)
     m = run.config.model
-    result["shape"] = {k: v for k, v in dataclasses.asdict(m).items()
-                       if k in ("n_layer", "n_embed", "n_head", "context_size", "vocab_size")}
+    result["shape"] = {
+        k: v
+        for k, v in dataclasses.asdict(m).items()
+        if k in ("n_layer", "n_embed", "n_head", "context_size", "vocab_size")
+    }
     result["config_hash"] = run.config.hash()
-    result["batch"] = {"micro_batch": result.get("micro_batch", run.config.train.batch_size),
-                       "grad_accum": run.config.train.grad_accum}
+    result["batch"] = {
+        "micro_batch": result.get("micro_batch", run.config.train.batch_size),
+        "grad_accum": run.config.train.grad_accum,
+    }
     result["ok"] = True
     return result
 
 
-__all__ = ["BENCH", "FORMAT", "GPT2", "PROFILE_STEPS", "RANDOM_TOKENS", "RandomTokens", "SWEEP_ALLOWANCE_S",
-           "SWEEP_BATCHES", "bench_step", "benched", "counts", "gpt2_small", "minutes", "step_name"]
+__all__ = [
+    "BENCH",
+    "FORMAT",
+    "GPT2",
+    "PROFILE_STEPS",
+    "RANDOM_TOKENS",
+    "RandomTokens",
+    "SWEEP_ALLOWANCE_S",
+    "SWEEP_BATCHES",
+    "bench_step",
+    "benched",
+    "counts",
+    "gpt2_small",
+    "minutes",
+    "step_name",
+]

@@ -53,9 +53,13 @@ COMPILE_STEPS = 6
 COMPILE_RTOL = {"bfloat16": 2e-2, "float16": 2e-2, "float32": 1e-4}
 TORCHRUN = {"cuda": "torchrun_nccl", "cpu": "torchrun_gloo"}  # the item's name on each device
 
+
 def _error(exc: BaseException) -> dict:
-    return {"ok": False, "error": f"{type(exc).__name__}: {exc}".strip()[:2000],
-            "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+    return {
+        "ok": False,
+        "error": f"{type(exc).__name__}: {exc}".strip()[:2000],
+        "traceback": "".join(traceback.format_exception(exc))[-4000:],
+    }
 
 
 def _dtype_name(dtype) -> str | None:
@@ -72,10 +76,15 @@ def environment(device: str) -> dict:
     if device == "cuda":
         p = torch.cuda.get_device_properties(0)
         peak = estimate.peak_flops(torch.cuda.get_device_name(0))
-        info.update(capability=[p.major, p.minor], multiprocessors=p.multi_processor_count,
-                    gpu_memory_gib=round(p.total_memory / 2**30, 1), cudnn=torch.backends.cudnn.version(),
-                    nccl=_nccl_version(), bf16_supported=torch.cuda.is_bf16_supported(),
-                    dense_bf16_peak_tflops=peak / 1e12 if peak else None)
+        info.update(
+            capability=[p.major, p.minor],
+            multiprocessors=p.multi_processor_count,
+            gpu_memory_gib=round(p.total_memory / 2**30, 1),
+            cudnn=torch.backends.cudnn.version(),
+            nccl=_nccl_version(),
+            bf16_supported=torch.cuda.is_bf16_supported(),
+            dense_bf16_peak_tflops=peak / 1e12 if peak else None,
+        )
     return info
 
 
@@ -88,8 +97,11 @@ def _without_dropout(cfg: RunConfig) -> RunConfig:
     """``cfg`` with every dropout rate of its model at 0: eager and compiled code draw different dropout masks, so
     their losses agree only without dropout."""
     model = cfg.model
-    zero = {f.name: 0.0 for f in dataclasses.fields(model)
-            if "dropout" in f.name and isinstance(getattr(model, f.name), float) and getattr(model, f.name) > 0}
+    zero = {
+        f.name: 0.0
+        for f in dataclasses.fields(model)
+        if "dropout" in f.name and isinstance(getattr(model, f.name), float) and getattr(model, f.name) > 0
+    }
     return cfg.replace(model=dataclasses.replace(model, **zero)) if zero else cfg
 
 
@@ -103,8 +115,11 @@ def _probe_autocast(cfg: RunConfig) -> dict:
     with trainer.memory_guard(cfg, "the autocast probe"):
         s = trainer.setup(cfg, source=data_mod.kinds.check_source(cfg))
     seen: set[str] = set()
-    hooks = [m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
-             for m in s.model.modules() if isinstance(m, torch.nn.Linear)]
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
+        for m in s.model.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
     try:
         with torch.no_grad(), s.autocast():  # the plain module: a compiled one would compile again, for nothing
             out = s.model(**_first_batch(s))
@@ -112,12 +127,17 @@ def _probe_autocast(cfg: RunConfig) -> dict:
         for h in hooks:
             h.remove()
     expected = _dtype_name(trainer.autocast_dtype(cfg.train, cfg.device))
-    return {"experiment": cfg.name, "train.dtype": cfg.train.dtype, "autocast": expected,
-            "linear_outputs": sorted(seen), "logits": _dtype_name(out.logits.dtype),
-            "loss": _dtype_name(out.loss.dtype) if out.loss is not None else None,
-            "fused_adamw": bool(s.optimizer.defaults.get("fused")),
-            "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if cfg.device == "cuda" else None,
-            "ok": seen == {expected or "float32"}}
+    return {
+        "experiment": cfg.name,
+        "train.dtype": cfg.train.dtype,
+        "autocast": expected,
+        "linear_outputs": sorted(seen),
+        "logits": _dtype_name(out.logits.dtype),
+        "loss": _dtype_name(out.loss.dtype) if out.loss is not None else None,
+        "fused_adamw": bool(s.optimizer.defaults.get("fused")),
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if cfg.device == "cuda" else None,
+        "ok": seen == {expected or "float32"},
+    }
 
 
 def check_autocast(run_cfgs: Sequence[RunConfig], device: str) -> dict:
@@ -133,18 +153,24 @@ def check_autocast(run_cfgs: Sequence[RunConfig], device: str) -> dict:
         except Exception as exc:  # noqa: BLE001  (recorded with its message)
             probes[family] = {"experiment": cfg.name, **_error(exc)}
     fused = {f: p["fused_adamw"] for f, p in probes.items() if "fused_adamw" in p}
-    out = {"families": probes,
-           "autocast_by_experiment": {c.name: _dtype_name(trainer.autocast_dtype(c.train, device)) for c in run_cfgs},
-           "fused_adamw_in_use": fused, "fused_adamw_expected": device == "cuda",  # the trainer fuses on CUDA only
-           "fused_adamw_as_expected": bool(fused) and all(v == (device == "cuda") for v in fused.values())}
+    out = {
+        "families": probes,
+        "autocast_by_experiment": {c.name: _dtype_name(trainer.autocast_dtype(c.train, device)) for c in run_cfgs},
+        "fused_adamw_in_use": fused,
+        "fused_adamw_expected": device == "cuda",  # the trainer fuses on CUDA only
+        "fused_adamw_as_expected": bool(fused) and all(v == (device == "cuda") for v in fused.values()),
+    }
     if device == "cpu":  # the trainer's CPU default is fp32: rehearse the bf16 path too
         first = next(iter(by_family.values()))
         try:
             out["forced_bf16_on_cpu"] = _probe_autocast(first.replace(train=first.train.replace(dtype="bf16")))
         except Exception as exc:  # noqa: BLE001
             out["forced_bf16_on_cpu"] = _error(exc)
-    out["ok"] = all(p.get("ok") for p in probes.values()) and out["fused_adamw_as_expected"] and \
-        out.get("forced_bf16_on_cpu", {"ok": True}).get("ok", False)
+    out["ok"] = (
+        all(p.get("ok") for p in probes.values())
+        and out["fused_adamw_as_expected"]
+        and out.get("forced_bf16_on_cpu", {"ok": True}).get("ok", False)
+    )
     return out
 
 
@@ -180,11 +206,21 @@ def compile_against_eager(cfg: RunConfig, n: int = COMPILE_STEPS) -> dict:
     dtype = _dtype_name(trainer.autocast_dtype(cfg.train, cfg.device)) or "float32"
     rtol = COMPILE_RTOL[dtype]
     rel = [abs(c - e) / max(abs(e), 1e-12) for c, e in zip(compiled, eager)]
-    return {"experiment": cfg.name, "dtype": dtype, "steps": n, "eager": eager, "compiled": compiled,
-            "max_relative_difference": max(rel), "rtol": rtol, "ok": max(rel) <= rtol and recompiled == 0,
-            "graphs_compiled": graphs1 - graphs0, "recompiled_for_another_seed": recompiled,
-            "first_compiled_step_s": round(t_compiled[0], 2), "compiled_s_per_step": round(
-                sum(t_compiled[1:]) / max(1, n - 1), 4), "eager_s_per_step": round(sum(t_eager[1:]) / max(1, n - 1), 4)}
+    return {
+        "experiment": cfg.name,
+        "dtype": dtype,
+        "steps": n,
+        "eager": eager,
+        "compiled": compiled,
+        "max_relative_difference": max(rel),
+        "rtol": rtol,
+        "ok": max(rel) <= rtol and recompiled == 0,
+        "graphs_compiled": graphs1 - graphs0,
+        "recompiled_for_another_seed": recompiled,
+        "first_compiled_step_s": round(t_compiled[0], 2),
+        "compiled_s_per_step": round(sum(t_compiled[1:]) / max(1, n - 1), 4),
+        "eager_s_per_step": round(sum(t_eager[1:]) / max(1, n - 1), 4),
+    }
 
 
 def check_compile(families: Sequence[str], run_cfgs: Sequence[RunConfig], profile: str, device: str) -> dict:
@@ -214,10 +250,14 @@ class _SDPACalls(TorchFunctionMode):
         if func is torch.nn.functional.scaled_dot_product_attention:
             q, k = args[0], args[1]
             mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
-            self.calls.append({"q": list(q.shape[1:]), "k": list(k.shape[1:]),
-                               "mask": None if mask is None else {"shape": list(mask.shape),
-                                                                  "dtype": _dtype_name(mask.dtype)},
-                               "is_causal": bool(kwargs.get("is_causal", False))})
+            self.calls.append(
+                {
+                    "q": list(q.shape[1:]),
+                    "k": list(k.shape[1:]),
+                    "mask": None if mask is None else {"shape": list(mask.shape), "dtype": _dtype_name(mask.dtype)},
+                    "is_causal": bool(kwargs.get("is_causal", False)),
+                }
+            )
         return func(*args, **kwargs)
 
 
@@ -233,8 +273,13 @@ def sdpa_signatures(run_cfgs: Sequence[RunConfig]) -> list[dict]:
             model.eval()
             model(**batch)
         for call in rec.calls:
-            sig = {"q": call["q"], "k": call["k"], "head_size": call["q"][-1], "mask": call["mask"],
-                   "is_causal": call["is_causal"]}
+            sig = {
+                "q": call["q"],
+                "k": call["k"],
+                "head_size": call["q"][-1],
+                "mask": call["mask"],
+                "is_causal": call["is_causal"],
+            }
             key = json.dumps(sig, sort_keys=True)
             entry = found.setdefault(key, {**sig, "experiments": [], "batch": cfg.train.batch_size})
             if cfg.name not in entry["experiments"]:
@@ -254,10 +299,14 @@ class _ATenOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-_SDPA_OPS = {"_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
-             "_scaled_dot_product_flash_attention": "flash", "_scaled_dot_product_efficient_attention": "efficient",
-             "_scaled_dot_product_cudnn_attention": "cudnn", "_scaled_dot_product_attention_math": "math",
-             "_scaled_dot_product_fused_attention_overrideable": "overrideable"}
+_SDPA_OPS = {
+    "_scaled_dot_product_flash_attention_for_cpu": "flash (CPU)",
+    "_scaled_dot_product_flash_attention": "flash",
+    "_scaled_dot_product_efficient_attention": "efficient",
+    "_scaled_dot_product_cudnn_attention": "cudnn",
+    "_scaled_dot_product_attention_math": "math",
+    "_scaled_dot_product_fused_attention_overrideable": "overrideable",
+}
 
 
 def _sdpa_inputs(sig: dict, device: str, dtype: torch.dtype, batch: int):
@@ -269,8 +318,11 @@ def _sdpa_inputs(sig: dict, device: str, dtype: torch.dtype, batch: int):
     if sig["mask"] is not None:  # a mask of the call's kind (its pattern does not decide the kernel)
         lq, lk = sig["q"][-2], sig["k"][-2]
         allowed = torch.ones(lq, lk, dtype=torch.bool, device=device).tril(lk - lq)
-        mask = allowed if sig["mask"]["dtype"] == "bool" else \
-            torch.zeros(lq, lk, device=device, dtype=dtype).masked_fill(~allowed, float("-inf"))
+        mask = (
+            allowed
+            if sig["mask"]["dtype"] == "bool"
+            else torch.zeros(lq, lk, device=device, dtype=dtype).masked_fill(~allowed, float("-inf"))
+        )
     return q, k, v, mask
 
 
@@ -289,8 +341,9 @@ def check_sdpa(run_cfgs: Sequence[RunConfig], device: str) -> dict:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
-    backends = [b for b in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
-                if hasattr(SDPBackend, b)]
+    backends = [
+        b for b in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH") if hasattr(SDPBackend, b)
+    ]
     dtypes = {_dtype_name(trainer.autocast_dtype(c.train, device)) or "float32" for c in run_cfgs}
     sigs = sdpa_signatures(run_cfgs)
     results = []
@@ -309,7 +362,8 @@ def check_sdpa(run_cfgs: Sequence[RunConfig], device: str) -> dict:
                     except Exception as exc:  # noqa: BLE001  (a backend that refuses the call: recorded with why)
                         reasons = "; ".join(str(w.message).split("\n")[0] for w in caught)[:600]
                         row["backends"][name] = f"refused: {str(exc).splitlines()[0][:200]}" + (
-                            f" ({reasons})" if reasons else "")
+                            f" ({reasons})" if reasons else ""
+                        )
             try:
                 ops = _ATenOps()
                 with ops:
@@ -318,18 +372,28 @@ def check_sdpa(run_cfgs: Sequence[RunConfig], device: str) -> dict:
                 if device == "cuda":  # the kernels the default dispatch launches, by name
                     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                         _sdpa_once(sig, device, dtype, batch)
-                    kernels = sorted({e.name for e in prof.events()
-                                      if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
-                                      and any(w in e.name.lower() for w in ("flash", "fmha", "attention", "cudnn",
-                                                                            "attn", "softmax", "gemm"))})
+                    kernels = sorted(
+                        {
+                            e.name
+                            for e in prof.events()
+                            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+                            and any(
+                                w in e.name.lower()
+                                for w in ("flash", "fmha", "attention", "cudnn", "attn", "softmax", "gemm")
+                            )
+                        }
+                    )
                     row["default_kernels"] = [k[:160] for k in kernels[:12]]
                 row["ok"] = True
             except Exception as exc:  # noqa: BLE001
                 row.update(_error(exc))
             results.append(row)
     if not sigs:  # nothing to check (the matchers attend to nothing): said, not failed
-        return {"calls": [], "ok": True, "note": "no attention call in these models: "
-                + ", ".join(sorted({c.name for c in run_cfgs}))}
+        return {
+            "calls": [],
+            "ok": True,
+            "note": "no attention call in these models: " + ", ".join(sorted({c.name for c in run_cfgs})),
+        }
     return {"calls": results, "ok": _calls_ok(results)}
 
 
@@ -344,13 +408,27 @@ def check_ddp(device: str, name: str, timeout: float = 300.0) -> dict:
     so the backend is exercised by the probe itself."""
     with tempfile.TemporaryDirectory(prefix=f"lmc-ddp-{os.getpid()}-") as tmp:
         result_path = Path(tmp) / "probe.json"
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1",
-               "-m", "lmcompanion.campaign.check", "ddp-probe", "--device", device, "--name", name, "--out", str(result_path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "1",
+            "-m",
+            "lmcompanion.campaign.check",
+            "ddp-probe",
+            "--device",
+            device,
+            "--name",
+            name,
+            "--out",
+            str(result_path),
+        ]
         envs = {**os.environ, "LMC_RUNS_DIR": str(Path(tmp) / "runs"), "LMC_PROGRESS": "0"}
         t0 = time.monotonic()
         proc = signals.run_group(cmd, timeout=timeout, env=envs)  # torchrun and its workers stop with us
-        out = {"command": " ".join(cmd[:-2]),
-               "returncode": proc.returncode, "seconds": round(time.monotonic() - t0, 1)}
+        out = {"command": " ".join(cmd[:-2]), "returncode": proc.returncode, "seconds": round(time.monotonic() - t0, 1)}
         probe = _probe_result(result_path)
         if probe is not None:
             out.update(probe)
@@ -398,16 +476,27 @@ def ddp_probe(device: str, name: str, out: Path) -> None:
         dist.barrier()
         dist.destroy_process_group()
         run = experiments.planned(name, "smoke", 0, device=device).train(RunStore(), progress=False)
-        result["train"] = {"experiment": name, "profile": "smoke", "final": run.summary["final"],
-                           "train_time_s": run.summary["train_time_s"]}
+        result["train"] = {
+            "experiment": name,
+            "profile": "smoke",
+            "final": run.summary["final"],
+            "train_time_s": run.summary["train_time_s"],
+        }
         result["ok"] = result["all_reduce"] == result["world_size"]
     except Exception as exc:  # noqa: BLE001
         result.update(_error(exc))
     paths.atomic_write(out, json.dumps(result, indent=1, default=str))
 
 
-def check(run_cfgs: Sequence[RunConfig], families: Sequence[str], profile: str, device: str, *,
-          torchrun: str | None = None, log: Callable = print) -> dict:
+def check(
+    run_cfgs: Sequence[RunConfig],
+    families: Sequence[str],
+    profile: str,
+    device: str,
+    *,
+    torchrun: str | None = None,
+    log: Callable = print,
+) -> dict:
     """Every item of the check (see the module doc) for the runs ``run_cfgs`` of one slot: autocast and SDPA for
     their models, compile-vs-eager for ``families``, and the torchrun probe with the experiment ``torchrun`` (one the
     shared trainer trains on its own data; None: no probe); an item that fails is recorded with its message and the
@@ -416,8 +505,14 @@ def check(run_cfgs: Sequence[RunConfig], families: Sequence[str], profile: str, 
         about = environment(device)
     except Exception as exc:  # noqa: BLE001
         about = _error(exc)
-    report = {"format": FORMAT, "profile": profile, "device": device, "environment": about,
-              "tolerances": {"compile_rtol": COMPILE_RTOL, "compile_steps": COMPILE_STEPS}, "items": {}}
+    report = {
+        "format": FORMAT,
+        "profile": profile,
+        "device": device,
+        "environment": about,
+        "tolerances": {"compile_rtol": COMPILE_RTOL, "compile_steps": COMPILE_STEPS},
+        "items": {},
+    }
     items = {
         "autocast_and_fused_adamw": lambda: check_autocast(run_cfgs, device),
         "compile_against_eager": lambda: check_compile(families, run_cfgs, profile, device),
@@ -434,8 +529,10 @@ def check(run_cfgs: Sequence[RunConfig], families: Sequence[str], profile: str, 
             result = _error(exc)
         result["seconds"] = round(time.monotonic() - t0, 1)
         report["items"][key] = result
-        log(f"    check {key}: {'ok' if result.get('ok') else 'FAILED'} ({result['seconds']:.0f} s)"
-            + (f": {result['error']}" if "error" in result else ""))
+        log(
+            f"    check {key}: {'ok' if result.get('ok') else 'FAILED'} ({result['seconds']:.0f} s)"
+            + (f": {result['error']}" if "error" in result else "")
+        )
     report["families"] = sorted({c.model.family for c in run_cfgs})
     report["compiled"] = list(families)
     report["ok"] = all(v.get("ok") for v in report["items"].values())
@@ -502,8 +599,11 @@ def one_step(name: str, *, compile: bool, dtype: str = "bf16", profile: str = "s
     source = run.procedure.source(cfg) if run.procedure.source is not None else None
     s = trainer.setup(cfg, source=source)
     seen: set[str] = set()
-    hooks = [m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
-             for m in s.model.modules() if isinstance(m, torch.nn.Linear)]
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, o: seen.add(_dtype_name(o.dtype)))
+        for m in s.model.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
     t0 = time.perf_counter()
     try:
         logged, _, _ = trainer.forward_backward(s, s.source.train_batches(0))
@@ -511,9 +611,16 @@ def one_step(name: str, *, compile: bool, dtype: str = "bf16", profile: str = "s
     finally:
         for h in hooks:
             h.remove()
-    return {"experiment": name, "family": cfg.model.family, "compile": compile, "dtype": dtype, "loss": logged[0],
-            "linear_outputs": sorted(seen), "seconds": round(time.perf_counter() - t0, 2),
-            "finite": all(math.isfinite(v) for v in logged)}
+    return {
+        "experiment": name,
+        "family": cfg.model.family,
+        "compile": compile,
+        "dtype": dtype,
+        "loss": logged[0],
+        "linear_outputs": sorted(seen),
+        "seconds": round(time.perf_counter() - t0, 2),
+        "finite": all(math.isfinite(v) for v in logged),
+    }
 
 
 # --- torchrun's entry point for the probe ----------------------------------------------------------------------
@@ -532,8 +639,18 @@ def _main(argv: Sequence[str]) -> int:
     return 0
 
 
-__all__ = ["CHECK_BASE_S", "CHECK_COMPILE_S", "CHECK_TORCHRUN_S", "COMPILE_RTOL", "FAMILY_CASES", "check", "checked",
-           "compile_against_eager", "merge", "one_step"]
+__all__ = [
+    "CHECK_BASE_S",
+    "CHECK_COMPILE_S",
+    "CHECK_TORCHRUN_S",
+    "COMPILE_RTOL",
+    "FAMILY_CASES",
+    "check",
+    "checked",
+    "compile_against_eager",
+    "merge",
+    "one_step",
+]
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))

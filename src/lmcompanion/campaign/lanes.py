@@ -82,10 +82,14 @@ class Speed:
         """One sentence: the lanes, their speed-up, and whether it was measured or is assumed."""
         shown = ", ".join(f"{k}: {v:.2f}x" for k, v in sorted(self.table.items()))
         if self.measured:
-            return (f"{lanes} lane(s), {self.at(lanes):.2f}x the throughput of one (measured on "
-                    f"{self.gpu or 'this device'} by an earlier slot: {shown})")
-        return (f"{lanes} lane(s), ASSUMED {self.at(lanes):.2f}x the throughput of one (stated, not measured: {shown}; "
-                "the next slot measures it)")
+            return (
+                f"{lanes} lane(s), {self.at(lanes):.2f}x the throughput of one (measured on "
+                f"{self.gpu or 'this device'} by an earlier slot: {shown})"
+            )
+        return (
+            f"{lanes} lane(s), ASSUMED {self.at(lanes):.2f}x the throughput of one (stated, not measured: {shown}; "
+            "the next slot measures it)"
+        )
 
 
 def speed(out: Path | None, profile: str, device: str) -> Speed:
@@ -192,8 +196,15 @@ def levels_for(device: str) -> tuple[int, ...]:
     return tuple(n for n in LEVELS if n <= max(1, os.cpu_count() or 1)) or (1,)
 
 
-def measure(run: PlannedRun, levels: Sequence[int] = LEVELS, seconds: float = MEASURE_S, *, threads: int = 1,
-            timeout: float = 300.0, log: Callable = print) -> dict:
+def measure(
+    run: PlannedRun,
+    levels: Sequence[int] = LEVELS,
+    seconds: float = MEASURE_S,
+    *,
+    threads: int = 1,
+    timeout: float = 300.0,
+    log: Callable = print,
+) -> dict:
     """Aggregate tokens/s of ``run``'s training steps at each number of lanes in ``levels`` (see the module doc):
     ``max(levels)`` processes, each building the run once; then for each number n, n of them stepping side by side for
     ``seconds``. Returns the speed-ups (:class:`Speed`'s table), each level's figures and the wall seconds."""
@@ -210,8 +221,11 @@ def measure(run: PlannedRun, levels: Sequence[int] = LEVELS, seconds: float = ME
         for k in levels:
             got = [f.result() for f in [pool.submit(_lanes, k, seconds, timeout) for _ in range(k)]]
             wall = max(e for _, _, e, _ in got) - min(s for _, s, _, _ in got)
-            found[k] = {"tokens_per_s": round(sum(t for t, _, _, _ in got) / wall, 1), "seconds": round(wall, 2),
-                        "steps": [st for _, _, _, st in got]}
+            found[k] = {
+                "tokens_per_s": round(sum(t for t, _, _, _ in got) / wall, 1),
+                "seconds": round(wall, 2),
+                "steps": [st for _, _, _, st in got],
+            }
             log(f"    lanes: {k} side by side: {found[k]['tokens_per_s']:,.0f} tokens/s in all")
     except BaseException:
         signals.forward([p.pid for p in (getattr(pool, "_processes", None) or {}).values()], signal.SIGTERM)
@@ -219,10 +233,30 @@ def measure(run: PlannedRun, levels: Sequence[int] = LEVELS, seconds: float = ME
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     one = found[min(levels)]["tokens_per_s"]
-    return {"run": run.id, "levels": {str(k): v for k, v in found.items()}, "seconds_per_level": seconds,
-            "speedup": {str(k): round(v["tokens_per_s"] / one, 3) for k, v in found.items()},
-            "wall_s": round(time.perf_counter() - t_start, 1), "threads": threads}
+    return {
+        "run": run.id,
+        "levels": {str(k): v for k, v in found.items()},
+        "seconds_per_level": seconds,
+        "speedup": {str(k): round(v["tokens_per_s"] / one, 3) for k, v in found.items()},
+        "wall_s": round(time.perf_counter() - t_start, 1),
+        "threads": threads,
+    }
 
 
-__all__ = ["ASSUMED", "FORMAT", "LEVELS", "MEASURE_MIN", "MEASURE_S", "Speed", "alone_minutes",
-           "concurrency", "file", "levels_for", "measure", "path", "read", "representative", "speed"]
+__all__ = [
+    "ASSUMED",
+    "FORMAT",
+    "LEVELS",
+    "MEASURE_MIN",
+    "MEASURE_S",
+    "Speed",
+    "alone_minutes",
+    "concurrency",
+    "file",
+    "levels_for",
+    "measure",
+    "path",
+    "read",
+    "representative",
+    "speed",
+]

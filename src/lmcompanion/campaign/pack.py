@@ -42,8 +42,10 @@ PACK_FORMAT = "lmcompanion-campaign-pack/1"
 PACK_LIMIT = 48 << 20  # bytes: what a GPU call carries beside the working tree (64 MiB in all)
 # Wheels of the folder a campaign never imports (10 MiB of its 15.7), by project, with the reason; a test imports
 # IPython, ipykernel's kernel and the campaign with both blocked.
-NOT_PACKED = {"debugpy": "ipykernel's debugger (imported only when a debugging client attaches to a kernel)",
-              "jedi": "IPython's code completion (imported only when completing)"}
+NOT_PACKED = {
+    "debugpy": "ipykernel's debugger (imported only when a debugging client attaches to a kernel)",
+    "jedi": "IPython's code completion (imported only when completing)",
+}
 
 
 def _packed_wheels(whl: list[Path]) -> list[Path]:
@@ -99,8 +101,15 @@ def _corpus_files(cfgs: Sequence[RunConfig]) -> tuple[list[str], list[str]]:
     return sorted(names) + (["tiktoken/gpt2.tiktoken"] if gpt2 else []), sorted(named - names)
 
 
-def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.DEFAULT_SLOT_MIN,
-              wheels: Path | None = None, seeds: int | None = None, log: Callable = print) -> dict:
+def make_pack(
+    pack: Path,
+    profile: str = "gpu",
+    *,
+    budget_min: float = plan_mod.DEFAULT_SLOT_MIN,
+    wheels: Path | None = None,
+    seeds: int | None = None,
+    log: Callable = print,
+) -> dict:
     """Write the pack (see the module doc) for every step of the campaign at ``profile`` (every slot: one pack serves
     them all). Returns its manifest."""
     wheels = Path(wheels) if wheels is not None else default_wheels()
@@ -128,8 +137,9 @@ def make_pack(pack: Path, profile: str = "gpu", *, budget_min: float = plan_mod.
     return manifest
 
 
-def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: Path, seeds: int | None,
-          log: Callable) -> dict:
+def _fill(
+    pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: Path, seeds: int | None, log: Callable
+) -> dict:
     """Write every file of the pack into the folder ``pack``; returns its manifest."""
     all_steps = plan_mod.steps(profile, device="cpu", seeds=seeds)
     cfgs = _run_configs(all_steps)
@@ -151,11 +161,20 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
         if want is not None and hashlib.sha256(blob).hexdigest() != want:
             raise LMCError(f"{w} does not match its SHA256SUMS: restore it before packing")
         add(f"wheels/{w.name}", blob, kind="wheel")
-    log(f"pack: {len(whl)} wheels from {wheels}" + (f" ({len(left)} left out, never imported by a campaign: "
-                                                        f"{', '.join(w.name for w in left)})" if left else ""))
+    log(
+        f"pack: {len(whl)} wheels from {wheels}"
+        + (f" ({len(left)} left out, never imported by a campaign: {', '.join(w.name for w in left)})" if left else "")
+    )
+
     def add_packed(rel: str, raw: bytes, kind: str, unpacks_to: str) -> None:  # gzip-compressed, restored byte for byte
-        add(f"{rel}.gz", gzip.compress(raw, 9, mtime=0), kind=kind, unpacks_to=unpacks_to,
-            unpacked_sha256=hashlib.sha256(raw).hexdigest(), unpacked_bytes=len(raw))
+        add(
+            f"{rel}.gz",
+            gzip.compress(raw, 9, mtime=0),
+            kind=kind,
+            unpacks_to=unpacks_to,
+            unpacked_sha256=hashlib.sha256(raw).hexdigest(),
+            unpacked_bytes=len(raw),
+        )
 
     # the corpus files (restored byte for byte: the data fingerprints, and so every key, are kept)
     data_root, (corpus_files, named) = paths.data_dir(), _corpus_files(cfgs)
@@ -170,10 +189,13 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
     for rel in corpus_files:
         add_packed(f"data/{rel}", (data_root / rel).read_bytes(), "data", rel)
     if named:  # the files read joined, by their digests (data.joined reads them where the files are not)
-        add_packed(f"data/{joined.SUMS}", "".join(f"{digests[rel]}  {rel}\n" for rel in named).encode(), "data",
-                   joined.SUMS)
-    log(f"pack: corpus files {', '.join(corpus_files)}" + (f"; named by their digests only: {', '.join(named)}"
-                                                           if named else ""))
+        add_packed(
+            f"data/{joined.SUMS}", "".join(f"{digests[rel]}  {rel}\n" for rel in named).encode(), "data", joined.SUMS
+        )
+    log(
+        f"pack: corpus files {', '.join(corpus_files)}"
+        + (f"; named by their digests only: {', '.join(named)}" if named else "")
+    )
     # the token caches of the runs
     cache_root = paths.cache_dir()
     seen: set = set()
@@ -185,19 +207,32 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
             rel = f.relative_to(cache_root).as_posix()
             add_packed(f"cache/{rel}", f.read_bytes(), "cache", rel)
     caches = [v for v in files.values() if v["kind"] == "cache"]
-    log(f"pack: {len(caches)} token-cache files, {sum(v['unpacked_bytes'] for v in caches) / 2**20:.1f} MiB in "
-        f"{sum(v['bytes'] for v in caches) / 2**20:.1f} MiB compressed")
+    log(
+        f"pack: {len(caches)} token-cache files, {sum(v['unpacked_bytes'] for v in caches) / 2**20:.1f} MiB in "
+        f"{sum(v['bytes'] for v in caches) / 2**20:.1f} MiB compressed"
+    )
     keys, parts = {}, {}
     for s in all_steps:
         if s.kind == "run":
             sp = s.run.spec()
             keys[s.run.id], parts[s.run.id] = sp.key, {"code": sp.code, "data": sp.data}
     total = sum(v["bytes"] for v in files.values())
-    manifest = {"format": PACK_FORMAT, "profile": profile, "budget_min": budget_min, "seeds": seeds,
-                "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **env.git_state(), "torch": torch.__version__,
-                "python": platform.python_version(), "files": files, "bytes": total, "run_keys": keys, "run_parts": parts,
-                "run_keys_note": "keys of the runs at device cpu, computed from the corpus files here; unpack() "
-                                 "computes them again from the pack and stops on any difference"}
+    manifest = {
+        "format": PACK_FORMAT,
+        "profile": profile,
+        "budget_min": budget_min,
+        "seeds": seeds,
+        "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **env.git_state(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "files": files,
+        "bytes": total,
+        "run_keys": keys,
+        "run_parts": parts,
+        "run_keys_note": "keys of the runs at device cpu, computed from the corpus files here; unpack() "
+        "computes them again from the pack and stops on any difference",
+    }
     mtext = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
     (pack / "manifest.json").write_text(mtext)
     lines = [f"{v['sha256']}  {rel}" for rel, v in sorted(files.items())]
@@ -207,8 +242,10 @@ def _fill(pack: Path, profile: str, budget_min: float, whl: list[Path], wheels: 
     log(f"pack: {len(files) + 2} files, {size / 2**20:.1f} MiB (limit {PACK_LIMIT / 2**20:.0f} MiB)")
     if size > PACK_LIMIT:
         biggest = sorted(files.items(), key=lambda kv: -kv[1]["bytes"])[:5]
-        raise LMCError(f"the pack is {size / 2**20:.1f} MiB, over {PACK_LIMIT / 2**20:.0f} MiB; its largest files: "
-                       + ", ".join(f"{k} ({v['bytes'] / 2**20:.1f} MiB)" for k, v in biggest))
+        raise LMCError(
+            f"the pack is {size / 2**20:.1f} MiB, over {PACK_LIMIT / 2**20:.0f} MiB; its largest files: "
+            + ", ".join(f"{k} ({v['bytes'] / 2**20:.1f} MiB)" for k, v in biggest)
+        )
     return manifest
 
 
@@ -221,8 +258,10 @@ def verify_pack(pack: Path) -> dict:
     else:  # made elsewhere: bounded, strict JSON, its schema; every name it gives stays inside its folder
         manifest = untrusted.read_json(pack / "manifest.json", untrusted.PACK_MANIFEST)
     if manifest is None or manifest.get("format") != PACK_FORMAT:
-        raise LMCError(f"{pack} is not a campaign pack (no readable manifest.json of format {PACK_FORMAT}): make it "
-                       "with `python -m lmcompanion campaign --pack DIR` on a machine with the offline corpora")
+        raise LMCError(
+            f"{pack} is not a campaign pack (no readable manifest.json of format {PACK_FORMAT}): make it "
+            "with `python -m lmcompanion campaign --pack DIR` on a machine with the offline corpora"
+        )
     _pack_targets(pack, manifest, paths.cache_dir())
     bad = []
     for rel, meta in sorted(manifest["files"].items()):
@@ -234,9 +273,13 @@ def verify_pack(pack: Path) -> dict:
         elif _sha256(path) != meta["sha256"]:
             bad.append(f"{rel} does not match its SHA-256")
     if bad:
-        raise LMCError(f"the pack {pack} is damaged: " + "; ".join(bad[:10]) + (f" (and {len(bad) - 10} more)"
-                       if len(bad) > 10 else "") + ". Make it again (`python -m lmcompanion campaign --pack DIR`) "
-                       "and carry it again; nothing was run")
+        raise LMCError(
+            f"the pack {pack} is damaged: "
+            + "; ".join(bad[:10])
+            + (f" (and {len(bad) - 10} more)" if len(bad) > 10 else "")
+            + ". Make it again (`python -m lmcompanion campaign --pack DIR`) "
+            "and carry it again; nothing was run"
+        )
     return manifest
 
 
@@ -269,8 +312,10 @@ def unpack(pack: Path, log: Callable = print) -> dict:
         paths.atomic_write(target, blob)
     os.environ["LMC_DATA_DIR"] = str(data_root)
     os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
-    log(f"pack {pack}: {len(manifest['files'])} files verified; corpora restored in {data_root}, token caches in "
-        f"{cache} (made at commit {str(manifest.get('commit'))[:12]}{' with changes' if manifest.get('dirty') else ''})")
+    log(
+        f"pack {pack}: {len(manifest['files'])} files verified; corpora restored in {data_root}, token caches in "
+        f"{cache} (made at commit {str(manifest.get('commit'))[:12]}{' with changes' if manifest.get('dirty') else ''})"
+    )
     return manifest
 
 
@@ -290,8 +335,13 @@ def _pack_targets(pack: Path, manifest: dict, cache: Path) -> dict[str, Path]:
         if meta["kind"] == "data":
             out[rel] = untrusted.confined(cache / "pack-data", meta["unpacks_to"], where, fmt, what="unpacks_to")
         elif meta["kind"] == "cache":
-            out[rel] = untrusted.confined(cache, meta["unpacks_to"] if _packed(meta) else rel.removeprefix("cache/"),
-                                          where, fmt, what="the cache file")
+            out[rel] = untrusted.confined(
+                cache,
+                meta["unpacks_to"] if _packed(meta) else rel.removeprefix("cache/"),
+                where,
+                fmt,
+                what="the cache file",
+            )
     return out
 
 
@@ -314,16 +364,26 @@ def check_keys(manifest: dict, profile: str, seeds: int | None = None) -> int:
             sp = s.run.spec()
             if sp.key != want[s.run.id]:
                 there = parts.get(s.run.id, {})
-                which = [f"its {k} fingerprint ({here} here, {there[k]} in the pack)"
-                         for k, here in (("code", sp.code), ("data", sp.data)) if k in there and there[k] != here]
-                diffs.append(f"{s.run.id}: {sp.key} here, {want[s.run.id]} in the pack"
-                             + (f", by {' and '.join(which)}" if which else ""))
+                which = [
+                    f"its {k} fingerprint ({here} here, {there[k]} in the pack)"
+                    for k, here in (("code", sp.code), ("data", sp.data))
+                    if k in there and there[k] != here
+                ]
+                diffs.append(
+                    f"{s.run.id}: {sp.key} here, {want[s.run.id]} in the pack"
+                    + (f", by {' and '.join(which)}" if which else "")
+                )
     if diffs:
         made = manifest.get("python")
-        raise LMCError(f"{len(diffs)} of the run keys computed from the pack differ from those computed where it was "
-                       "made (" + "; ".join(diffs[:5]) + f"; Python {platform.python_version()} here"
-                       + (f", {made} there" if made else "") + "): the code or the data differ from the pack's; make "
-                       "the pack again from this working tree")
+        raise LMCError(
+            f"{len(diffs)} of the run keys computed from the pack differ from those computed where it was "
+            "made ("
+            + "; ".join(diffs[:5])
+            + f"; Python {platform.python_version()} here"
+            + (f", {made} there" if made else "")
+            + "): the code or the data differ from the pack's; make "
+            "the pack again from this working tree"
+        )
     return n
 
 
@@ -335,5 +395,14 @@ def _own_manifest(pack: Path) -> dict | None:
         return None
 
 
-__all__ = ["NOT_PACKED", "PACK_FORMAT", "PACK_LIMIT", "check_keys", "default_data_dir", "default_wheels", "make_pack", "unpack",
-           "verify_pack"]
+__all__ = [
+    "NOT_PACKED",
+    "PACK_FORMAT",
+    "PACK_LIMIT",
+    "check_keys",
+    "default_data_dir",
+    "default_wheels",
+    "make_pack",
+    "unpack",
+    "verify_pack",
+]

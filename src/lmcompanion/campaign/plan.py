@@ -187,8 +187,9 @@ def steps(profile: str = "gpu", *, device: str = "auto", seeds: int | None = Non
     seen: set[str] = set()
     decided = group_claims()
     for g in GROUPS:
-        group_runs = [r for r in experiments.plan(list(g.names), profile, seeds=seeds, device=device)
-                      if r.id not in seen]
+        group_runs = [
+            r for r in experiments.plan(list(g.names), profile, seeds=seeds, device=device) if r.id not in seen
+        ]
         seen |= {r.id for r in group_runs}
         for r in group_runs:
             runs.append(Step(r.id, "run", r.minutes(), 0, r, g))
@@ -229,8 +230,9 @@ def _family(run: PlannedRun) -> str:
     return run.config.model.family
 
 
-def check_step(runs: Sequence[PlannedRun], checked: set[str], torchrun_done: bool,
-               minutes: reports.Minutes | None, device: str) -> Step | None:
+def check_step(
+    runs: Sequence[PlannedRun], checked: set[str], torchrun_done: bool, minutes: reports.Minutes | None, device: str
+) -> Step | None:
     """The check that leads a slot training ``runs``: their model families that no earlier check covered (None where
     every family is covered): compile-vs-eager for the compiled ones among them (the first where none compiles)."""
     new = [r for r in runs if _family(r) not in checked]
@@ -238,13 +240,31 @@ def check_step(runs: Sequence[PlannedRun], checked: set[str], torchrun_done: boo
         return None
     families = tuple(dict.fromkeys(_family(r) for r in new if r.config.train.compile)) or (_family(new[0]),)
     est, was_measured = check_minutes(minutes, device, len(families), not torchrun_done)
-    return Step("check", "check", est, 0, families=families, measured=was_measured, covers=tuple(new),
-                torchrun=not torchrun_done, counted=check_minutes(None, device, len(families), not torchrun_done)[0])
+    return Step(
+        "check",
+        "check",
+        est,
+        0,
+        families=families,
+        measured=was_measured,
+        covers=tuple(new),
+        torchrun=not torchrun_done,
+        counted=check_minutes(None, device, len(families), not torchrun_done)[0],
+    )
 
 
-def slots(pending: Sequence[Step], budget_min: float = DEFAULT_SLOT_MIN, *, checked: set[str] | None = None,
-          torchrun_done: bool = False, minutes: reports.Minutes | None = None, device: str = "cuda",
-          first: int = 1, speedup: float = 1.0, measure: Step | None = None) -> list[Slot]:
+def slots(
+    pending: Sequence[Step],
+    budget_min: float = DEFAULT_SLOT_MIN,
+    *,
+    checked: set[str] | None = None,
+    torchrun_done: bool = False,
+    minutes: reports.Minutes | None = None,
+    device: str = "cuda",
+    first: int = 1,
+    speedup: float = 1.0,
+    measure: Step | None = None,
+) -> list[Slot]:
     """``pending`` (steps not done, in priority order) cut into slots of at most ``budget_min`` estimated wall
     minutes (:func:`wall`: the runs side by side in lanes of aggregate ``speedup``). A slot takes the GPT-2-small
     bench and the runs in order while they fit (with the check of the families they add, and in the first slot that
@@ -302,7 +322,8 @@ def bench_done(step: Step, report: dict | None, device: str) -> bool:
     # the hash of the config on the slot's device: a plan made here, on a CPU, for the GPU machine builds its
     # configs for this machine (the device is in the config)
     return (report or {}).get("device") == device and entry.get("config_hash") == step.run.config.replace(
-        device=device).hash()
+        device=device
+    ).hash()
 
 
 def lanes_of(requested: int | None, speed: lanes_mod.Speed, device: str) -> int:
@@ -312,8 +333,16 @@ def lanes_of(requested: int | None, speed: lanes_mod.Speed, device: str) -> int:
     return n if device == "cuda" or requested else min(n, max(1, os.cpu_count() or 1))
 
 
-def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None, out: Path | None = None,
-         budget_min: float = DEFAULT_SLOT_MIN, retry_failed: bool = False, lanes: int | None = None) -> Plan:
+def plan(
+    profile: str = "gpu",
+    *,
+    device: str = "auto",
+    seeds: int | None = None,
+    out: Path | None = None,
+    budget_min: float = DEFAULT_SLOT_MIN,
+    retry_failed: bool = False,
+    lanes: int | None = None,
+) -> Plan:
     """The slots left at ``profile``: every step (:func:`steps`) not yet done in ``out`` (a run recorded with the
     config the plan gives it today; a bench in ``bench.json``, on this device), nor failed there (unless
     ``retry_failed``), a run that a time limit cut off first, cut into slots (:func:`slots`) with the minutes
@@ -336,8 +365,9 @@ def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None
         earlier = sum(1 for c in progress.get("commands", []) if isinstance(c, dict) and c.get("device") == on)
         status = progress.get("steps", {})
     for s in all_steps:
-        if out is not None and (reports.is_recorded(out, s.run) if s.kind == "run" else
-                                bench_done(s, bench_report, on)):
+        if out is not None and (
+            reports.is_recorded(out, s.run) if s.kind == "run" else bench_done(s, bench_report, on)
+        ):
             done.append(s)
         elif out is not None and not retry_failed and (status.get(s.name) or {}).get("status") == "failed":
             failed.append(s)
@@ -347,8 +377,17 @@ def plan(profile: str = "gpu", *, device: str = "auto", seeds: int | None = None
     pending.sort(key=lambda s: (status.get(s.name) or {}).get("status") != "interrupted")
     stated = lanes_mod.MEASURE_MIN
     measure = None if speed.measured else Step("lanes", "lanes", stated, 0, counted=stated)
-    cut = slots(pending, budget_min, checked=checked, torchrun_done=torchrun_done, minutes=minutes, device=on,
-                first=earlier + 1, speedup=speed.at(n_lanes), measure=measure)
+    cut = slots(
+        pending,
+        budget_min,
+        checked=checked,
+        torchrun_done=torchrun_done,
+        minutes=minutes,
+        device=on,
+        first=earlier + 1,
+        speedup=speed.at(n_lanes),
+        measure=measure,
+    )
     return Plan(profile, on, all_steps, cut, done, failed, budget_min, n_lanes, speed)
 
 
@@ -382,13 +421,17 @@ def print_plan(the_plan: Plan, *, out=print, with_passes: bool = True) -> None:
     the_slots, budget_min, profile = the_plan.slots, the_plan.budget_min, the_plan.profile
     all_steps = [s for slot in the_slots for s in slot.steps]
     n_measured = sum(s.measured for s in all_steps)
-    out(f"campaign at the {profile} profile: {len(the_slots)} slot(s) of at most {budget_min:g} estimated H100 min "
+    out(
+        f"campaign at the {profile} profile: {len(the_slots)} slot(s) of at most {budget_min:g} estimated H100 min "
         f"each, one command each; {len(the_plan.done)} step(s) done already (the output folder), "
         f"{len(the_plan.failed)} failed; estimates: {n_measured} measured by earlier slots, "
         f"{len(all_steps) - n_measured} counted (lmcompanion.estimate for runs, stated allowances for the check, the "
-        "lanes and the benches)")
-    out(f"lanes: {the_plan.speed.describe(the_plan.lanes)}; a slot's runs train side by side, so its wall estimate "
-        "is its other steps plus its runs' minutes (each a run alone) over that speed-up")
+        "lanes and the benches)"
+    )
+    out(
+        f"lanes: {the_plan.speed.describe(the_plan.lanes)}; a slot's runs train side by side, so its wall estimate "
+        "is its other steps plus its runs' minutes (each a run alone) over that speed-up"
+    )
     for slot in the_slots:
         out("")
         out(f"slot {slot.number}{' (next: the README command runs it)' if slot is the_slots[0] else ''}")
@@ -396,19 +439,28 @@ def print_plan(the_plan: Plan, *, out=print, with_passes: bool = True) -> None:
         for i, s in enumerate(slot.steps):
             p = passes(s.run.config) if with_passes and s.kind == "run" else None
             extra = f"  {p:8.1f}" if p is not None else ""
-            name = s.name if s.kind != "check" else (
-                f"check {'+'.join(dict.fromkeys(_family(r) for r in s.covers))} (compile vs eager: {'+'.join(s.families)})")
+            name = (
+                s.name
+                if s.kind != "check"
+                else (
+                    f"check {'+'.join(dict.fromkeys(_family(r) for r in s.covers))} (compile vs eager: {'+'.join(s.families)})"
+                )
+            )
             if s.kind == "lanes":
                 name = f"lanes (aggregate tokens/s at {'/'.join(map(str, lanes_mod.LEVELS))} lanes)"
-            out(f"{s.priority if s.priority else '-':>3}  {s.kind:<5}  {name:<58}  {s.minutes:6.2f} min  "
-                f"{'measured' if s.measured else 'counted':<8}  {wall(slot.steps[:i + 1], slot.speedup):6.1f}{extra}")
+            out(
+                f"{s.priority if s.priority else '-':>3}  {s.kind:<5}  {name:<58}  {s.minutes:6.2f} min  "
+                f"{'measured' if s.measured else 'counted':<8}  {wall(slot.steps[: i + 1], slot.speedup):6.1f}{extra}"
+            )
             for c in s.claims:
                 out(f"{'':>16}completes the runs of: [{s.group.chapter}] {c}")
         kinds = {k: sum(1 for s in slot.steps if s.kind == k) for k in ("check", "bench", "run")}
         decided = sum(len(s.claims) for s in slot.steps)
         over = f" (OVER the slot's {budget_min:g} min: one step alone)" if slot.minutes > budget_min + 1e-9 else ""
-        out(f"slot {slot.number} total {slot.minutes:.1f} min{over} ({kinds['check']} check, {kinds['bench']} "
-            f"benches, {kinds['run']} runs in {the_plan.lanes} lane(s); completes the runs of {decided} claims)")
+        out(
+            f"slot {slot.number} total {slot.minutes:.1f} min{over} ({kinds['check']} check, {kinds['bench']} "
+            f"benches, {kinds['run']} runs in {the_plan.lanes} lane(s); completes the runs of {decided} claims)"
+        )
     if not the_slots:
         out("nothing left: every step is done")
     out("")
@@ -417,12 +469,16 @@ def print_plan(the_plan: Plan, *, out=print, with_passes: bool = True) -> None:
     if with_passes:
         rows = passes_table(all_steps)
         if rows:
-            out("passes over the training data, per experiment (here: the offline copies; the write-up's, estimated "
-                "from its text's size):")
+            out(
+                "passes over the training data, per experiment (here: the offline copies; the write-up's, estimated "
+                "from its text's size):"
+            )
             width = max(len(r["experiment"]) for r in rows)
             for r in rows:
-                out(f"  {r['experiment']:<{width}}  {r['tokens/run']:>13,} tokens/run  {r['passes']:>6.1f} passes"
-                    f"  (write-up: {r['write-up']})")
+                out(
+                    f"  {r['experiment']:<{width}}  {r['tokens/run']:>13,} tokens/run  {r['passes']:>6.1f} passes"
+                    f"  (write-up: {r['write-up']})"
+                )
 
 
 LOAN_MIN = 15  # device minutes of one loan of a GPU machine (README: its start, one command, idle and hand-back)
@@ -432,10 +488,12 @@ def loans(the_plan: Plan) -> list[str]:
     """How many loans the plan takes (one slot, one command of at most ``--max-minutes 8.5``, per loan of
     :data:`LOAN_MIN` device minutes), and the loan by which each tier of runs is complete."""
     n = len(the_plan.slots)
-    lines = [f"loans: {n} loan(s) of a GPU machine ({LOAN_MIN} device minutes each, one slot per loan: one command "
-             f"of at most 8.5 minutes) for everything left, at {the_plan.lanes} lane(s) "
-             f"({'measured' if the_plan.speed.measured else 'ASSUMED'} speed-up "
-             f"{the_plan.speed.at(the_plan.lanes):.2f}x)"]
+    lines = [
+        f"loans: {n} loan(s) of a GPU machine ({LOAN_MIN} device minutes each, one slot per loan: one command "
+        f"of at most 8.5 minutes) for everything left, at {the_plan.lanes} lane(s) "
+        f"({'measured' if the_plan.speed.measured else 'ASSUMED'} speed-up "
+        f"{the_plan.speed.at(the_plan.lanes):.2f}x)"
+    ]
     for tier, what in TIERS.items():
         last = [i for i, slot in enumerate(the_plan.slots, 1) for s in slot.runs if s.group and s.group.tier == tier]
         runs = sum(1 for slot in the_plan.slots for s in slot.runs if s.group and s.group.tier == tier)
@@ -467,6 +525,30 @@ def passes_table(all_steps: Sequence[Step]) -> list[dict]:
     return rows
 
 
-__all__ = ["BENCH", "DEFAULT_SLOT_MIN", "GROUPS", "Group", "LOAN_MIN", "Plan", "Slot", "TIERS", "bench_done",
-           "check_minutes", "check_step", "corpora_of", "group_claims", "lanes_of", "loans", "measured", "passes",
-           "passes_table", "plan", "print_plan", "slot_device", "slots", "steps", "wall", "Step"]
+__all__ = [
+    "BENCH",
+    "DEFAULT_SLOT_MIN",
+    "GROUPS",
+    "Group",
+    "LOAN_MIN",
+    "Plan",
+    "Slot",
+    "TIERS",
+    "bench_done",
+    "check_minutes",
+    "check_step",
+    "corpora_of",
+    "group_claims",
+    "lanes_of",
+    "loans",
+    "measured",
+    "passes",
+    "passes_table",
+    "plan",
+    "print_plan",
+    "slot_device",
+    "slots",
+    "steps",
+    "wall",
+    "Step",
+]

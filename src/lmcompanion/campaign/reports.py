@@ -24,18 +24,43 @@ MINUTES_FORMAT = "lmcompanion-campaign-minutes/1"
 MAX_LANES = argtypes.MAX_LANES  # the most lanes (worker processes on one device) a slot runs or a lanes file names
 # The lane speed measured on each device (lmcompanion.campaign.lanes): lanes -> aggregate speed-up over one lane.
 LANES = untrusted.Format(
-    "campaign lanes file", fix="restore it from git, or delete it: the next slot measures the lanes again",
-    schema={"type": "object", "properties": {
-        "format": {"type": "string"}, "profile": {"type": "string"},
-        "devices": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["speedup"], "properties": {
-                "speedup": {"type": "object", "minProperties": 1, "propertyNames": {"pattern": "^[1-9][0-9]?$"},
-                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_LANES}},
-                "gpu": {"type": ["string", "null"]}, "run": {"type": "string"}, "levels": {"type": "object"},
-                "wall_s": {"type": "number", "minimum": 0}}}}}})
+    "campaign lanes file",
+    fix="restore it from git, or delete it: the next slot measures the lanes again",
+    schema={
+        "type": "object",
+        "properties": {
+            "format": {"type": "string"},
+            "profile": {"type": "string"},
+            "devices": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["speedup"],
+                    "properties": {
+                        "speedup": {
+                            "type": "object",
+                            "minProperties": 1,
+                            "propertyNames": {"pattern": "^[1-9][0-9]?$"},
+                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_LANES},
+                        },
+                        "gpu": {"type": ["string", "null"]},
+                        "run": {"type": "string"},
+                        "levels": {"type": "object"},
+                        "wall_s": {"type": "number", "minimum": 0},
+                    },
+                },
+            },
+        },
+    },
+)
 # The reports by file name, with the format each is read through.
-FILES = {"progress.json": untrusted.CAMPAIGN_PROGRESS, "check.json": untrusted.CAMPAIGN_CHECK,
-         "bench.json": untrusted.CAMPAIGN_BENCH, "minutes.json": untrusted.CAMPAIGN_MINUTES, "lanes.json": LANES}
+FILES = {
+    "progress.json": untrusted.CAMPAIGN_PROGRESS,
+    "check.json": untrusted.CAMPAIGN_CHECK,
+    "bench.json": untrusted.CAMPAIGN_BENCH,
+    "minutes.json": untrusted.CAMPAIGN_MINUTES,
+    "lanes.json": LANES,
+}
 
 
 def reports_dir(out: Path, profile: str) -> Path:
@@ -126,5 +151,20 @@ class Minutes:
         write_json(self.path, self.data)
 
 
-__all__ = ["FILES", "LANES", "MAX_LANES", "MINUTES_FORMAT", "Minutes", "PROGRESS_FORMAT", "REPORTS", "dumps",
-           "is_recorded", "read_json", "read_report", "recorded_path", "reports_dir", "run_key", "write_json"]
+__all__ = [
+    "FILES",
+    "LANES",
+    "MAX_LANES",
+    "MINUTES_FORMAT",
+    "Minutes",
+    "PROGRESS_FORMAT",
+    "REPORTS",
+    "dumps",
+    "is_recorded",
+    "read_json",
+    "read_report",
+    "recorded_path",
+    "reports_dir",
+    "run_key",
+    "write_json",
+]

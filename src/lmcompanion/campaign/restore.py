@@ -39,14 +39,20 @@ def _members(archive: Path) -> tuple[dict[str, bytes], dict[str, dict]]:
         if len(parts) == 2 and parts[0] in PROFILES and parts[1].endswith(".json"):
             record, _cfg, _ = recorded.parse(label, data)  # validated completely, as import-recorded does
             if record["profile"] != parts[0] or recorded.file_name(record) != parts[1]:
-                raise fmt.error(archive, f"member {name!r} holds a run of {record['experiment']!r} seed "
-                                         f"{record['seed']} at {record['profile']!r}: not the file its name says")
+                raise fmt.error(
+                    archive,
+                    f"member {name!r} holds a run of {record['experiment']!r} seed "
+                    f"{record['seed']} at {record['profile']!r}: not the file its name says",
+                )
         elif len(parts) == 3 and parts[0] == reports.REPORTS and parts[1] in PROFILES and parts[2] in reports.FILES:
             fmt_of = reports.FILES[parts[2]]
             parsed[rel] = untrusted.check(untrusted.parse_json(data, label, fmt_of), label, fmt_of)
         else:
-            raise fmt.error(archive, f"member {name!r} is neither a recorded run (<top>/<profile>/<name>.json) nor a "
-                                     "campaign report (<top>/campaign/<profile>/<report>.json)")
+            raise fmt.error(
+                archive,
+                f"member {name!r} is neither a recorded run (<top>/<profile>/<name>.json) nor a "
+                "campaign report (<top>/campaign/<profile>/<report>.json)",
+            )
         out[rel] = data
     if not out:
         raise fmt.error(archive, "it holds no file")
@@ -63,9 +69,11 @@ def _slots(parsed: dict[str, dict], out: Path) -> list[tuple[str, dict]]:
             continue
         theirs = value.get("commands", [])
         ours = (reports.read_report(out, parts[1], "progress.json") or {}).get("commands", [])
-        if theirs[:len(ours)] != ours:
-            raise LMCError(f"the archive's {rel} does not continue the progress in {out} (it lacks commands recorded "
-                           "here): it is older than what is committed, or from another campaign; nothing was written")
+        if theirs[: len(ours)] != ours:
+            raise LMCError(
+                f"the archive's {rel} does not continue the progress in {out} (it lacks commands recorded "
+                "here): it is older than what is committed, or from another campaign; nothing was written"
+            )
         if theirs:
             found.append((parts[1], theirs[-1]))
     return found
@@ -80,8 +88,11 @@ def message(members: dict[str, bytes], slots: list[tuple[str, dict]]) -> str:
         head = f"Recorded GPU campaign, slot {last.get('slot')} on {where} ({profile} profile)"
     else:
         head = "Recorded GPU campaign: a slot's archive without its progress"
-    return (f"{head}: {len(runs)} recorded run(s), {len(members) - len(runs)} report(s)\n\n"
-            + "\n".join(f"- {rel}" for rel in sorted(members)) + "\n")
+    return (
+        f"{head}: {len(runs)} recorded run(s), {len(members) - len(runs)} report(s)\n\n"
+        + "\n".join(f"- {rel}" for rel in sorted(members))
+        + "\n"
+    )
 
 
 def restore(archive: Path, out: Path | None = None, *, commit: bool = False, log: Callable = print) -> list[Path]:
@@ -108,8 +119,12 @@ def restore(archive: Path, out: Path | None = None, *, commit: bool = False, log
     # --commit) is still untracked or changed
     names = [str(targets[rel]) for rel in sorted(members)]
     if not commit:
-        log("commit them with:\n  git add " + " ".join(shlex.quote(n) for n in names) + " && git commit -m "
-            + shlex.quote(text))
+        log(
+            "commit them with:\n  git add "
+            + " ".join(shlex.quote(n) for n in names)
+            + " && git commit -m "
+            + shlex.quote(text)
+        )
         return written
     _git(out, "add", "--", *names)
     if subprocess.run(["git", "-C", str(out), "diff", "--cached", "--quiet", "--", *names]).returncode == 0:
@@ -123,8 +138,10 @@ def restore(archive: Path, out: Path | None = None, *, commit: bool = False, log
 def _git(out: Path, *args: str) -> None:
     proc = subprocess.run(["git", "-C", str(out), *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise LMCError(f"git {args[0]} in {out} failed ({(proc.stderr or proc.stdout).strip()[:300]}): the files "
-                       "are restored; commit them by hand")
+        raise LMCError(
+            f"git {args[0]} in {out} failed ({(proc.stderr or proc.stdout).strip()[:300]}): the files "
+            "are restored; commit them by hand"
+        )
 
 
 __all__ = ["message", "restore"]

@@ -63,8 +63,12 @@ class Progress:
     def __init__(self, out: Path, profile: str, device: str):
         self.path = reports.reports_dir(out, profile) / "progress.json"
         old = reports.read_report(out, profile, "progress.json") or {}
-        self.data = {"format": reports.PROGRESS_FORMAT, "profile": profile, "steps": old.get("steps", {}),
-                     "commands": old.get("commands", [])}
+        self.data = {
+            "format": reports.PROGRESS_FORMAT,
+            "profile": profile,
+            "steps": old.get("steps", {}),
+            "commands": old.get("commands", []),
+        }
         self.device = device
         self.command_s = 0.0  # the wall seconds of this command's steps
 
@@ -89,8 +93,11 @@ def ratio(times: list[tuple[float, float]]) -> float:
 def _snapshot(out: Path) -> dict[str, str]:
     """The SHA-256 of every file of ``out`` by its relative path."""
     out = Path(out)
-    return {p.relative_to(out).as_posix(): paths.file_sha256(p) for p in sorted(out.rglob("*")) if p.is_file()} \
-        if out.is_dir() else {}
+    return (
+        {p.relative_to(out).as_posix(): paths.file_sha256(p) for p in sorted(out.rglob("*")) if p.is_file()}
+        if out.is_dir()
+        else {}
+    )
 
 
 def archive_changed(out: Path, archive: Path | None, before: dict[str, str]) -> list[str]:
@@ -149,12 +156,28 @@ def gpu_name(device: str) -> str | None:
 class _Command:
     """What one command (slot) keeps while it runs: its plan, progress, minutes, lanes and time limit."""
 
-    def __init__(self, the_plan: plan_mod.Plan, out: Path, archive: Path | None, profile: str, device: str,
-                 max_minutes: float | None, started: float, progress, log: Callable, callbacks: tuple,
-                 requested: int | None):
+    def __init__(
+        self,
+        the_plan: plan_mod.Plan,
+        out: Path,
+        archive: Path | None,
+        profile: str,
+        device: str,
+        max_minutes: float | None,
+        started: float,
+        progress,
+        log: Callable,
+        callbacks: tuple,
+        requested: int | None,
+    ):
         self.plan, self.out, self.archive, self.profile, self.device = the_plan, out, archive, profile, device
-        self.max_minutes, self.started, self.progress, self.log, self.callbacks = (max_minutes, started, progress, log,
-                                                                                   callbacks)
+        self.max_minutes, self.started, self.progress, self.log, self.callbacks = (
+            max_minutes,
+            started,
+            progress,
+            log,
+            callbacks,
+        )
         self.state = Progress(out, profile, device)
         self.minutes = reports.Minutes(out, profile)
         self.before = _snapshot(out)
@@ -172,8 +195,10 @@ class _Command:
         """Whether a step of ``need_min`` minutes ends before the limit (see the module doc); says why not."""
         elapsed = self.elapsed_min()
         if self.max_minutes is not None and elapsed + need_min > self.max_minutes and elapsed > 0.5:
-            self.stopped = (f"--max-minutes {self.max_minutes:g}: {elapsed:.1f} min used by this command, the next "
-                            f"step needs about {need_min:.1f}")
+            self.stopped = (
+                f"--max-minutes {self.max_minutes:g}: {elapsed:.1f} min used by this command, the next "
+                f"step needs about {need_min:.1f}"
+            )
             return False
         return True
 
@@ -185,11 +210,23 @@ class _Command:
             archive_changed(self.out, self.archive, self.before)
 
 
-def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None,
-        budget_min: float = plan_mod.DEFAULT_SLOT_MIN, max_minutes: float | None = None, seeds: int | None = None,
-        archive: Path | None = None, retry_failed: bool = False, progress: bool | None = None,
-        pack: dict | None = None, started: float | None = None, log: Callable = print, lanes: int | None = None,
-        callbacks: tuple = ()) -> int:
+def run(
+    profile: str = "gpu",
+    *,
+    device: str = "auto",
+    out: Path | None = None,
+    budget_min: float = plan_mod.DEFAULT_SLOT_MIN,
+    max_minutes: float | None = None,
+    seeds: int | None = None,
+    archive: Path | None = None,
+    retry_failed: bool = False,
+    progress: bool | None = None,
+    pack: dict | None = None,
+    started: float | None = None,
+    log: Callable = print,
+    lanes: int | None = None,
+    callbacks: tuple = (),
+) -> int:
     """Run the next slot (see the module doc). Returns 0 when the slot is done (its failed steps, if any, recorded
     and listed), :data:`MORE_TO_DO` when ``max_minutes`` stopped it with steps left (run the same command again: the
     next slot starts with them). ``pack``: the manifest of the pack the data came from (its commit is recorded in the
@@ -207,23 +244,38 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None,
     out = Path(out) if out is not None else recorded.default_dir()
     for name in reports.FILES:  # every report read back passes before anything is written
         reports.read_report(out, profile, name)
-    the_plan = plan_mod.plan(profile, device=device, seeds=seeds, out=out, budget_min=budget_min,
-                             retry_failed=retry_failed, lanes=lanes)
+    the_plan = plan_mod.plan(
+        profile, device=device, seeds=seeds, out=out, budget_min=budget_min, retry_failed=retry_failed, lanes=lanes
+    )
     if not the_plan.slots:
-        log(f"campaign at the {profile} profile: every step is done ({len(the_plan.done)}) or failed "
+        log(
+            f"campaign at the {profile} profile: every step is done ({len(the_plan.done)}) or failed "
             f"({len(the_plan.failed)}{'; --retry-failed tries them again' if the_plan.failed else ''}) in {out}: "
-            "campaign complete")
+            "campaign complete"
+        )
         return 0
     slot = the_plan.slots[0]
-    cmd = _Command(the_plan, out, archive, profile, device, max_minutes, started, progress, log, tuple(callbacks),
-                   lanes)
-    cmd.state.data["commands"].append({
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device, "gpu": cmd.gpu, "slot": slot.number,
-        "budget_min": budget_min, "max_minutes": max_minutes, "lanes": the_plan.lanes, **env.git_state(),
-        "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")} if pack else None})
-    log(f"campaign at the {profile} profile on {cmd.gpu or device}: slot {slot.number}, {len(slot.steps)} steps "
+    cmd = _Command(
+        the_plan, out, archive, profile, device, max_minutes, started, progress, log, tuple(callbacks), lanes
+    )
+    cmd.state.data["commands"].append(
+        {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "device": device,
+            "gpu": cmd.gpu,
+            "slot": slot.number,
+            "budget_min": budget_min,
+            "max_minutes": max_minutes,
+            "lanes": the_plan.lanes,
+            **env.git_state(),
+            "pack": {k: (pack or {}).get(k) for k in ("commit", "dirty", "made", "bytes")} if pack else None,
+        }
+    )
+    log(
+        f"campaign at the {profile} profile on {cmd.gpu or device}: slot {slot.number}, {len(slot.steps)} steps "
         f"({slot.minutes:.1f} of {budget_min:g} min estimated), {len(the_plan.slots) - 1} slot(s) after it; "
-        f"{len(the_plan.done)} steps done earlier; output in {out}")
+        f"{len(the_plan.done)} steps done earlier; output in {out}"
+    )
     log(f"lanes: {the_plan.speed.describe(the_plan.lanes)}")
     status, deadline = 0, None
     try:
@@ -241,8 +293,10 @@ def run(profile: str = "gpu", *, device: str = "auto", out: Path | None = None,
     except KeyboardInterrupt:
         if deadline is None or not deadline.fired:
             raise
-        log(f"stopped by --max-minutes {max_minutes:g} (the runs in flight are lost and will be run first by the next "
-            "slot); restore the archive, commit it, and run the same command again for the next slot")
+        log(
+            f"stopped by --max-minutes {max_minutes:g} (the runs in flight are lost and will be run first by the next "
+            "slot); restore the archive, commit it, and run the same command again for the next slot"
+        )
         return MORE_TO_DO
     finally:
         if deadline is not None:
@@ -258,14 +312,24 @@ def _serial(cmd: _Command, step: Step, i: int, n: int) -> None:
     if not cmd.fits(step.minutes * ratio(cmd.times)):
         return
     entry = cmd.state.step(step.name)
-    cmd.log(f"[{i}/{n}] {step.kind} {step.name} (estimated {step.minutes:.2f} min, "
-            f"{'measured' if step.measured else 'counted'})")
+    cmd.log(
+        f"[{i}/{n}] {step.kind} {step.name} (estimated {step.minutes:.2f} min, "
+        f"{'measured' if step.measured else 'counted'})"
+    )
     entry["attempts"] += 1
     t0 = time.monotonic()
     try:
         with signals.unswallowed():
-            report = _execute(step, cmd.out, cmd.rdir, cmd.profile, cmd.device, cmd.progress, cmd.log,
-                              runs=[s.run for s in cmd.plan.slots[0].runs])
+            report = _execute(
+                step,
+                cmd.out,
+                cmd.rdir,
+                cmd.profile,
+                cmd.device,
+                cmd.progress,
+                cmd.log,
+                runs=[s.run for s in cmd.plan.slots[0].runs],
+            )
         entry.update(status="done", error=None)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, or the deadline
         entry["status"] = "interrupted"
@@ -291,8 +355,11 @@ def _serial(cmd: _Command, step: Step, i: int, n: int) -> None:
 
 
 def _failed(entry: dict, exc: BaseException, log: Callable) -> None:
-    entry.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:2000],
-                 traceback="".join(traceback.format_exception(exc))[-4000:])
+    entry.update(
+        status="failed",
+        error=f"{type(exc).__name__}: {exc}"[:2000],
+        traceback="".join(traceback.format_exception(exc))[-4000:],
+    )
     log(f"    FAILED: {entry['error']}")
 
 
@@ -320,8 +387,10 @@ def _train_lanes(cmd: _Command, group: list[Step], offset: int, n: int) -> None:
             cmd.log(f"[-] run {run.id} (read by a run of the slot; trained in a lane of its own first)")
             return
         cmd.state.step(step.name)["attempts"] += 1
-        cmd.log(f"[{number[step.name]}/{n}] run {step.name} (estimated {step.minutes:.2f} min, "
-                f"{'measured' if step.measured else 'counted'}; {len(spans)} started in {cmd.lanes} lane(s))")
+        cmd.log(
+            f"[{number[step.name]}/{n}] run {step.name} (estimated {step.minutes:.2f} min, "
+            f"{'measured' if step.measured else 'counted'}; {len(spans)} started in {cmd.lanes} lane(s))"
+        )
 
     def on_done(outcome: pool.Outcome) -> None:
         if outcome.run.id in spans:
@@ -338,9 +407,17 @@ def _train_lanes(cmd: _Command, group: list[Step], offset: int, n: int) -> None:
             finished[step.name] = done
 
     try:
-        pool.train_all([s.run for s in group], cmd.lanes, threads=max(1, (os.cpu_count() or 1) // cmd.lanes),
-                       store=RunStore(), progress=cmd.progress, on_start=on_start, on_done=on_done,
-                       may_start=may_start, callbacks=cmd.callbacks)
+        pool.train_all(
+            [s.run for s in group],
+            cmd.lanes,
+            threads=max(1, (os.cpu_count() or 1) // cmd.lanes),
+            store=RunStore(),
+            progress=cmd.progress,
+            on_start=on_start,
+            on_done=on_done,
+            may_start=may_start,
+            callbacks=cmd.callbacks,
+        )
     except KeyboardInterrupt:
         for name, (start, end) in spans.items():
             entry = cmd.state.step(name) if name in steps else None
@@ -370,8 +447,11 @@ def _finished_run(cmd: _Command, step: Step, outcome: pool.Outcome, spans: dict)
         start, end = spans[step.name]
         busy = lanes_mod.concurrency([tuple(v) for v in spans.values()], start, end)
         alone_s = 60 * lanes_mod.alone_minutes(outcome.seconds, busy, cmd.speed)
-        facts = {"compile_s": float(outcome.facts.get("compile_s", 0.0)),
-                 "graphs_compiled": int(outcome.facts.get("graphs", 0)), "lanes_busy": round(busy, 2)}
+        facts = {
+            "compile_s": float(outcome.facts.get("compile_s", 0.0)),
+            "graphs_compiled": int(outcome.facts.get("graphs", 0)),
+            "lanes_busy": round(busy, 2),
+        }
     try:
         path = _record(done, cmd.out, facts)
     except Exception as exc:  # noqa: BLE001  (a run that cannot be recorded failed: the slot goes on)
@@ -383,11 +463,20 @@ def _finished_run(cmd: _Command, step: Step, outcome: pool.Outcome, spans: dict)
     if not outcome.reused:
         cmd.minutes.add(reports.run_key(step.run), cmd.device, alone_s / 60, cmd.gpu, what=step.name)
         cmd.times.append((alone_s, step.minutes * 60))
-    compiled = (f"; compiled {facts['graphs_compiled']} graph(s) in {facts['compile_s']:.1f} s"
-                if facts and step.run.config.train.compile else "")
-    cmd.log(f"    recorded {path}: {figures(done, cmd.device)}{compiled}" + (
-        f"; {facts['lanes_busy']:.1f} lane(s) busy while it ran; {outcome.seconds:.0f} s ({alone_s:.0f} s as one run "
-        "alone)" if facts else ""))
+    compiled = (
+        f"; compiled {facts['graphs_compiled']} graph(s) in {facts['compile_s']:.1f} s"
+        if facts and step.run.config.train.compile
+        else ""
+    )
+    cmd.log(
+        f"    recorded {path}: {figures(done, cmd.device)}{compiled}"
+        + (
+            f"; {facts['lanes_busy']:.1f} lane(s) busy while it ran; {outcome.seconds:.0f} s ({alone_s:.0f} s as one run "
+            "alone)"
+            if facts
+            else ""
+        )
+    )
     _after_run(cmd, step, done, path)
     cmd.saved()
     return done
@@ -419,18 +508,27 @@ def _slot_figures(cmd: _Command, finished: dict[str, Run], spans: dict) -> None:
     tokens = {n: int(r.summary.get("tokens") or 0) for n, r in trained.items()}
     flops = sum(models.flops_per_token(r.config.model) * tokens[n] for n, r in trained.items())
     peak = estimate.peak_flops(cmd.gpu) if cmd.gpu else None
-    figures_ = {"lanes": cmd.lanes, "runs": len(trained), "tokens": sum(tokens.values()), "wall_s": round(wall, 1),
-                "tokens_per_s": round(sum(tokens.values()) / wall, 1) if wall > 0 else None,
-                "mfu": float(f"{flops / wall / peak:.4g}") if wall > 0 and peak else None,
-                "speedup": round(cmd.speed.at(cmd.lanes), 3), "speedup_measured": cmd.speed.measured}
+    figures_ = {
+        "lanes": cmd.lanes,
+        "runs": len(trained),
+        "tokens": sum(tokens.values()),
+        "wall_s": round(wall, 1),
+        "tokens_per_s": round(sum(tokens.values()) / wall, 1) if wall > 0 else None,
+        "mfu": float(f"{flops / wall / peak:.4g}") if wall > 0 and peak else None,
+        "speedup": round(cmd.speed.at(cmd.lanes), 3),
+        "speedup_measured": cmd.speed.measured,
+    }
     cmd.state.data["commands"][-1].setdefault("lane_groups", []).append(figures_)
-    cmd.log(f"    the slot's lanes: {len(trained)} run(s), {figures_['tokens']:,} tokens in {wall:.0f} s: "
-            f"{figures_['tokens_per_s'] or 0:,.0f} tokens/s in all"
-            + (f", MFU {figures_['mfu']:.3f}" if figures_["mfu"] is not None else ""))
+    cmd.log(
+        f"    the slot's lanes: {len(trained)} run(s), {figures_['tokens']:,} tokens in {wall:.0f} s: "
+        f"{figures_['tokens_per_s'] or 0:,.0f} tokens/s in all"
+        + (f", MFU {figures_['mfu']:.3f}" if figures_["mfu"] is not None else "")
+    )
 
 
-def _measured(minutes: reports.Minutes, step: Step, wall_s: float, device: str, gpu: str | None,
-              report: dict | None) -> None:
+def _measured(
+    minutes: reports.Minutes, step: Step, wall_s: float, device: str, gpu: str | None, report: dict | None
+) -> None:
     """File a finished step's wall minutes where the plan reads them (a check: its parts, from its items' seconds;
     a run's: :func:`_finished_run`)."""
     if step.kind == "lanes":
@@ -459,15 +557,18 @@ def figures(run: Run, device: str) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progress, log, *,
-             runs: list[PlannedRun] = ()) -> dict | None:
+def _execute(
+    step: Step, out: Path, rdir: Path, profile: str, device: str, progress, log, *, runs: list[PlannedRun] = ()
+) -> dict | None:
     """One step of this process (a run's are trained in lanes: :func:`_train_lanes`); its report. ``runs``: the
     slot's runs, one of which the lanes are measured on."""
     if step.kind == "lanes":
         run = lanes_mod.representative(runs)
         if run is None:
-            raise LMCError("no run of this slot is trained by the shared trainer on its own data: the lanes are "
-                           "measured by the next slot that has one")
+            raise LMCError(
+                "no run of this slot is trained by the shared trainer on its own data: the lanes are "
+                "measured by the next slot that has one"
+            )
         result = lanes_mod.measure(run, lanes_mod.levels_for(device), log=log)
         result["gpu"] = gpu_name(device)
         lanes_mod.file(out, profile, device, result)
@@ -493,36 +594,57 @@ def _execute(step: Step, out: Path, rdir: Path, profile: str, device: str, progr
         result = bench_mod.bench_step(step.run)
         report.setdefault("results", {})[step.name] = result
         reports.write_json(path, report)
-        log("    " + ", ".join(f"{k} {result[k]}" for k in ("tokens/s", "s/step", "MFU", "peak memory (GiB)")
-                               if k in result))
+        log(
+            "    "
+            + ", ".join(f"{k} {result[k]}" for k in ("tokens/s", "s/step", "MFU", "peak memory (GiB)") if k in result)
+        )
         return result
     raise LMCError(f"a step of kind {step.kind!r} is not run by itself")
 
 
-def summary(slot: Slot, the_plan: plan_mod.Plan, state: Progress, out: Path, profile: str, device: str,
-            stopped: str | None, log: Callable = print) -> None:
+def summary(
+    slot: Slot,
+    the_plan: plan_mod.Plan,
+    state: Progress,
+    out: Path,
+    profile: str,
+    device: str,
+    stopped: str | None,
+    log: Callable = print,
+) -> None:
     """What the slot did, what failed, the claims whose runs are now complete, and what is left."""
     status = {s.name: state.step(s.name)["status"] for s in slot.steps}
     done = [s for s in slot.steps if status[s.name] == "done"]
     failed = [s for s in slot.steps if status[s.name] == "failed"]
     if stopped:
         log(f"stopped by {stopped}")
-    log(f"slot {slot.number}: {len(done)} of {len(slot.steps)} steps done, {len(failed)} failed; "
-        f"{state.spent_min:.1f} min of steps")
+    log(
+        f"slot {slot.number}: {len(done)} of {len(slot.steps)} steps done, {len(failed)} failed; "
+        f"{state.spent_min:.1f} min of steps"
+    )
     for s in failed:
         log(f"  FAILED {s.name}: {state.step(s.name).get('error', '')[:300]}")
     runs_done = {s.name for s in the_plan.done} | {s.name for s in done}
     for s in the_plan.all_steps:
-        if s.kind == "run" and s.claims and any(d.group is s.group for d in done) and all(
-                r.name in runs_done for r in the_plan.all_steps if r.kind == "run" and r.group is s.group):
+        if (
+            s.kind == "run"
+            and s.claims
+            and any(d.group is s.group for d in done)
+            and all(r.name in runs_done for r in the_plan.all_steps if r.kind == "run" and r.group is s.group)
+        ):
             for c in s.claims:
                 log(f"  runs complete for [{s.group.chapter}] {c}")
     failed_before = {s.name for s in the_plan.failed}
-    left = [s for s in the_plan.all_steps if s.name not in runs_done and status.get(s.name) != "failed"
-            and s.name not in failed_before]
+    left = [
+        s
+        for s in the_plan.all_steps
+        if s.name not in runs_done and status.get(s.name) != "failed" and s.name not in failed_before
+    ]
     if left:
-        log(f"left: {len(left)} steps, {sum(s.minutes for s in left):.1f} min estimated; restore this slot's archive "
-            "here, commit it, and run the same command for the next slot")
+        log(
+            f"left: {len(left)} steps, {sum(s.minutes for s in left):.1f} min estimated; restore this slot's archive "
+            "here, commit it, and run the same command for the next slot"
+        )
     else:
         log("campaign complete")
 

@@ -23,8 +23,11 @@ from .. import contents
 def modules() -> dict[str, ModuleType]:
     """Each declared chapter's package (``chapters/<name>/``, :mod:`lmcompanion.contents`) that has analyses, by
     name, in the book's order (the prologue's folder holds its declaration only)."""
-    return {c.name: importlib.import_module(f"{__name__}.{c.name}") for c in contents.chapters()
-            if (c.folder / "__init__.py").exists()}
+    return {
+        c.name: importlib.import_module(f"{__name__}.{c.name}")
+        for c in contents.chapters()
+        if (c.folder / "__init__.py").exists()
+    }
 
 
 modules()  # each chapter's package registers its rows

@@ -37,14 +37,18 @@ MEMORY_PROFILE = "paper"  # the write-up's size and micro-batch
 
 def time_claim(subject: str) -> str:
     """The text of a chapter's "similar time" claim for ``subject`` against the baseline."""
-    return (f"{subject} takes a similar time per training step as the baseline (within {SIMILAR:g}x either way; "
-            "timed side by side)")
+    return (
+        f"{subject} takes a similar time per training step as the baseline (within {SIMILAR:g}x either way; "
+        "timed side by side)"
+    )
 
 
 def memory_claim(subject: str) -> str:
     """The text of a chapter's "similar memory demands" claim for ``subject`` against the baseline."""
-    return (f"{subject} needs similar training memory to the baseline (within {SIMILAR:g}x either way; counted at "
-            "the write-up's size, or measured on a GPU)")
+    return (
+        f"{subject} needs similar training memory to the baseline (within {SIMILAR:g}x either way; counted at "
+        "the write-up's size, or measured on a GPU)"
+    )
 
 
 def _short(name: str) -> str:
@@ -53,35 +57,61 @@ def _short(name: str) -> str:
 
 def _own_times(runs: Mapping[str, Sequence], *names: str) -> str:
     """Each arm's seconds per step from its runs' own training time (not side by side), where it has runs."""
-    parts = [f"{_short(n)}: {stats.span([r.summary['train_time_s'] / r.summary['steps'] for r in runs[n]], '.4f')} s/step"
-             for n in names if runs.get(n) and all(r.summary.get("train_time_s") for r in runs[n])]
+    parts = [
+        f"{_short(n)}: {stats.span([r.summary['train_time_s'] / r.summary['steps'] for r in runs[n]], '.4f')} s/step"
+        for n in names
+        if runs.get(n) and all(r.summary.get("train_time_s") for r in runs[n])
+    ]
     return "; ".join(parts)
 
 
 def _not_timed(text: str, published: str, names: Sequence[str], runs: Mapping[str, Sequence]) -> Verdict:
     own = _own_times(runs, *names)
-    return Verdict(text, published, "not timed side by side at this profile" + (f" (the runs' own training time: "
-                   f"{own})" if own else ""), f"{INCONCLUSIVE} (not timed side by side at this profile)", seeds="0",
-                   chance="")
+    return Verdict(
+        text,
+        published,
+        "not timed side by side at this profile" + (f" (the runs' own training time: {own})" if own else ""),
+        f"{INCONCLUSIVE} (not timed side by side at this profile)",
+        seeds="0",
+        chance="",
+    )
 
 
 def _timed(timing: SideBySide | None, *names: str) -> bool:
     return timing is not None and set(names) <= set(timing.names)
 
 
-def time_similar(text: str, published: str, timing: SideBySide | None, a: str, b: str,
-                 runs: Mapping[str, Sequence] | None = None) -> Verdict:
+def time_similar(
+    text: str, published: str, timing: SideBySide | None, a: str, b: str, runs: Mapping[str, Sequence] | None = None
+) -> Verdict:
     """The claim "``a`` takes a similar time per training step as ``b``" (within :data:`SIMILAR` either way), on the
     rounds of a side-by-side timing; without one, a row that says it was not timed here."""
     if not _timed(timing, a, b):
         return _not_timed(text, published, (a, b), runs or {})
-    v = similar(text, published, timing.per_step(a), timing.per_step(b), SIMILAR, paired=True, ratio=True,
-                labels=(_short(a), _short(b)), fmt=".4f", unit="rounds")
+    v = similar(
+        text,
+        published,
+        timing.per_step(a),
+        timing.per_step(b),
+        SIMILAR,
+        paired=True,
+        ratio=True,
+        labels=(_short(a), _short(b)),
+        fmt=".4f",
+        unit="rounds",
+    )
     return dataclasses.replace(v, ours=f"s/step on {timing.device}: {v.ours}")
 
 
-def time_lower(text: str, published: str, timing: SideBySide | None, faster: str, slower: str,
-               runs: Mapping[str, Sequence] | None = None, limit: float = 1.0) -> Verdict:
+def time_lower(
+    text: str,
+    published: str,
+    timing: SideBySide | None,
+    faster: str,
+    slower: str,
+    runs: Mapping[str, Sequence] | None = None,
+    limit: float = 1.0,
+) -> Verdict:
     """The claim "``faster`` takes less time per training step than ``slower``": the per-round ratio
     faster / slower below ``limit`` (1: less time; below 1: less by that factor) by a one-sided t-test over the
     rounds (on a log scale)."""
@@ -91,9 +121,12 @@ def time_lower(text: str, published: str, timing: SideBySide | None, faster: str
     ratios = [x / y for x, y in zip(fast, slow)]
     v = below(text, published, ratios, limit, fmt=".3f", log=True)
     return dataclasses.replace(
-        v, seeds=f"{len(ratios)} rounds", effect=f"x{number(stats.mean(ratios))} (mean ratio)",
+        v,
+        seeds=f"{len(ratios)} rounds",
+        effect=f"x{number(stats.mean(ratios))} (mean ratio)",
         ours=f"s/step on {timing.device}: {_short(faster)}: {stats.span(fast, '.4f')}; "
-             f"{_short(slower)}: {stats.span(slow, '.4f')}; ratio {stats.span(ratios, '.3f')}")
+        f"{_short(slower)}: {stats.span(slow, '.4f')}; ratio {stats.span(ratios, '.3f')}",
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,13 +145,17 @@ def memory_similar(text: str, published: str, a: str, b: str, runs: Mapping[str,
     runs = runs or {}
     ca, cb = counted(a)["training_step"], counted(b)["training_step"]
     ma, mb = memory.recorded_peak(runs.get(a, [])), memory.recorded_peak(runs.get(b, []))
-    text_counted = (f"counted at the write-up's size (one micro-batch, fp32, with AdamW's state): {_short(a)}: "
-                    f"{_gib(ca)}, {_short(b)}: {_gib(cb)}, ratio {number(ca / cb)}")
+    text_counted = (
+        f"counted at the write-up's size (one micro-batch, fp32, with AdamW's state): {_short(a)}: "
+        f"{_gib(ca)}, {_short(b)}: {_gib(cb)}, ratio {number(ca / cb)}"
+    )
     if ma and mb:
         gpu = next((r.env.get("gpu") for r in runs[a] if r.env.get("gpu")), "a GPU")
         ratio = stats.mean(ma) / stats.mean(mb)
-        ours = (f"measured on {gpu} (the runs' recorded peak): {_short(a)}: {_gib(stats.mean(ma))}, {_short(b)}: "
-                f"{_gib(stats.mean(mb))}, ratio {number(ratio)}; {text_counted}")
+        ours = (
+            f"measured on {gpu} (the runs' recorded peak): {_short(a)}: {_gib(stats.mean(ma))}, {_short(b)}: "
+            f"{_gib(stats.mean(mb))}, ratio {number(ratio)}; {text_counted}"
+        )
     else:
         ratio = ca / cb
         ours = f"{text_counted}; measured on a GPU: not recorded yet"
@@ -137,30 +174,54 @@ def memory_table(names: Sequence[str], profile: str, runs: Mapping[str, Sequence
         paper, here = counted(name), counted(name, profile)
         cfg = experiments.config(name, MEMORY_PROFILE, device="cpu")
         measured = memory.recorded_peak(runs.get(name, []))
-        rows.append({
-            "experiment": name,
-            "micro-batch (write-up)": f"{cfg.train.batch_size} x {cfg.model.context_size}",
-            "weights and AdamW state (write-up)": _gib(paper["parameters"] + paper["buffers"]
-                                                      + paper["optimizer_state"]),
-            "peak during the pass (write-up)": _gib(paper["peak_during_pass"]),
-            "training step (write-up)": _gib(paper["training_step"]),
-            f"training step ({profile})": f"{number(here['training_step'] / 2**20)} MiB",
-            "measured on a GPU": _gib(stats.mean(measured)) if measured else "not recorded yet",
-        })
+        rows.append(
+            {
+                "experiment": name,
+                "micro-batch (write-up)": f"{cfg.train.batch_size} x {cfg.model.context_size}",
+                "weights and AdamW state (write-up)": _gib(
+                    paper["parameters"] + paper["buffers"] + paper["optimizer_state"]
+                ),
+                "peak during the pass (write-up)": _gib(paper["peak_during_pass"]),
+                "training step (write-up)": _gib(paper["training_step"]),
+                f"training step ({profile})": f"{number(here['training_step'] / 2**20)} MiB",
+                "measured on a GPU": _gib(stats.mean(measured)) if measured else "not recorded yet",
+            }
+        )
     return pd.DataFrame(rows).set_index("experiment")
 
 
-def similar_cost_rows(time_text: str, memory_text: str, a: str, b: str, *, memory_notebook: str,
-                      time_notebook: str) -> list[Row]:
+def similar_cost_rows(
+    time_text: str, memory_text: str, a: str, b: str, *, memory_notebook: str, time_notebook: str
+) -> list[Row]:
     """The rows of "a similar amount of time with similar memory demands" (``a`` against ``b``; the write-ups give no
     numbers): memory counted at the write-up's size or measured on a GPU (:func:`memory_similar`), and time per step
     timed side by side in the verdict notebook (:func:`time_similar`)."""
-    return [Row(memory_text, memory_notebook,
-                lambda ctx: memory_similar(memory_text, '"similar memory demands" (no numbers)', a, b, ctx.runs),
-                kind=COMPUTED),
-            Row(time_text, time_notebook,
-                lambda ctx: time_similar(time_text, '"a similar amount of time" (no numbers)', ctx.timing(a, b), a, b,
-                                         ctx.runs), kind=COST, timed=(a, b))]
+    return [
+        Row(
+            memory_text,
+            memory_notebook,
+            lambda ctx: memory_similar(memory_text, '"similar memory demands" (no numbers)', a, b, ctx.runs),
+            kind=COMPUTED,
+        ),
+        Row(
+            time_text,
+            time_notebook,
+            lambda ctx: time_similar(
+                time_text, '"a similar amount of time" (no numbers)', ctx.timing(a, b), a, b, ctx.runs
+            ),
+            kind=COST,
+            timed=(a, b),
+        ),
+    ]
 
 
-__all__ = ["similar_cost_rows", "MEMORY_PROFILE", "SIMILAR", "counted", "memory_similar", "memory_table", "time_lower", "time_similar"]
+__all__ = [
+    "similar_cost_rows",
+    "MEMORY_PROFILE",
+    "SIMILAR",
+    "counted",
+    "memory_similar",
+    "memory_table",
+    "time_lower",
+    "time_similar",
+]

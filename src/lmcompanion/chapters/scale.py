@@ -45,8 +45,11 @@ class Size:
 
 def sizes(names: Sequence[str], profile: str) -> list[Size]:
     """The models of the experiments of ``names`` that run at ``profile``, each with the write-up's count."""
-    return [Size(n, profile, parameters(n, profile), parameters(n, "paper")) for n in names
-            if experiments.runs_at(n, profile)]
+    return [
+        Size(n, profile, parameters(n, profile), parameters(n, "paper"))
+        for n in names
+        if experiments.runs_at(n, profile)
+    ]
 
 
 def size_text(names: Sequence[str], profile: str, trained_nothing: bool = False) -> str:
@@ -63,9 +66,12 @@ def size_text(names: Sequence[str], profile: str, trained_nothing: bool = False)
         counts = sorted({s.params for s in found})
         shown = count(counts[0]) if len(counts) == 1 else f"{count(counts[0])} to {count(counts[-1])}"
         return f"{theirs} sizes, {shown} parameters"
-    each = [f"{s.label} with {count(s.params)} parameters ("
-            + ("as many as" if s.params == s.write_up else f"{percent(s.ratio)} of") + f" {theirs} {count(s.write_up)})"
-            for s in found]
+    each = [
+        f"{s.label} with {count(s.params)} parameters ("
+        + ("as many as" if s.params == s.write_up else f"{percent(s.ratio)} of")
+        + f" {theirs} {count(s.write_up)})"
+        for s in found
+    ]
     return ", ".join(each[:-1]) + (" and " if len(each) > 1 else "") + each[-1]
 
 
@@ -139,18 +145,30 @@ def passes_caveat(names: Sequence[str], profile: str) -> str:
     more = [p for p in passes(names, profile) if p.more]
     if not more:
         return ""
-    each = "; ".join(f"{p.name.split('/')[-1]}: {number(p.here)} passes here, {p.write_up_text} in the write-up"
-                     for p in more)
-    return (f"**Data.** The `{profile}` runs of {plural_arms(len(more))} go over their training data more times than "
-            f"the write-up's runs went over theirs ({each}): each training example is seen more often, so a verdict "
-            f"there measures which model memorises its training examples less as much as which one models text "
-            f"better, and a small model's advantage can be memorisation. The `paper` profile reads the write-up's "
-            f"data.")
+    each = "; ".join(
+        f"{p.name.split('/')[-1]}: {number(p.here)} passes here, {p.write_up_text} in the write-up" for p in more
+    )
+    return (
+        f"**Data.** The `{profile}` runs of {plural_arms(len(more))} go over their training data more times than "
+        f"the write-up's runs went over theirs ({each}): each training example is seen more often, so a verdict "
+        f"there measures which model memorises its training examples less as much as which one models text "
+        f"better, and a small model's advantage can be memorisation. The `paper` profile reads the write-up's "
+        f"data."
+    )
 
 
 def plural_arms(n: int) -> str:
     return "its arm" if n == 1 else f"{n} of its arms"
 
 
-__all__ = ["Passes", "Size", "parameters", "passes", "passes_caveat", "size_text", "sizes", "write_up_passes",
-           "write_up_passes_text"]
+__all__ = [
+    "Passes",
+    "Size",
+    "parameters",
+    "passes",
+    "passes_caveat",
+    "size_text",
+    "sizes",
+    "write_up_passes",
+    "write_up_passes_text",
+]

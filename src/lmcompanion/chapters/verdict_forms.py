@@ -61,9 +61,28 @@ from .. import experiments, stats, tables
 from ..claims import Row
 from ..formats import number
 from ..stats import ALPHA, span
-from ..verdicts import (AT_LEAST, CROSSOVER, FAILS, HOLDS, INCONCLUSIVE, NO_GAIN, NO_WORSE, NOT_DECIDED, WITHIN,
-                        Verdict, arms_of, chance_text, decision, exact, gate, no_trend, published_gap, published_pair,
-                        similar, trend)
+from ..verdicts import (
+    AT_LEAST,
+    CROSSOVER,
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NO_GAIN,
+    NO_WORSE,
+    NOT_DECIDED,
+    WITHIN,
+    Verdict,
+    arms_of,
+    chance_text,
+    decision,
+    exact,
+    gate,
+    no_trend,
+    published_gap,
+    published_pair,
+    similar,
+    trend,
+)
 from ..verdicts import below as at_most
 from ..verdicts import claim as better
 
@@ -73,7 +92,7 @@ Quote = tuple[str, str, tuple[str, ...]]  # (the arm's label, its experiment, th
 
 
 def quote(parts: Sequence[Quote], note: str = "") -> str:
-    """"label a/b vs label c/d (note)": each part's published numbers (joined by "/"), in the order given (the
+    """ "label a/b vs label c/d (note)": each part's published numbers (joined by "/"), in the order given (the
     write-up's); the numbers come from the experiments' ``published`` dicts, so they are printed as the write-up
     prints them."""
     shown = []
@@ -96,49 +115,101 @@ def _margin_text(margin: float, ratio: bool) -> str:
     return f"margin x{margin:g}" if ratio else f"margin {margin:g} nats"
 
 
-def _exceeds_by_at_most(text: str, published: str, a: Sequence[float], b: Sequence[float], margin: float, *,
-                        labels: tuple[str, str], fmt: str, ratio: bool, form: str, shown: tuple) -> Verdict:
+def _exceeds_by_at_most(
+    text: str,
+    published: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    margin: float,
+    *,
+    labels: tuple[str, str],
+    fmt: str,
+    ratio: bool,
+    form: str,
+    shown: tuple,
+) -> Verdict:
     """The claim "a exceeds b by at most ``margin``" (a - b <= margin; on a log scale with ``ratio``, a / b <=
     margin): holds when a lies significantly below b + margin (the exact permutation test, one-sided at 5%), does not
     hold when it lies significantly above it, otherwise inconclusive with the lean. ``shown``: the two value lists and
     labels the row shows, in the order of its effect (the claimed-better arm first)."""
-    x, y, m = ([math.log(v) for v in a], [math.log(v) for v in b], math.log(margin)) if ratio else (list(a), list(b), margin)
+    x, y, m = (
+        ([math.log(v) for v in a], [math.log(v) for v in b], math.log(margin)) if ratio else (list(a), list(b), margin)
+    )
     shifted = [u + m for u in y]
-    verdict, p = decision(stats.permutation_p(x, shifted, "less"), stats.permutation_p(x, shifted, "greater"),
-                          stats.mean(x) - stats.mean(y) <= m)
+    verdict, p = decision(
+        stats.permutation_p(x, shifted, "less"),
+        stats.permutation_p(x, shifted, "greater"),
+        stats.mean(x) - stats.mean(y) <= m,
+    )
     first, second, names = shown
     c = stats.compare(*(([math.log(v) for v in first], [math.log(v) for v in second]) if ratio else (first, second)))
     effect = f"x{number(math.exp(c.effect))} (ratio of geometric means)" if ratio else c.effect_text()
-    return Verdict(text, published, _labels(first, second, names, fmt), verdict, seeds=f"{c.n_a} vs {c.n_b}",
-                   effect=f"{effect}; {_margin_text(margin, ratio)}", chance=chance_text(p, verdict == FAILS),
-                   form=form, size=c.effect, log_size=ratio)
+    return Verdict(
+        text,
+        published,
+        _labels(first, second, names, fmt),
+        verdict,
+        seeds=f"{c.n_a} vs {c.n_b}",
+        effect=f"{effect}; {_margin_text(margin, ratio)}",
+        chance=chance_text(p, verdict == FAILS),
+        form=form,
+        size=c.effect,
+        log_size=ratio,
+    )
 
 
-def no_gain(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
-            fmt: str = ".3f", margin: float | None = None, ratio: bool = False) -> Verdict:
+def no_gain(
+    text: str,
+    published: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    labels: tuple[str, str],
+    fmt: str = ".3f",
+    margin: float | None = None,
+    ratio: bool = False,
+) -> Verdict:
     """The claim that ``a`` gives no gain over ``b`` ("does not help", "no benefit"): with a ``margin``, that a is not
     lower than b by more than it (b - a <= margin; a factor on a log scale with ``ratio``), decided by
     :func:`_exceeds_by_at_most` on the arms swapped. Without one (a claim whose words allow no margin), refuted
     (does not hold) when a is significantly lower than b, otherwise inconclusive: no test shows the absence of a
     gain. The effect is a - b (negative: a gains)."""
     if margin is not None:
-        return _exceeds_by_at_most(text, published, b, a, margin, labels=labels, fmt=fmt, ratio=ratio, form=NO_GAIN,
-                                   shown=(a, b, labels))
+        return _exceeds_by_at_most(
+            text, published, b, a, margin, labels=labels, fmt=fmt, ratio=ratio, form=NO_GAIN, shown=(a, b, labels)
+        )
     c = stats.compare(a, b)
     if c.p_claim <= ALPHA:  # p_claim: the chance of a as much lower than b as this if they were equal
         verdict, p = FAILS, c.p_claim
     else:
         verdict, p = f"{INCONCLUSIVE} (no significant gain; a test cannot show its absence)", c.p_claim
-    return Verdict(text, published, _labels(a, b, labels, fmt), verdict, seeds=f"{c.n_a} vs {c.n_b}",
-                   effect=c.effect_text(), chance=chance_text(p) + " (a gain)", form=NO_GAIN, size=c.effect)
+    return Verdict(
+        text,
+        published,
+        _labels(a, b, labels, fmt),
+        verdict,
+        seeds=f"{c.n_a} vs {c.n_b}",
+        effect=c.effect_text(),
+        chance=chance_text(p) + " (a gain)",
+        form=NO_GAIN,
+        size=c.effect,
+    )
 
 
-def no_worse(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
-             margin: float, fmt: str = ".3f", ratio: bool = False) -> Verdict:
+def no_worse(
+    text: str,
+    published: str,
+    a: Sequence[float],
+    b: Sequence[float],
+    labels: tuple[str, str],
+    margin: float,
+    fmt: str = ".3f",
+    ratio: bool = False,
+) -> Verdict:
     """The claim that ``a`` is no worse than ``b`` ("approximately as or slightly more efficient"): a is higher than b
     by at most ``margin`` (a factor with ``ratio``), by :func:`_exceeds_by_at_most`. The effect is a - b."""
-    return _exceeds_by_at_most(text, published, a, b, margin, labels=labels, fmt=fmt, ratio=ratio, form=NO_WORSE,
-                               shown=(a, b, labels))
+    return _exceeds_by_at_most(
+        text, published, a, b, margin, labels=labels, fmt=fmt, ratio=ratio, form=NO_WORSE, shown=(a, b, labels)
+    )
 
 
 _P = re.compile(r"p ([=<]) ([0-9.eE+-]+)")
@@ -167,9 +238,18 @@ def crossover(text: str, published: str, parts: Sequence[tuple[str, Verdict]]) -
     else:
         lean = "toward" if _toward(v1) and _toward(v2) else "against"
         verdict, chance = f"{INCONCLUSIVE} (the data lean {lean} the claim)", max((v1, v2), key=_p).chance
-    return Verdict(text, published, f"{s1}: {v1.ours}. {s2}: {v2.ours}", verdict, seeds=v1.seeds,
-                   effect=f"{s1} {v1.effect}; {s2} {v2.effect}", chance=chance, form=CROSSOVER, size=v1.size,
-                   published_size=v1.published_size)
+    return Verdict(
+        text,
+        published,
+        f"{s1}: {v1.ours}. {s2}: {v2.ours}",
+        verdict,
+        seeds=v1.seeds,
+        effect=f"{s1} {v1.effect}; {s2} {v2.effect}",
+        chance=chance,
+        form=CROSSOVER,
+        size=v1.size,
+        published_size=v1.published_size,
+    )
 
 
 def needs_passes(v: Verdict, cfg) -> Verdict:
@@ -179,9 +259,12 @@ def needs_passes(v: Verdict, cfg) -> Verdict:
     passes = experiments.passes(cfg)
     if passes is None or passes >= 1:
         return v
-    return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (each training token is seen less than once at this profile, "
-                                          f"{passes:.2g} passes: train and validation loss measure the same thing, so a "
-                                          "crossover between them cannot show)")
+    return dataclasses.replace(
+        v,
+        verdict=f"{NOT_DECIDED} (each training token is seen less than once at this profile, "
+        f"{passes:.2g} passes: train and validation loss measure the same thing, so a "
+        "crossover between them cannot show)",
+    )
 
 
 Part = tuple[str, str, str]  # (metric, the claimed-better arm, the other arm): one part of a crossover
@@ -212,12 +295,16 @@ def crossover_between(text: str, runs, first: Part, second: Part, second_margin:
 
 def crossover_row(text: str, first: Part, second: Part, notebook: str, second_margin: float | None = None) -> Row:
     """The row of a crossover (:func:`crossover_between`), its gap trend read on the first part (a headline row's)."""
-    return Row(text, notebook, lambda ctx: crossover_between(text, ctx.runs, first, second, second_margin),
-               arms=tuple(dict.fromkeys(first[1:] + second[1:])), gap=(first[1], first[2], first[0]))
+    return Row(
+        text,
+        notebook,
+        lambda ctx: crossover_between(text, ctx.runs, first, second, second_margin),
+        arms=tuple(dict.fromkeys(first[1:] + second[1:])),
+        gap=(first[1], first[2], first[0]),
+    )
 
 
-def not_below(text: str, published: str, values: Sequence[float], level: float, what: str,
-              fmt: str = ".3f") -> Verdict:
+def not_below(text: str, published: str, values: Sequence[float], level: float, what: str, fmt: str = ".3f") -> Verdict:
     """The claim that ``values`` (one per seed) do not fall below ``level`` (``what`` names it, e.g. "chance"):
     holds when they lie significantly above it, does not hold when significantly below (one-sided one-sample
     t-tests at 5%), otherwise inconclusive with the lean. With no spread the values decide directly."""
@@ -227,14 +314,24 @@ def not_below(text: str, published: str, values: Sequence[float], level: float, 
     if len(set(values)) <= 1:
         verdict = HOLDS if values and values[0] >= level else FAILS
         return Verdict(text, published, ours, verdict, seeds=n, chance="no spread across seeds", form=AT_LEAST)
-    verdict, p = decision(stats.one_sample_p(values, level, "greater"), stats.one_sample_p(values, level, "less"),
-                          stats.mean(values) >= level)
-    return Verdict(text, published, ours, verdict, seeds=n, effect=f"{stats.mean(values) - level:+{fmt}}",
-                   chance=chance_text(p, verdict == FAILS), form=AT_LEAST)
+    verdict, p = decision(
+        stats.one_sample_p(values, level, "greater"),
+        stats.one_sample_p(values, level, "less"),
+        stats.mean(values) >= level,
+    )
+    return Verdict(
+        text,
+        published,
+        ours,
+        verdict,
+        seeds=n,
+        effect=f"{stats.mean(values) - level:+{fmt}}",
+        chance=chance_text(p, verdict == FAILS),
+        form=AT_LEAST,
+    )
 
 
-def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, hi: float,
-                 fmt: str = ".2f") -> Verdict:
+def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, hi: float, fmt: str = ".2f") -> Verdict:
     """The claim that a ratio (one value per seed) lies between ``lo`` and ``hi``, tested on log(ratio): holds when
     it is significantly above lo *and* below hi (one-sided one-sample t-tests at 5%; the larger p is reported), does
     not hold when it is significantly below lo or above hi, otherwise inconclusive with the lean."""
@@ -244,8 +341,9 @@ def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, 
     logs = [math.log(r) for r in ratios]
     if len(set(logs)) <= 1:
         inside = bool(logs) and lo <= ratios[0] <= hi
-        return Verdict(text, published, ours, HOLDS if inside else FAILS, seeds=n, chance="no spread across seeds",
-                       form=WITHIN)
+        return Verdict(
+            text, published, ours, HOLDS if inside else FAILS, seeds=n, chance="no spread across seeds", form=WITHIN
+        )
     lo_l, hi_l = math.log(lo), math.log(hi)
     p_in = max(stats.one_sample_p(logs, lo_l, "greater"), stats.one_sample_p(logs, hi_l, "less"))
     p_out = min(stats.one_sample_p(logs, lo_l, "less"), stats.one_sample_p(logs, hi_l, "greater"))
@@ -253,5 +351,22 @@ def ratio_within(text: str, published: str, ratios: Sequence[float], lo: float, 
     return Verdict(text, published, ours, verdict, seeds=n, chance=chance_text(p, verdict == FAILS), form=WITHIN)
 
 
-__all__ = ["Part", "Quote", "at_most", "better", "crossover", "crossover_between", "crossover_row", "exact", "needs_passes", "no_gain", "no_trend", "no_worse",
-           "not_below", "quote", "ratio_within", "same", "trend"]
+__all__ = [
+    "Part",
+    "Quote",
+    "at_most",
+    "better",
+    "crossover",
+    "crossover_between",
+    "crossover_row",
+    "exact",
+    "needs_passes",
+    "no_gain",
+    "no_trend",
+    "no_worse",
+    "not_below",
+    "quote",
+    "ratio_within",
+    "same",
+    "trend",
+]

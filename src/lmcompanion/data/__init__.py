@@ -56,5 +56,17 @@ def build_source(run_cfg, rank: int = 0, world: int = 1):
     return KINDS[run_cfg.data.kind][1](run_cfg, rank, world)
 
 
-__all__ = ["JoinedDataConfig", "KINDS", "LMDataConfig", "LMSource", "build_source", "config_class",
-           "kinds", "load_tokens", "module_of", "tokenizer", "unigram_loss", "vocab_size"]
+__all__ = [
+    "JoinedDataConfig",
+    "KINDS",
+    "LMDataConfig",
+    "LMSource",
+    "build_source",
+    "config_class",
+    "kinds",
+    "load_tokens",
+    "module_of",
+    "tokenizer",
+    "unigram_loss",
+    "vocab_size",
+]

@@ -95,8 +95,12 @@ CORPORA: dict[str, Corpus] = {
                 "train": "tinystories/TinyStories-train.head-2MiB.txt",
                 "val": "tinystories/TinyStories-validation.first-stories.txt",
             },
-            hub=HubSource("roneneldan/TinyStories", splits={"train": "train", "val": "validation"},
-                          joiner="\n<|endoftext|>\n", max_chars=200_000_000),
+            hub=HubSource(
+                "roneneldan/TinyStories",
+                splits={"train": "train", "val": "validation"},
+                joiner="\n<|endoftext|>\n",
+                max_chars=200_000_000,
+            ),
             split="given",
             tokenizer="bpe",
             license="CDLA-Sharing-1.0",
@@ -106,8 +110,7 @@ CORPORA: dict[str, Corpus] = {
             description="English Wikipedia article text; offline, 20 WikiExtractor shards (11,570 articles, 17.6 M chars)",
             files={"all": "wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt"},
             # The write-ups' own 178 MB wikipedia.txt is undocumented; online we stream the same amount of text.
-            hub=HubSource("wikimedia/wikipedia", name="20231101.en", splits={"all": "train"},
-                          max_chars=178_723_194),
+            hub=HubSource("wikimedia/wikipedia", name="20231101.en", splits={"all": "train"}, max_chars=178_723_194),
             split="chars_90_10",
             tokenizer="gpt2",
             license="CC BY-SA 3.0",
@@ -117,8 +120,12 @@ CORPORA: dict[str, Corpus] = {
             name="wikitext2",
             description="WikiText-2 raw (v1); offline only its test split is present",
             files={"test": "wikitext/wikitext-2-raw-v1/test.txt"},
-            hub=HubSource("Salesforce/wikitext", name="wikitext-2-raw-v1",
-                          splits={"train": "train", "val": "validation", "test": "test"}, joiner="\n"),
+            hub=HubSource(
+                "Salesforce/wikitext",
+                name="wikitext-2-raw-v1",
+                splits={"train": "train", "val": "validation", "test": "test"},
+                joiner="\n",
+            ),
             split="given",
             tokenizer="gpt2",
             license="CC BY-SA 3.0",
@@ -153,7 +160,9 @@ def get(name: str) -> Corpus:
 
 def check_split_rule(rule: str) -> str:
     if rule not in SPLIT_RULES:
-        raise DataError(f"unknown split rule {rule!r}{suggest(rule, SPLIT_RULES)}; valid rules: {', '.join(SPLIT_RULES)}")
+        raise DataError(
+            f"unknown split rule {rule!r}{suggest(rule, SPLIT_RULES)}; valid rules: {', '.join(SPLIT_RULES)}"
+        )
     return rule
 
 
@@ -177,7 +186,11 @@ def _offline() -> bool:
 
 def _missing(corpus: Corpus, what: str, cause: str = "") -> DataError:
     local = ", ".join(corpus.files.values()) or "(none)"
-    hub = f"{corpus.hub.path}" + (f" ({corpus.hub.name})" if corpus.hub and corpus.hub.name else "") if corpus.hub else "none"
+    hub = (
+        f"{corpus.hub.path}" + (f" ({corpus.hub.name})" if corpus.hub and corpus.hub.name else "")
+        if corpus.hub
+        else "none"
+    )
     return DataError(
         f"corpus {corpus.name!r}: {what}.{(' ' + cause) if cause else ''}\n"
         f"Fixes: (1) point LMC_DATA_DIR at a folder holding {local} "
@@ -213,24 +226,36 @@ def _read_local(corpus: Corpus, split: str, path: Path) -> str:
     try:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(f"corpus {corpus.name!r}: {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                        f"replace it with the UTF-8 original (see the data folder's SHA256SUMS)") from None
+        raise DataError(
+            f"corpus {corpus.name!r}: {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            f"replace it with the UTF-8 original (see the data folder's SHA256SUMS)"
+        ) from None
     # one row holding the whole file ("all" is reserved by datasets as a split name)
     for mode in (None, "force_redownload"):  # a stale `datasets` cache of an edited file is rebuilt once
         try:
             with _quiet_datasets():
                 # a path is data, never a pattern: `datasets` globs data_files, so a folder named "a [1]" was
                 # refused; glob.escape makes every character of the path literal
-                ds = datasets.load_dataset("text", data_files={"train": glob.escape(str(path))}, sample_by="document",
-                                           cache_dir=_hf_cache(), split="train", download_mode=mode)
+                ds = datasets.load_dataset(
+                    "text",
+                    data_files={"train": glob.escape(str(path))},
+                    sample_by="document",
+                    cache_dir=_hf_cache(),
+                    split="train",
+                    download_mode=mode,
+                )
         except PermissionError as exc:
-            raise DataError(f"corpus {corpus.name!r}: cannot write the `datasets` cache ({exc}); point LMC_CACHE_DIR "
-                            "at a writable folder") from None
+            raise DataError(
+                f"corpus {corpus.name!r}: cannot write the `datasets` cache ({exc}); point LMC_CACHE_DIR "
+                "at a writable folder"
+            ) from None
         text = ds[0]["text"] if len(ds) else ""
         if hashlib.sha256(text.encode()).hexdigest() == expected:
             return text
-    raise DataError(f"corpus {corpus.name!r}: the text read from {path} does not match the file's bytes; delete "
-                    f"{_hf_cache()} and run again")
+    raise DataError(
+        f"corpus {corpus.name!r}: the text read from {path} does not match the file's bytes; delete "
+        f"{_hf_cache()} and run again"
+    )
 
 
 def _read_hub(corpus: Corpus, split: str) -> str:
@@ -267,8 +292,10 @@ def write_cache(path: Path, write) -> None:
     try:
         paths.atomic_write(path, write)
     except OSError as exc:
-        raise DataError(f"cannot write the cache {path} ({exc.strerror or exc}): free disk space or point "
-                        "LMC_CACHE_DIR at a writable folder with room") from None
+        raise DataError(
+            f"cannot write the cache {path} ({exc.strerror or exc}): free disk space or point "
+            "LMC_CACHE_DIR at a writable folder with room"
+        ) from None
 
 
 def file_digest(path: Path) -> str:
@@ -283,8 +310,10 @@ def _hub_revision(hub: HubSource) -> str:
 
         return HfApi().dataset_info(hub.path).sha or "unknown"
     except Exception as exc:  # offline, or the hub refused
-        raise DataError(f"the revision of {hub.path} on the Hugging Face hub cannot be read ({type(exc).__name__}); "
-                        "go online, or point LMC_DATA_DIR at local copies") from None
+        raise DataError(
+            f"the revision of {hub.path} on the Hugging Face hub cannot be read ({type(exc).__name__}); "
+            "go online, or point LMC_DATA_DIR at local copies"
+        ) from None
 
 
 def fingerprint(name: str) -> str:
@@ -368,13 +397,17 @@ def _checked(name: str, texts: dict[str, str]) -> dict[str, str]:
     where = f" ({source_of(name)})"
     for split, text in texts.items():
         if not text.strip():
-            raise DataError(f"split {split!r} of corpus {name!r} is empty{where}: restore the corpus files, or raise "
-                            "data.max_chars")
+            raise DataError(
+                f"split {split!r} of corpus {name!r} is empty{where}: restore the corpus files, or raise data.max_chars"
+            )
         if "\x00" in text:
-            raise DataError(f"corpus {name!r} contains NUL bytes{where}: it is binary data, not text; restore the "
-                            "original files")
+            raise DataError(
+                f"corpus {name!r} contains NUL bytes{where}: it is binary data, not text; restore the original files"
+            )
     distinct = set().union(*(set(t) for t in texts.values()))
     if len(distinct) < 2:
-        raise DataError(f"corpus {name!r} has a single distinct character ({next(iter(distinct))!r}){where}: there is "
-                        "nothing to learn; restore the corpus files")
+        raise DataError(
+            f"corpus {name!r} has a single distinct character ({next(iter(distinct))!r}){where}: there is "
+            "nothing to learn; restore the corpus files"
+        )
     return texts

@@ -48,15 +48,21 @@ class JoinedDataConfig(LMDataConfig):
 
     def validate(self) -> None:
         super().validate()
-        require(len(self.files) >= 2 and len(set(self.files)) == len(self.files),
-                f"data.files must name two or more distinct files (got {self.files}); one file is the corpus's own "
-                "(data kind 'lm')")
-        require(all(f and not f.startswith("/") and ".." not in f.split("/") for f in self.files),
-                f"data.files are paths inside the data folder (LMC_DATA_DIR), got {self.files}")
+        require(
+            len(self.files) >= 2 and len(set(self.files)) == len(self.files),
+            f"data.files must name two or more distinct files (got {self.files}); one file is the corpus's own "
+            "(data kind 'lm')",
+        )
+        require(
+            all(f and not f.startswith("/") and ".." not in f.split("/") for f in self.files),
+            f"data.files are paths inside the data folder (LMC_DATA_DIR), got {self.files}",
+        )
         require(not corpora.get(self.corpus).generated, f"data.corpus={self.corpus!r} is generated: it has no files")
-        require(corpora.SPLIT_RULES[self.split] is not None,
-                f"data.split={self.split!r} keeps a corpus's own splits; joined files are cut by a rule of fractions "
-                "(e.g. chars_90_10)")
+        require(
+            corpora.SPLIT_RULES[self.split] is not None,
+            f"data.split={self.split!r} keeps a corpus's own splits; joined files are cut by a rule of fractions "
+            "(e.g. chars_90_10)",
+        )
 
     def fingerprint(self) -> str:
         """A digest of every file's name and SHA-256 (see the module doc); where none of the files is known here, the
@@ -67,9 +73,11 @@ class JoinedDataConfig(LMDataConfig):
         missing = [rel for rel in self.files if rel not in known]
         if missing:
             root = paths.data_dir()
-            raise DataError(f"corpus {self.corpus!r}: {', '.join(missing)} is not in the data folder ({root}) and its "
-                            f"{SUMS} has no digest of it: point LMC_DATA_DIR at a folder holding "
-                            f"{', '.join(self.files)} (e.g. `export LMC_DATA_DIR=../shared/data`)")
+            raise DataError(
+                f"corpus {self.corpus!r}: {', '.join(missing)} is not in the data folder ({root}) and its "
+                f"{SUMS} has no digest of it: point LMC_DATA_DIR at a folder holding "
+                f"{', '.join(self.files)} (e.g. `export LMC_DATA_DIR=../shared/data`)"
+            )
         h = hashlib.sha256()
         for rel in self.files:
             h.update(f"{rel}={known[rel]};".encode())
@@ -77,7 +85,7 @@ class JoinedDataConfig(LMDataConfig):
 
     def sequences_per_epoch(self, model) -> float | None:
         """Training windows in one pass over the train split; None where neither the text nor its tokens are here."""
-        if (corpora._offline() if _on_hub(self) else len(_here(self)) < len(self.files) and not _cached(self)):
+        if corpora._offline() if _on_hub(self) else len(_here(self)) < len(self.files) and not _cached(self):
             return None
         return load_tokens(self).splits["train"].size / model.context_size
 
@@ -91,8 +99,11 @@ def file_digests(cfg: JoinedDataConfig) -> dict[str, str]:
     the data folder's ``SHA256SUMS``."""
     root, here = paths.data_dir(), _here(cfg)
     sums = _sums(root / SUMS) if root is not None else {}
-    return {rel: corpora.file_digest(here[rel]) if rel in here else sums[rel] for rel in cfg.files
-            if rel in here or rel in sums}
+    return {
+        rel: corpora.file_digest(here[rel]) if rel in here else sums[rel]
+        for rel in cfg.files
+        if rel in here or rel in sums
+    }
 
 
 def _on_hub(cfg: JoinedDataConfig) -> bool:
@@ -128,14 +139,16 @@ def load_texts(cfg: JoinedDataConfig) -> dict[str, str]:
     corpus, here = corpora.get(cfg.corpus), _here(cfg)
     missing = [rel for rel in cfg.files if rel not in here]
     if missing:
-        raise DataError(f"corpus {cfg.corpus!r}: the text of {', '.join(missing)} is not here (LMC_DATA_DIR="
-                        f"{paths.data_dir()}), and its token caches were not made: point LMC_DATA_DIR at the folder "
-                        "holding it")
+        raise DataError(
+            f"corpus {cfg.corpus!r}: the text of {', '.join(missing)} is not here (LMC_DATA_DIR="
+            f"{paths.data_dir()}), and its token caches were not made: point LMC_DATA_DIR at the folder "
+            "holding it"
+        )
     parts = []
     for rel in cfg.files:
         text = corpora._read_local(corpus, "all", here[rel])
         parts.append(corpus.clean(text) if corpus.clean else text)
-    text = "\n\n".join(parts)[:cfg.max_chars]
+    text = "\n\n".join(parts)[: cfg.max_chars]
     out, start = {}, 0
     fractions = corpora.SPLIT_RULES[cfg.split]
     for i, (split, frac) in enumerate(fractions):
@@ -163,9 +176,15 @@ def _write_cache(cfg: JoinedDataConfig, folder: Path) -> None:
         ids = np.asarray(tok.encode(text), dtype=dtype)
         corpora.write_cache(folder / f"{split}.bin", ids.tobytes())
         counts[split] = int(ids.size)
-    meta = {"vocab_size": tok.vocab_size, "dtype": np.dtype(dtype).name, "tokens": counts,
-            "chars": {s: len(t) for s, t in texts.items()}, "tokenizer": tok.name,
-            "source": f"local:{paths.data_dir()} ({len(cfg.files)} files)", "fingerprint": cfg.fingerprint()}
+    meta = {
+        "vocab_size": tok.vocab_size,
+        "dtype": np.dtype(dtype).name,
+        "tokens": counts,
+        "chars": {s: len(t) for s, t in texts.items()},
+        "tokenizer": tok.name,
+        "source": f"local:{paths.data_dir()} ({len(cfg.files)} files)",
+        "fingerprint": cfg.fingerprint(),
+    }
     corpora.write_cache(folder / "meta.json", json.dumps(meta, indent=1))  # last: the cache is complete
 
 
@@ -193,5 +212,14 @@ def build_source(run_cfg, rank: int = 0, world: int = 1) -> lm.LMSource:
     return lm.build_source(run_cfg, rank, world)
 
 
-__all__ = ["JoinedDataConfig", "SUMS", "build_source", "file_digests", "load_texts", "load_tokens", "tokenizer",
-           "unigram_loss", "vocab_size"]
+__all__ = [
+    "JoinedDataConfig",
+    "SUMS",
+    "build_source",
+    "file_digests",
+    "load_texts",
+    "load_tokens",
+    "tokenizer",
+    "unigram_loss",
+    "vocab_size",
+]

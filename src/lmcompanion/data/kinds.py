@@ -140,8 +140,9 @@ def _random_embeddings(run_cfg) -> retrieval.RetrievalSource:
     dtypes and optimizer, not what it learns)."""
     g = torch.Generator().manual_seed(run_cfg.seed)
     n, d = 4 * max(run_cfg.model.context_size, run_cfg.train.batch_size), run_cfg.model.n_embed
-    emb = {f"{kind}_{split}": torch.randn(n, d, generator=g) for kind in ("query", "target")
-           for split in ("train", "test")}
+    emb = {
+        f"{kind}_{split}": torch.randn(n, d, generator=g) for kind in ("query", "target") for split in ("train", "test")
+    }
     return retrieval.RetrievalSource(emb, run_cfg.model.context_size, run_cfg.data, run_cfg.train, run_cfg.seed)
 
 
@@ -176,8 +177,10 @@ def unigram_loss(run_cfg, split: str = "val") -> float:
     comparison could rest on."""
     loss = of(run_cfg.data).unigram_loss
     if loss is None:
-        raise ConfigError(f"no unigram loss for {type(run_cfg.data).__name__} data (a token stream, a story corpus or "
-                          "a sequence-to-sequence task has one)")
+        raise ConfigError(
+            f"no unigram loss for {type(run_cfg.data).__name__} data (a token stream, a story corpus or "
+            "a sequence-to-sequence task has one)"
+        )
     return loss(run_cfg, split)
 
 
@@ -206,5 +209,4 @@ def check_source(run_cfg):
     return of(run_cfg.data).check_source(run_cfg)
 
 
-__all__ = ["KINDS", "Kind", "cache_files", "check_source", "data_files", "of", "tokenizer_fingerprint",
-           "unigram_loss"]
+__all__ = ["KINDS", "Kind", "cache_files", "check_source", "data_files", "of", "tokenizer_fingerprint", "unigram_loss"]

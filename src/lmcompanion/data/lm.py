@@ -65,26 +65,41 @@ class LMDataConfig(ConfigBase):
         except DataError as exc:
             raise ConfigError(f"data: {exc}") from None
         if self.tokenizer == "bpe":
-            require(self.vocab_size is not None and self.vocab_size >= tokenizers.MIN_BPE_VOCAB,
-                    f"data.tokenizer='bpe' needs data.vocab_size >= {tokenizers.MIN_BPE_VOCAB}")
+            require(
+                self.vocab_size is not None and self.vocab_size >= tokenizers.MIN_BPE_VOCAB,
+                f"data.tokenizer='bpe' needs data.vocab_size >= {tokenizers.MIN_BPE_VOCAB}",
+            )
         else:
-            require(self.vocab_size is None, f"data.vocab_size is only for tokenizer='bpe' (tokenizer={self.tokenizer!r})")
+            require(
+                self.vocab_size is None, f"data.vocab_size is only for tokenizer='bpe' (tokenizer={self.tokenizer!r})"
+            )
         require(self.max_chars is None or self.max_chars > 0, "data.max_chars must be > 0 or None")
         require(self.eval_stride >= 1, f"data.eval_stride must be >= 1, got {self.eval_stride}")
-        require(self.eval_max_windows is None or self.eval_max_windows >= 1,
-                f"data.eval_max_windows must be >= 1 or None (all windows), got {self.eval_max_windows}")
-        require(self.eval_windows == "sliding" or (self.eval_max_windows is None and self.eval_stride == 32),
-                "data.eval_stride and data.eval_max_windows place sliding evaluation windows: set "
-                "data.eval_windows='sliding', or leave them at their defaults (32, None)")
-        require(self.eval_last is None or self.eval_last >= 1,
-                f"data.eval_last must be >= 1 or None (score every position), got {self.eval_last}")
+        require(
+            self.eval_max_windows is None or self.eval_max_windows >= 1,
+            f"data.eval_max_windows must be >= 1 or None (all windows), got {self.eval_max_windows}",
+        )
+        require(
+            self.eval_windows == "sliding" or (self.eval_max_windows is None and self.eval_stride == 32),
+            "data.eval_stride and data.eval_max_windows place sliding evaluation windows: set "
+            "data.eval_windows='sliding', or leave them at their defaults (32, None)",
+        )
+        require(
+            self.eval_last is None or self.eval_last >= 1,
+            f"data.eval_last must be >= 1 or None (score every position), got {self.eval_last}",
+        )
         splits = corpora.split_names(self.corpus, self.split)
-        require(len(self.eval_splits) >= 1 and len(set(self.eval_splits)) == len(self.eval_splits),
-                f"data.eval_splits must name at least one split, each once; got {self.eval_splits}")
+        require(
+            len(self.eval_splits) >= 1 and len(set(self.eval_splits)) == len(self.eval_splits),
+            f"data.eval_splits must name at least one split, each once; got {self.eval_splits}",
+        )
         missing = [s for s in self.eval_splits if s not in splits]
-        require(not missing, f"data.eval_splits={self.eval_splits} names {missing}, which split rule {self.split!r} "
-                             f"of {self.corpus!r} does not give (it gives {splits}): choose among those, or a split "
-                             f"rule with them (e.g. data.split=chars_80_10_10 for a test split)")
+        require(
+            not missing,
+            f"data.eval_splits={self.eval_splits} names {missing}, which split rule {self.split!r} "
+            f"of {self.corpus!r} does not give (it gives {splits}): choose among those, or a split "
+            f"rule with them (e.g. data.split=chars_80_10_10 for a test split)",
+        )
 
     @property
     def generated(self) -> bool:
@@ -93,13 +108,17 @@ class LMDataConfig(ConfigBase):
     def check_model(self, model) -> None:
         for name in ("vocab_size", "context_size"):
             require(hasattr(model, name), f"model family {model.family!r} has no {name}; it cannot read token streams")
-        require(self.eval_last is None or self.eval_last <= model.context_size,
-                f"data.eval_last={self.eval_last} scores more positions than a window has (model.context_size="
-                f"{model.context_size}): lower data.eval_last or set it to None")
+        require(
+            self.eval_last is None or self.eval_last <= model.context_size,
+            f"data.eval_last={self.eval_last} scores more positions than a window has (model.context_size="
+            f"{model.context_size}): lower data.eval_last or set it to None",
+        )
         if self.tokenizer != "char":  # char vocabularies depend on the text: checked when the data is loaded
             expected = tokenizers.GPT2_VOCAB if self.tokenizer == "gpt2" else self.vocab_size
-            require(model.vocab_size == expected,
-                    f"model.vocab_size={model.vocab_size} but the {self.tokenizer_name} tokenizer has {expected} tokens")
+            require(
+                model.vocab_size == expected,
+                f"model.vocab_size={model.vocab_size} but the {self.tokenizer_name} tokenizer has {expected} tokens",
+            )
 
     @property
     def tokenizer_name(self) -> str:
@@ -161,8 +180,12 @@ def tokenizer(cfg: LMDataConfig, texts: dict[str, str] | None = None) -> tokeniz
     fixed = corpora.get(cfg.corpus).chars
     if cfg.tokenizer == "char" and fixed is not None:  # the corpus's own character vocabulary: no text needed
         return tokenizers.CharTokenizer(fixed)
-    return tokenizers.build(cfg.tokenizer, vocab_size=cfg.vocab_size, folder=_text_dir(cfg) / "vocab",
-                            texts=(lambda: texts) if texts is not None else (lambda: load_texts(cfg)))
+    return tokenizers.build(
+        cfg.tokenizer,
+        vocab_size=cfg.vocab_size,
+        folder=_text_dir(cfg) / "vocab",
+        texts=(lambda: texts) if texts is not None else (lambda: load_texts(cfg)),
+    )
 
 
 def _cache_dir(cfg: LMDataConfig) -> Path:
@@ -211,8 +234,9 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DataError(f"cannot create the token cache {folder} ({exc.strerror}): point LMC_CACHE_DIR at a "
-                            "writable folder") from None
+            raise DataError(
+                f"cannot create the token cache {folder} ({exc.strerror}): point LMC_CACHE_DIR at a writable folder"
+            ) from None
         counts = {}
         for split, text in texts.items():
             ids = np.asarray(tok.encode(text), dtype=dtype)
@@ -235,12 +259,20 @@ def load_tokens(cfg: LMDataConfig) -> TokenData:
     return TokenData(splits, meta["vocab_size"], meta["tokenizer"], meta["source"], meta["chars"], meta["fingerprint"])
 
 
-
 class LMSource:
     """Batches of (idx, targets) windows; each process gets its share of every global step."""
 
-    def __init__(self, data: TokenData, context_size: int, train_cfg, seed: int, rank: int = 0, world: int = 1,
-                 eval_splits: tuple[str, ...] | None = None, data_cfg: LMDataConfig | None = None) -> None:
+    def __init__(
+        self,
+        data: TokenData,
+        context_size: int,
+        train_cfg,
+        seed: int,
+        rank: int = 0,
+        world: int = 1,
+        eval_splits: tuple[str, ...] | None = None,
+        data_cfg: LMDataConfig | None = None,
+    ) -> None:
         self.data, self.T, self.cfg, self.seed = data, context_size, train_cfg, seed
         self.rank, self.world = rank, world
         self.dcfg = data_cfg if data_cfg is not None else LMDataConfig()  # the default windows
@@ -341,5 +373,4 @@ def build_source(run_cfg, rank: int = 0, world: int = 1) -> LMSource:
             f"model.vocab_size={run_cfg.model.vocab_size} but the {data.tokenizer} tokenizer of "
             f"{run_cfg.data.corpus!r} has {data.vocab_size} tokens; set model.vocab_size={data.vocab_size}"
         )
-    return LMSource(data, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world,
-                    data_cfg=run_cfg.data)
+    return LMSource(data, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world, data_cfg=run_cfg.data)

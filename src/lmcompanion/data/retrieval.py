@@ -76,16 +76,20 @@ from .stories import MARKER, sample_indices
 
 MIN_WORDS = 4  # a query sentence has at least this many words
 MIN_SENTENCES = 3  # a story needs at least this many sentences (one becomes the query, two or more stay)
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a an the and or but so then than that this these those there here it its it's he she they them his her their him
 i you we me my your our us is are was were be been being am do does did have has had to of in on at by for with from
 up down out over into onto as if not no yes very too all some one day said says what who when where why how can could
 would will just also again oh
-""".split())
+""".split()
+)
 INSTRUCT_HUB = "roneneldan/TinyStoriesInstruct"
 # The lead-sentence setting's articles: both WikiExtractor files of the data folder, in page-id order.
-WIKI_FILES = ("wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt",
-              "wikipedia/enwiki-pages.wikiextractor-AA-wiki_20-63.txt")
+WIKI_FILES = (
+    "wikipedia/enwiki-pages.wikiextractor-AA-wiki_00-19.txt",
+    "wikipedia/enwiki-pages.wikiextractor-AA-wiki_20-63.txt",
+)
 # The usable pairs (:func:`lead_pair`) in each of WIKI_FILES (a test counts them in the data folder): the first
 # ``n_pairs`` pairs need only the files up to the one that holds the n-th, and the data's fingerprint and a campaign's
 # pack name and carry only those (the GPU pack cannot carry both files' text beside the token caches).
@@ -94,9 +98,11 @@ NOISE = 0.5  # the positive control: a story's embedding is its query's plus thi
 WHITEN_FLOOR = 1e-3  # whitening: eigenvalues of the covariance below this fraction of their mean are raised to it
 HEADING_WORDS = 6  # a body line of fewer words is a section heading ("Early life and education."), dropped
 # Words after which a period does not end a sentence (with single capitals: initials such as "J. R.")
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 mr mrs ms dr st jr sr no co inc ltd vs etc mt ft lt col gen gov sen rep rev prof corp bros dept est approx fr
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -112,28 +118,42 @@ class RetrievalDataConfig(ConfigBase):
 
     kind: ClassVar[str] = "retrieval"
     unit: ClassVar[str] = "items"  # what RunConfig.tokens() counts for this data: one target per query item
-    embedder: str = "mixer/flat_d1024"  # the experiment whose model embeds the texts (a mixer-chapter CLM, or an autoencoder)
+    embedder: str = (
+        "mixer/flat_d1024"  # the experiment whose model embeds the texts (a mixer-chapter CLM, or an autoencoder)
+    )
     embedder_profile: str = "paper"  # the profile of that experiment (its run: this run's seed and device)
-    embedding: Literal["trained", "untrained", "noisy_copy"] = "trained"  # untrained: the embedder's initial weights (the write-up's control); noisy_copy: no text, synthetic embeddings that carry the match (the book's positive control, :func:`noisy_copies`; the embedder gives only the width)
-    queries: Literal["extractive", "instruct", "lead"] = "extractive"  # see the module doc: a substitute offline, TinyStories' own summaries online, or Wikipedia's leads (the book's own setting)
-    corpus: str = "tinystories"  # where the pairs' texts come from: the embedder's stories, or "wikipedia" (queries="lead")
+    embedding: Literal["trained", "untrained", "noisy_copy"] = (
+        "trained"  # untrained: the embedder's initial weights (the write-up's control); noisy_copy: no text, synthetic embeddings that carry the match (the book's positive control, :func:`noisy_copies`; the embedder gives only the width)
+    )
+    queries: Literal["extractive", "instruct", "lead"] = (
+        "extractive"  # see the module doc: a substitute offline, TinyStories' own summaries online, or Wikipedia's leads (the book's own setting)
+    )
+    corpus: str = (
+        "tinystories"  # where the pairs' texts come from: the embedder's stories, or "wikipedia" (queries="lead")
+    )
     n_pairs: int = 200_000  # the original's first 200k stories
     test_fraction: float = 0.1  # the last 10% of the pairs are the test split (the original: 180k-200k)
     eval_items: int = 1024  # items per split and evaluation (fixed items and negatives; the whole split if smaller)
     whiten: bool = False  # centre queries and stories on their training means and whiten both (the module doc)
 
     def validate(self) -> None:
-        require("/" in self.embedder, f"data.embedder must name an experiment such as 'mixer/flat_d1024', got "
-                                      f"{self.embedder!r}")
+        require(
+            "/" in self.embedder,
+            f"data.embedder must name an experiment such as 'mixer/flat_d1024', got {self.embedder!r}",
+        )
         require(self.n_pairs >= 20, f"data.n_pairs must be >= 20, got {self.n_pairs}")
         require(0.0 < self.test_fraction < 1.0, f"data.test_fraction must lie in (0, 1), got {self.test_fraction}")
         require(self.eval_items >= 1, f"data.eval_items must be >= 1, got {self.eval_items}")
         if self.queries == "instruct":
-            require(self.corpus == "tinystories", "data.queries='instruct' reads TinyStoriesInstruct: set "
-                                                  "data.corpus='tinystories'")
-        require((self.queries == "lead") == (self.corpus == "wikipedia"),
-                "data.queries='lead' reads Wikipedia articles and only it does: set data.corpus='wikipedia' with "
-                "data.queries='lead', or data.corpus='tinystories' with the other query rules")
+            require(
+                self.corpus == "tinystories",
+                "data.queries='instruct' reads TinyStoriesInstruct: set data.corpus='tinystories'",
+            )
+        require(
+            (self.queries == "lead") == (self.corpus == "wikipedia"),
+            "data.queries='lead' reads Wikipedia articles and only it does: set data.corpus='wikipedia' with "
+            "data.queries='lead', or data.corpus='tinystories' with the other query rules",
+        )
 
     def chance_line(self, model, metric: str) -> tuple[str, float, str]:
         """The learning gate's reference line of ``metric`` for a matcher over this data (:mod:`lmcompanion.learning`):
@@ -164,16 +184,20 @@ class RetrievalDataConfig(ConfigBase):
             return f"generated:noisy-copies-{NOISE}"
         if self.queries == "instruct":
             if corpora._offline():
-                raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is "
-                                "disabled: go online, or use data.queries='extractive' (a substitute)")
+                raise DataError(
+                    f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is "
+                    "disabled: go online, or use data.queries='extractive' (a substitute)"
+                )
             return f"hub:{INSTRUCT_HUB}@{_instruct_revision()}"
         if self.queries == "lead":
             return _lead_fingerprint(self.n_pairs)
         return corpora.fingerprint(self.corpus)
 
     def check_model(self, model) -> None:
-        require(getattr(model, "family", None) == "matcher",
-                f"retrieval data are matching items for a matcher model, not for family {model.family!r}")
+        require(
+            getattr(model, "family", None) == "matcher",
+            f"retrieval data are matching items for a matcher model, not for family {model.family!r}",
+        )
 
     def tokens_per_sequence(self, model) -> int:
         """Targets per item: one (the true candidate's index), as the matcher's counted FLOPs are per item."""
@@ -275,11 +299,11 @@ def wiki_sentences(text: str) -> list[str]:
     one of :data:`ABBREVIATIONS` ("St.", "Jr.")."""
     out, start = [], 0
     for m in _SENTENCE_END.finditer(text):
-        word = _LAST_WORD.search(text[max(start, m.start(1) - 12):m.start(1)])
+        word = _LAST_WORD.search(text[max(start, m.start(1) - 12) : m.start(1)])
         prev = word.group(1) if word else ""
         if m.group(1) == "." and ((len(prev) == 1 and prev.isupper()) or prev.lower() in ABBREVIATIONS):
             continue
-        out.append(text[start:m.end()].strip())
+        out.append(text[start : m.end()].strip())
         start = m.end()
     if text[start:].strip():
         out.append(text[start:].strip())
@@ -310,7 +334,7 @@ def wiki_files(n_pairs: int) -> tuple[str, ...]:
     for i, usable in enumerate(WIKI_USABLE):
         held += usable
         if n_pairs <= held:
-            return WIKI_FILES[:i + 1]
+            return WIKI_FILES[: i + 1]
     return WIKI_FILES
 
 
@@ -319,8 +343,10 @@ def _wiki_paths(n_pairs: int):
     found = [root / f for f in files] if root is not None else []
     if not found or not all(p.is_file() for p in found):
         where = f"{root}/wikipedia/" if root is not None else "LMC_DATA_DIR (not set)"
-        raise DataError(f"data.queries='lead' reads the Wikipedia articles {', '.join(f.split('/')[-1] for f in files)} "
-                        f"from {where}, and they are not there: point LMC_DATA_DIR at the data folder (../shared/data)")
+        raise DataError(
+            f"data.queries='lead' reads the Wikipedia articles {', '.join(f.split('/')[-1] for f in files)} "
+            f"from {where}, and they are not there: point LMC_DATA_DIR at the data folder (../shared/data)"
+        )
     return found
 
 
@@ -362,16 +388,19 @@ def _instruct_pairs(n: int) -> list[Pair]:
     import datasets
 
     if corpora._offline():
-        raise DataError(f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is disabled: "
-                        "go online, or use data.queries='extractive' (a substitute)")
+        raise DataError(
+            f"data.queries='instruct' reads {INSTRUCT_HUB} from the Hugging Face hub, which is disabled: "
+            "go online, or use data.queries='extractive' (a substitute)"
+        )
     revision = _instruct_revision()
     try:
         with corpora._quiet_datasets():
-            rows = datasets.load_dataset(INSTRUCT_HUB, split="train", revision=revision,
-                                         cache_dir=corpora._hf_cache())
+            rows = datasets.load_dataset(INSTRUCT_HUB, split="train", revision=revision, cache_dir=corpora._hf_cache())
     except Exception as exc:  # network, auth or format errors from the hub
-        raise DataError(f"{INSTRUCT_HUB} could not be read from the Hugging Face hub ({type(exc).__name__}: {exc}); "
-                        "go online, or use data.queries='extractive'") from exc
+        raise DataError(
+            f"{INSTRUCT_HUB} could not be read from the Hugging Face hub ({type(exc).__name__}: {exc}); "
+            "go online, or use data.queries='extractive'"
+        ) from exc
     pairs: list[Pair] = []
     chunk: list[str] = []
     for batch in rows.iter(batch_size=10_000):
@@ -396,8 +425,9 @@ def pairs(cfg: RetrievalDataConfig, stories: Sequence[str]) -> dict[str, list[Pa
         got = extractive_pairs(stories, cfg.n_pairs)
     if len(got) < cfg.n_pairs:
         where = "Wikipedia articles" if cfg.queries == "lead" else "stories"
-        raise DataError(f"data.n_pairs={cfg.n_pairs:,} but only {len(got):,} usable pairs exist in the {where}: "
-                        "lower data.n_pairs")
+        raise DataError(
+            f"data.n_pairs={cfg.n_pairs:,} but only {len(got):,} usable pairs exist in the {where}: lower data.n_pairs"
+        )
     n_test = max(1, round(cfg.test_fraction * len(got)))
     return {"train": got[:-n_test], "test": got[-n_test:]}
 
@@ -414,8 +444,10 @@ class MatchingSet:
         if queries.shape != targets.shape:
             raise DataError(f"queries {tuple(queries.shape)} and targets {tuple(targets.shape)} differ in shape")
         if targets.size(0) < n_ctx:  # the n_ctx - 1 drawn before the true story overwrites one are not its own
-            raise ConfigError(f"an item draws {n_ctx - 1} stories other than its own, so a split needs at least "
-                              f"{n_ctx}, but it has {targets.size(0)}: raise data.n_pairs or lower model.context_size")
+            raise ConfigError(
+                f"an item draws {n_ctx - 1} stories other than its own, so a split needs at least "
+                f"{n_ctx}, but it has {targets.size(0)}: raise data.n_pairs or lower model.context_size"
+            )
         self.queries, self.targets, self.n_ctx = queries, targets, n_ctx
 
     def __len__(self) -> int:
@@ -448,8 +480,12 @@ def noisy_copies(n_pairs: int, test_fraction: float, width: int, seed: int) -> d
     q = torch.randn(n_pairs, width, generator=g)
     t = q + NOISE * torch.randn(n_pairs, width, generator=g)
     n_test = max(1, round(test_fraction * n_pairs))
-    return {"query_train": q[:-n_test], "target_train": t[:-n_test], "query_test": q[-n_test:],
-            "target_test": t[-n_test:]}
+    return {
+        "query_train": q[:-n_test],
+        "target_train": t[:-n_test],
+        "query_test": q[-n_test:],
+        "target_test": t[-n_test:],
+    }
 
 
 def whitening(embeddings: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -473,12 +509,14 @@ class RetrievalSource:
     eval_splits = ("train", "test")
     eval_at_start = True
 
-    def __init__(self, embeddings: dict[str, torch.Tensor], n_ctx: int, data_cfg: RetrievalDataConfig, train_cfg,
-                 seed: int):
+    def __init__(
+        self, embeddings: dict[str, torch.Tensor], n_ctx: int, data_cfg: RetrievalDataConfig, train_cfg, seed: int
+    ):
         if data_cfg.whiten:
             embeddings = whitening(embeddings)
-        self.sets = {s: MatchingSet(embeddings[f"query_{s}"], embeddings[f"target_{s}"], n_ctx)
-                     for s in ("train", "test")}
+        self.sets = {
+            s: MatchingSet(embeddings[f"query_{s}"], embeddings[f"target_{s}"], n_ctx) for s in ("train", "test")
+        }
         self.cfg, self.train_cfg, self.seed = data_cfg, train_cfg, seed
 
     def train_batches(self, step: int) -> list[dict[str, torch.Tensor]]:
@@ -486,7 +524,7 @@ class RetrievalSource:
         data = self.sets["train"]
         index = sample_indices(self.seed, len(data), step * B * accum, B * accum)
         g = torch.Generator().manual_seed(mix_seed(self.seed, step, 7))  # fresh negatives at every read
-        return [data.items(index[m * B:(m + 1) * B], g) for m in range(accum)]
+        return [data.items(index[m * B : (m + 1) * B], g) for m in range(accum)]
 
     @functools.lru_cache(maxsize=4)
     def eval_draws(self, split: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -504,9 +542,9 @@ class RetrievalSource:
         B = self.train_cfg.eval_batch_size or self.train_cfg.batch_size
         out = []
         for i in range(0, index.numel(), B):
-            x = data.targets[rows[i:i + B].clamp(min=0)]
-            x[:, 0] = data.queries[index[i:i + B]]
-            out.append({"x": x, "targets": labels[i:i + B]})
+            x = data.targets[rows[i : i + B].clamp(min=0)]
+            x[:, 0] = data.queries[index[i : i + B]]
+            out.append({"x": x, "targets": labels[i : i + B]})
         return out
 
     def eval_inputs(self, split: str) -> torch.Tensor:
@@ -525,11 +563,35 @@ class RetrievalSource:
 
 
 def build_source(run_cfg, rank: int = 0, world: int = 1):
-    raise ConfigError(f"{run_cfg.name}: a retrieval run reads embeddings made by another run ({run_cfg.data.embedder}), "
-                      "so its source is built by its procedure ('match'): train it through the plan, e.g. "
-                      f"`python -m lmcompanion train {run_cfg.name}`")
+    raise ConfigError(
+        f"{run_cfg.name}: a retrieval run reads embeddings made by another run ({run_cfg.data.embedder}), "
+        "so its source is built by its procedure ('match'): train it through the plan, e.g. "
+        f"`python -m lmcompanion train {run_cfg.name}`"
+    )
 
 
-__all__ = ["ABBREVIATIONS", "HEADING_WORDS", "MIN_SENTENCES", "MIN_WORDS", "MatchingSet", "NOISE", "Pair",
-           "RetrievalDataConfig", "RetrievalSource", "WHITEN_FLOOR", "WIKI_FILES", "build_source", "extract_query", "extractive_pairs", "lead_pair",
-           "lead_pairs", "noisy_copies", "wiki_files", "pairs", "parse_instruct", "sentences", "whitening", "wiki_sentences"]
+__all__ = [
+    "ABBREVIATIONS",
+    "HEADING_WORDS",
+    "MIN_SENTENCES",
+    "MIN_WORDS",
+    "MatchingSet",
+    "NOISE",
+    "Pair",
+    "RetrievalDataConfig",
+    "RetrievalSource",
+    "WHITEN_FLOOR",
+    "WIKI_FILES",
+    "build_source",
+    "extract_query",
+    "extractive_pairs",
+    "lead_pair",
+    "lead_pairs",
+    "noisy_copies",
+    "wiki_files",
+    "pairs",
+    "parse_instruct",
+    "sentences",
+    "whitening",
+    "wiki_sentences",
+]

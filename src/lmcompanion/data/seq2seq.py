@@ -68,17 +68,20 @@ class Seq2SeqDataConfig(ConfigBase):
     data_seed: int = 0  # the examples; the run's seed orders batches and initialises weights
 
     def validate(self) -> None:
-        require(self.min_len >= 1, f"data.min_len must be >= 1 (an empty z has nothing to attend to), got {self.min_len}")
-        require(self.max_len >= self.min_len,
-                f"data.max_len ({self.max_len}) must be >= data.min_len ({self.min_len})")
+        require(
+            self.min_len >= 1, f"data.min_len must be >= 1 (an empty z has nothing to attend to), got {self.min_len}"
+        )
+        require(self.max_len >= self.min_len, f"data.max_len ({self.max_len}) must be >= data.min_len ({self.min_len})")
         require(self.n_train >= 1 and self.n_val >= 1, "data.n_train and data.n_val must be >= 1")
         require(self.data_seed >= 0, f"data.data_seed must be >= 0, got {self.data_seed}")
         available = n_strings(self.min_len, self.max_len)
         # at most half of all strings, so that drawing distinct ones stays quick
-        require(2 * (self.n_train + self.n_val) <= available,
-                f"data.n_train + data.n_val = {self.n_train + self.n_val} is too many: lengths "
-                f"{self.min_len}..{self.max_len} give {available:,} distinct strings and at most half may be used; "
-                f"raise data.max_len or lower data.n_train / data.n_val")
+        require(
+            2 * (self.n_train + self.n_val) <= available,
+            f"data.n_train + data.n_val = {self.n_train + self.n_val} is too many: lengths "
+            f"{self.min_len}..{self.max_len} give {available:,} distinct strings and at most half may be used; "
+            f"raise data.max_len or lower data.n_train / data.n_val",
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -95,14 +98,20 @@ class Seq2SeqDataConfig(ConfigBase):
 
     def check_model(self, model) -> None:
         for name in ("vocab_size", "l_max"):
-            require(hasattr(model, name),
-                    f"model family {model.family!r} has no {name}; seq2seq data needs an encoder-decoder (formal_ed)")
-        require(model.vocab_size == len(VOCAB),
-                f"model.vocab_size={model.vocab_size} but the seq2seq vocabulary has {len(VOCAB)} tokens "
-                f"({', '.join(VOCAB[:3])}, digits); set model.vocab_size={len(VOCAB)}")
-        require(model.l_max >= self.max_len + 2,
-                f"model.l_max={model.l_max} is shorter than the longest x = [BOS] + {self.max_len} digits + [EOS]; "
-                f"set model.l_max >= {self.max_len + 2} or lower data.max_len")
+            require(
+                hasattr(model, name),
+                f"model family {model.family!r} has no {name}; seq2seq data needs an encoder-decoder (formal_ed)",
+            )
+        require(
+            model.vocab_size == len(VOCAB),
+            f"model.vocab_size={model.vocab_size} but the seq2seq vocabulary has {len(VOCAB)} tokens "
+            f"({', '.join(VOCAB[:3])}, digits); set model.vocab_size={len(VOCAB)}",
+        )
+        require(
+            model.l_max >= self.max_len + 2,
+            f"model.l_max={model.l_max} is shorter than the longest x = [BOS] + {self.max_len} digits + [EOS]; "
+            f"set model.l_max >= {self.max_len + 2} or lower data.max_len",
+        )
 
     def tokens_per_sequence(self, model) -> int:
         """Target positions per example, padding included (what the trainer counts as tokens)."""
@@ -270,5 +279,21 @@ class Seq2SeqSource:
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> Seq2SeqSource:
     return Seq2SeqSource(run_cfg.data, run_cfg.train, run_cfg.seed, rank, world)
 
-__all__ = ["BOS", "EOS", "IGNORE", "PAD", "Seq2SeqDataConfig", "Seq2SeqSource", "Split", "TASKS", "VOCAB", "answer", "unigram_loss",
-           "collate", "dataset", "decode", "encode_digits"]
+
+__all__ = [
+    "BOS",
+    "EOS",
+    "IGNORE",
+    "PAD",
+    "Seq2SeqDataConfig",
+    "Seq2SeqSource",
+    "Split",
+    "TASKS",
+    "VOCAB",
+    "answer",
+    "unigram_loss",
+    "collate",
+    "dataset",
+    "decode",
+    "encode_digits",
+]

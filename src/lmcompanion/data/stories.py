@@ -69,23 +69,32 @@ class StoriesDataConfig(ConfigBase):
     kind: ClassVar[str] = "stories"
     corpus: str = "tinystories"  # "tinystories", or "synthetic" (GENERATED text: its paragraphs are the stories)
     source: Literal["local", "hub"] = "local"  # the offline copies under $LMC_DATA_DIR, or the HF hub (paper)
-    val_split: Literal["train_tail", "validation"] = "train_tail"  # hold out the train stories' tail, or the hub's validation split
+    val_split: Literal["train_tail", "validation"] = (
+        "train_tail"  # hold out the train stories' tail, or the hub's validation split
+    )
     val_fraction: float = 0.1  # train_tail: the fraction of the complete stories held out (the last ones)
     train_stories: int | None = None  # keep the first N training stories (paper: 2,000,000); None: all of them
     vocab_size: int = 4096  # tokens of the BPE, the three specials included
     packing: bool = False  # False: one story per example, truncated and left-padded (the original); True: packed
 
     def validate(self) -> None:
-        require(self.corpus in STORY_CORPORA,
-                f"data.corpus={self.corpus!r} has no story boundaries this data kind knows; use one of {STORY_CORPORA}")
+        require(
+            self.corpus in STORY_CORPORA,
+            f"data.corpus={self.corpus!r} has no story boundaries this data kind knows; use one of {STORY_CORPORA}",
+        )
         require(self.vocab_size >= MIN_VOCAB, f"data.vocab_size must be >= {MIN_VOCAB}, got {self.vocab_size}")
         require(self.train_stories is None or self.train_stories >= 1, "data.train_stories must be >= 1 or None")
         if self.source == "hub":
-            require(self.corpus == "tinystories", "data.source='hub' reads roneneldan/TinyStories: set data.corpus='tinystories'")
+            require(
+                self.corpus == "tinystories",
+                "data.source='hub' reads roneneldan/TinyStories: set data.corpus='tinystories'",
+            )
         if self.val_split == "validation":
-            require(self.source == "hub",
-                    "data.val_split='validation' needs the hub's validation split (data.source='hub'): the offline "
-                    "validation sample has no story boundaries; use data.val_split='train_tail' offline")
+            require(
+                self.source == "hub",
+                "data.val_split='validation' needs the hub's validation split (data.source='hub'): the offline "
+                "validation sample has no story boundaries; use data.val_split='train_tail' offline",
+            )
         else:
             require(0.0 < self.val_fraction < 1.0, f"data.val_fraction must lie in (0, 1), got {self.val_fraction}")
 
@@ -102,9 +111,11 @@ class StoriesDataConfig(ConfigBase):
         if self.source == "hub":
             hub = corpora.get(self.corpus).hub
             if corpora._offline():
-                raise DataError(f"data.source='hub' reads {hub.path} from the Hugging Face hub, which is disabled "
-                                "(HF_HUB_OFFLINE/HF_DATASETS_OFFLINE): go online, or use a profile that reads the "
-                                "offline copies (cpu, gpu)")
+                raise DataError(
+                    f"data.source='hub' reads {hub.path} from the Hugging Face hub, which is disabled "
+                    "(HF_HUB_OFFLINE/HF_DATASETS_OFFLINE): go online, or use a profile that reads the "
+                    "offline copies (cpu, gpu)"
+                )
             return f"hub:{hub.path}@{corpora._hub_revision(hub)}"
         if not self.generated and not corpora.source_of(self.corpus).startswith("local:"):
             raise corpora._missing(corpora.get(self.corpus), "data.source='local' needs its offline copy")
@@ -113,9 +124,11 @@ class StoriesDataConfig(ConfigBase):
     def check_model(self, model) -> None:
         for name in ("vocab_size", "context_size"):
             require(hasattr(model, name), f"model family {model.family!r} has no {name}; it cannot read stories")
-        require(model.vocab_size == self.vocab_size,
-                f"model.vocab_size={model.vocab_size} but the {self.tokenizer_name} tokenizer has {self.vocab_size} "
-                f"tokens; set model.vocab_size={self.vocab_size}")
+        require(
+            model.vocab_size == self.vocab_size,
+            f"model.vocab_size={model.vocab_size} but the {self.tokenizer_name} tokenizer has {self.vocab_size} "
+            f"tokens; set model.vocab_size={self.vocab_size}",
+        )
 
     def tokens_per_sequence(self, model) -> int:
         """Positions per example, padding included (what a training step computes on)."""
@@ -158,8 +171,10 @@ def _hub_stories(cfg: StoriesDataConfig, split: str) -> list[str]:
 
     hub = corpora.get(cfg.corpus).hub
     if corpora._offline():
-        raise DataError(f"data.source='hub' reads {hub.path} from the Hugging Face hub, which is disabled here: go "
-                        "online, or use a profile that reads the offline copies (cpu, gpu)")
+        raise DataError(
+            f"data.source='hub' reads {hub.path} from the Hugging Face hub, which is disabled here: go "
+            "online, or use a profile that reads the offline copies (cpu, gpu)"
+        )
     if split == "train":
         n = cfg.train_stories
         spec = f"{hub.splits['train']}[:{n}]" if n else hub.splits["train"]
@@ -169,8 +184,10 @@ def _hub_stories(cfg: StoriesDataConfig, split: str) -> list[str]:
         with corpora._quiet_datasets():
             rows = datasets.load_dataset(hub.path, split=spec, cache_dir=corpora._hf_cache())
     except Exception as exc:  # network, auth or format errors from the hub
-        raise DataError(f"{hub.path} ({spec}) could not be read from the Hugging Face hub ({type(exc).__name__}: "
-                        f"{exc}); go online, or use a profile that reads the offline copies (cpu, gpu)") from exc
+        raise DataError(
+            f"{hub.path} ({spec}) could not be read from the Hugging Face hub ({type(exc).__name__}: "
+            f"{exc}); go online, or use a profile that reads the offline copies (cpu, gpu)"
+        ) from exc
     return [s.strip() for s in rows[hub.column] if s and s.strip()]
 
 
@@ -187,16 +204,23 @@ def _load_stories(cfg: StoriesDataConfig, fingerprint: str) -> dict[str, list[st
         stories = _generated_stories() if cfg.generated else split_stories(corpora.load_raw(cfg.corpus, "train"))
         n_val = max(1, round(cfg.val_fraction * len(stories)))
         if len(stories) - n_val < 1:
-            raise DataError(f"corpus {cfg.corpus!r} has {len(stories)} complete stories, too few to hold out "
-                            f"{cfg.val_fraction:.0%} for validation; restore the corpus files")
+            raise DataError(
+                f"corpus {cfg.corpus!r} has {len(stories)} complete stories, too few to hold out "
+                f"{cfg.val_fraction:.0%} for validation; restore the corpus files"
+            )
         train, val = stories[:-n_val], stories[-n_val:]
     if cfg.train_stories is not None:
         if len(train) < cfg.train_stories:
-            where = ("the hub's train split" if cfg.source == "hub"
-                     else f"the offline copy ({corpora.source_of(cfg.corpus)}) after the hold-out")
-            raise DataError(f"data.train_stories={cfg.train_stories:,} but {where} has {len(train):,} complete "
-                            "stories: lower data.train_stories, or read the hub (data.source='hub')")
-        train = train[:cfg.train_stories]
+            where = (
+                "the hub's train split"
+                if cfg.source == "hub"
+                else f"the offline copy ({corpora.source_of(cfg.corpus)}) after the hold-out"
+            )
+            raise DataError(
+                f"data.train_stories={cfg.train_stories:,} but {where} has {len(train):,} complete "
+                "stories: lower data.train_stories, or read the hub (data.source='hub')"
+            )
+        train = train[: cfg.train_stories]
     return {"train": train, "val": val}
 
 
@@ -218,15 +242,18 @@ class StoryTokenizer:
         tok = Tokenizer(models.BPE(unk_token=SPECIALS[UNK], fuse_unk=True, byte_fallback=True))
         # LlamaTokenizerFast (legacy): prepend "▁" to the text, spaces become "▁"; no pre-tokenizer
         tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                         decoders.Strip(" ", 1, 0)])
+        tok.decoder = decoders.Sequence(
+            [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+        )
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS), show_progress=False)
         # the original reads its training text line by line, stripped: no newline enters the vocabulary
         lines = (line.strip() for story in stories for line in story.split("\n"))
         tok.train_from_iterator((line for line in lines if line), trainer=trainer)
         if tok.get_vocab_size() != vocab_size:
-            raise DataError(f"BPE training produced {tok.get_vocab_size()} tokens instead of {vocab_size}: the "
-                            "training stories are too few for this vocabulary; choose a smaller data.vocab_size")
+            raise DataError(
+                f"BPE training produced {tok.get_vocab_size()} tokens instead of {vocab_size}: the "
+                "training stories are too few for this vocabulary; choose a smaller data.vocab_size"
+            )
         assert [tok.token_to_id(s) for s in SPECIALS] == [UNK, BOS, EOS]
         return cls(tok, name)
 
@@ -299,7 +326,7 @@ class StoryTokens:
 
     def story(self, split: str, i: int) -> np.ndarray:
         o = self.offsets[split]
-        return self.ids[split][o[i]:o[i + 1]]
+        return self.ids[split][o[i] : o[i + 1]]
 
 
 def load_tokens(cfg: StoriesDataConfig) -> StoryTokens:
@@ -323,9 +350,13 @@ def _load_tokens(cfg: StoriesDataConfig, fingerprint: str) -> StoryTokens:
             corpora.write_cache(folder / f"{split}.ids.npy", functools.partial(np.save, arr=ids))
             corpora.write_cache(folder / f"{split}.offsets.npy", functools.partial(np.save, arr=offsets))
             counts[split] = {"stories": len(texts), "tokens": int(offsets[-1])}
-        meta = {"vocab_size": tok.vocab_size, "tokenizer": tok.name, "splits": counts,
-                "source": "generated" if cfg.generated else ("hub" if cfg.source == "hub" else "local"),
-                "fingerprint": fingerprint}
+        meta = {
+            "vocab_size": tok.vocab_size,
+            "tokenizer": tok.name,
+            "splits": counts,
+            "source": "generated" if cfg.generated else ("hub" if cfg.source == "hub" else "local"),
+            "fingerprint": fingerprint,
+        }
         corpora.write_cache(meta_path, json.dumps(meta, indent=1))
     meta = json.loads(meta_path.read_text())
     ids = {s: np.load(folder / f"{s}.ids.npy", mmap_mode="r") for s in meta["splits"]}
@@ -382,8 +413,10 @@ class Examples:
         else:
             self.n = len(tokens.offsets[split]) - 1
         if self.n < 1:
-            raise DataError(f"split {split!r} has no complete example of {length} tokens: lower model.context_size "
-                            "or use more stories")
+            raise DataError(
+                f"split {split!r} has no complete example of {length} tokens: lower model.context_size "
+                "or use more stories"
+            )
 
     def __len__(self) -> int:
         return self.n
@@ -391,7 +424,7 @@ class Examples:
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """(len(index), L) long: the examples at ``index``."""
         if self.packing:
-            return torch.from_numpy(np.stack([self.stream[i * self.L:(i + 1) * self.L] for i in index.tolist()]))
+            return torch.from_numpy(np.stack([self.stream[i * self.L : (i + 1) * self.L] for i in index.tolist()]))
         return torch.from_numpy(np.stack([left_pad(self.tokens.story(self.split, i), self.L) for i in index.tolist()]))
 
     def batch(self, index: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -427,8 +460,10 @@ class StoriesSource:
 
     def __init__(self, cfg: StoriesDataConfig, length: int, train_cfg, seed: int, rank: int = 0, world: int = 1):
         if train_cfg.grad_accum % world:
-            raise ConfigError(f"train.grad_accum={train_cfg.grad_accum} must be a multiple of the number of processes "
-                              f"({world}): the global batch is batch_size * grad_accum")
+            raise ConfigError(
+                f"train.grad_accum={train_cfg.grad_accum} must be a multiple of the number of processes "
+                f"({world}): the global batch is batch_size * grad_accum"
+            )
         self.cfg, self.train_cfg, self.seed, self.rank, self.world = cfg, train_cfg, seed, rank, world
         tokens = load_tokens(cfg)
         self.vocab_size = tokens.vocab_size
@@ -440,7 +475,7 @@ class StoriesSource:
         B, accum = self.train_cfg.batch_size, self.train_cfg.grad_accum
         split = self.splits["train"]
         index = sample_indices(self.seed, len(split), step * B * accum, B * accum)
-        return [split.batch(index[m * B:(m + 1) * B]) for m in range(self.rank, accum, self.world)]
+        return [split.batch(index[m * B : (m + 1) * B]) for m in range(self.rank, accum, self.world)]
 
     def eval_batches(self, split: str, step: int) -> Iterator[dict[str, torch.Tensor]]:
         """This process's share of the K evaluation batches of ``split``."""
@@ -452,15 +487,17 @@ class StoriesSource:
             g = torch.Generator().manual_seed(mix_seed(self.seed, step, 2, self.eval_splits.index(split)))
             index = torch.randint(0, len(data), (K * B,), generator=g)
         for k in range(self.rank, K, self.world):
-            yield data.batch(index[k * B:(k + 1) * B])
+            yield data.batch(index[k * B : (k + 1) * B])
 
 
 def build_source(run_cfg, rank: int = 0, world: int = 1) -> StoriesSource:
     cfg = run_cfg.data
     tokens = load_tokens(cfg)
     if tokens.vocab_size != run_cfg.model.vocab_size:
-        raise ConfigError(f"model.vocab_size={run_cfg.model.vocab_size} but the {tokens.tokenizer} tokenizer has "
-                          f"{tokens.vocab_size} tokens; set model.vocab_size={tokens.vocab_size}")
+        raise ConfigError(
+            f"model.vocab_size={run_cfg.model.vocab_size} but the {tokens.tokenizer} tokenizer has "
+            f"{tokens.vocab_size} tokens; set model.vocab_size={tokens.vocab_size}"
+        )
     return StoriesSource(cfg, run_cfg.model.context_size, run_cfg.train, run_cfg.seed, rank, world)
 
 
@@ -497,7 +534,29 @@ def unigram_loss(data_cfg: StoriesDataConfig, context: int, split: str = "val") 
     return float(-logp[targets(split)].mean())
 
 
-__all__ = ["BOS", "EOS", "Examples", "IGNORE", "PAD", "PAPER_TRAIN_STORIES", "SPECIALS", "StoriesDataConfig",
-           "StoriesSource", "StoryTokenizer", "StoryTokens", "UNK", "build_source", "epoch_order", "examples",
-           "left_pad", "load_stories", "load_tokens", "prompt_window", "sample_indices", "split_stories",
-           "targets_of", "tokenizer", "unigram_loss"]
+__all__ = [
+    "BOS",
+    "EOS",
+    "Examples",
+    "IGNORE",
+    "PAD",
+    "PAPER_TRAIN_STORIES",
+    "SPECIALS",
+    "StoriesDataConfig",
+    "StoriesSource",
+    "StoryTokenizer",
+    "StoryTokens",
+    "UNK",
+    "build_source",
+    "epoch_order",
+    "examples",
+    "left_pad",
+    "load_stories",
+    "load_tokens",
+    "prompt_window",
+    "sample_indices",
+    "split_stories",
+    "targets_of",
+    "tokenizer",
+    "unigram_loss",
+]

@@ -20,11 +20,36 @@ from .. import contents
 from ..config import suggest
 from ..errors import ConfigError
 from .labels import arm_label, passes, published
-from .plan import (DEFAULT_SEEDS, HEADLINE_SEEDS, ILLUSTRATION_SEEDS, ArmProtocol, PlannedRun, Protocol, arm,
-                   chapter_names, config, minutes_total, page_protocol, plan, planned, resolve_device, runs_at,
-                   seeds_of, steps_scaled)
-from .headline_comparisons import (CPU_RULE, HEADLINES, ILLUSTRATION_RULE, Headline, headline, headline_arms, headlines,
-                                   illustration_steps, is_headline)
+from .plan import (
+    DEFAULT_SEEDS,
+    HEADLINE_SEEDS,
+    ILLUSTRATION_SEEDS,
+    ArmProtocol,
+    PlannedRun,
+    Protocol,
+    arm,
+    chapter_names,
+    config,
+    minutes_total,
+    page_protocol,
+    plan,
+    planned,
+    resolve_device,
+    runs_at,
+    seeds_of,
+    steps_scaled,
+)
+from .headline_comparisons import (
+    CPU_RULE,
+    HEADLINES,
+    ILLUSTRATION_RULE,
+    Headline,
+    headline,
+    headline_arms,
+    headlines,
+    illustration_steps,
+    is_headline,
+)
 from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedure, get, register, where_they_run
 
 for _module in contents.experiment_modules():  # each registers its experiments
@@ -45,15 +70,52 @@ def chapters() -> list[str]:
 
 def names(chapter: str | None = None) -> list[str]:
     if chapter is not None and chapter not in chapters():
-        raise ConfigError(f"unknown chapter {chapter!r}{suggest(chapter, chapters())}; chapters with experiments: "
-                          f"{', '.join(chapters())}")
+        raise ConfigError(
+            f"unknown chapter {chapter!r}{suggest(chapter, chapters())}; chapters with experiments: "
+            f"{', '.join(chapters())}"
+        )
     return [n for n, e in REGISTRY.items() if chapter is None or e.chapter == chapter]
 
 
-
-__all__ = ["CHAPTERS", "CPU_RULE", "DEFAULT_SEEDS", "ArmProtocol", "Experiment", "HEADLINES", "HEADLINE_SEEDS",
-           "Headline", "ILLUSTRATION_RULE", "ILLUSTRATION_SEEDS", "PROCEDURES", "PlannedRun", "Procedure", "Protocol",
-           "TRAINED_NOTHING", "all_experiments", "arm", "arm_label", "chapter_names", "chapters", "config", "get",
-           "headline", "headline_arms", "headlines", "illustration_steps", "is_headline", "minutes_total", "names",
-           "page_protocol", "passes", "plan", "planned", "published", "register", "resolve_device", "runs_at",
-           "seeds_of", "steps_scaled", "where_they_run"]
+__all__ = [
+    "CHAPTERS",
+    "CPU_RULE",
+    "DEFAULT_SEEDS",
+    "ArmProtocol",
+    "Experiment",
+    "HEADLINES",
+    "HEADLINE_SEEDS",
+    "Headline",
+    "ILLUSTRATION_RULE",
+    "ILLUSTRATION_SEEDS",
+    "PROCEDURES",
+    "PlannedRun",
+    "Procedure",
+    "Protocol",
+    "TRAINED_NOTHING",
+    "all_experiments",
+    "arm",
+    "arm_label",
+    "chapter_names",
+    "chapters",
+    "config",
+    "get",
+    "headline",
+    "headline_arms",
+    "headlines",
+    "illustration_steps",
+    "is_headline",
+    "minutes_total",
+    "names",
+    "page_protocol",
+    "passes",
+    "plan",
+    "planned",
+    "published",
+    "register",
+    "resolve_device",
+    "runs_at",
+    "seeds_of",
+    "steps_scaled",
+    "where_they_run",
+]

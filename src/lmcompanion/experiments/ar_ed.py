@@ -13,8 +13,13 @@ from .registry import register
 from .baselines import baseline_config
 from .protocol import scale
 
-NO_LOSS = dict(embedding_loss_type="NONE", detach_type=None, embedding_ln_type=None, embedding_loss_coeff=None,
-               use_ln_on_encoder_out=None)
+NO_LOSS = dict(
+    embedding_loss_type="NONE",
+    detach_type=None,
+    embedding_ln_type=None,
+    embedding_loss_coeff=None,
+    use_ln_on_encoder_out=None,
+)
 MSE = dict(embedding_loss_type="MSE", detach_type="ENCODER_OUT", embedding_ln_type="INIT", use_ln_on_encoder_out=True)
 
 
@@ -42,18 +47,31 @@ def ar_ed_config(profile: str, name: str, *, context: int | None = None, **keys)
 
 RUNS = {
     # name: (the write-up's label, its keys, its published train / val / embedding loss)
-    "ar_ed/cosine": ("with cosine-dissimilarity embedding loss",
-                     dict(MSE, embedding_loss_type="COSINE", embedding_loss_coeff=1.0, sub_pos_embed_to_decoder="NO"),
-                     {"train": 2.993, "val": 3.387, "aux": 8.564e-9}),
-    "ar_ed/mse": ("with MSE embedding loss", dict(MSE, embedding_loss_coeff=1.0, sub_pos_embed_to_decoder="NO"),
-                  {"train": 2.998, "val": 3.385, "aux": 4.138e-9}),
-    "ar_ed/no_loss": ("no embedding loss and no pos sub", dict(NO_LOSS, sub_pos_embed_to_decoder="NO"),
-                      {"train": 3.043, "val": 3.413}),
-    "ar_ed/pos_sub": ("with pos embed sub", dict(NO_LOSS, sub_pos_embed_to_decoder="YES_NO_LN"),
-                      {"train": 2.979, "val": 3.381}),
-    "ar_ed/mse_pos_sub": ("with MSE embedding loss and pos sub",
-                          dict(MSE, embedding_loss_coeff=8.0, sub_pos_embed_to_decoder="YES_NO_LN"),
-                          {"train": 2.982, "val": 3.378, "aux": 4.673e-9, "params": 15_763_500}),
+    "ar_ed/cosine": (
+        "with cosine-dissimilarity embedding loss",
+        dict(MSE, embedding_loss_type="COSINE", embedding_loss_coeff=1.0, sub_pos_embed_to_decoder="NO"),
+        {"train": 2.993, "val": 3.387, "aux": 8.564e-9},
+    ),
+    "ar_ed/mse": (
+        "with MSE embedding loss",
+        dict(MSE, embedding_loss_coeff=1.0, sub_pos_embed_to_decoder="NO"),
+        {"train": 2.998, "val": 3.385, "aux": 4.138e-9},
+    ),
+    "ar_ed/no_loss": (
+        "no embedding loss and no pos sub",
+        dict(NO_LOSS, sub_pos_embed_to_decoder="NO"),
+        {"train": 3.043, "val": 3.413},
+    ),
+    "ar_ed/pos_sub": (
+        "with pos embed sub",
+        dict(NO_LOSS, sub_pos_embed_to_decoder="YES_NO_LN"),
+        {"train": 2.979, "val": 3.381},
+    ),
+    "ar_ed/mse_pos_sub": (
+        "with MSE embedding loss and pos sub",
+        dict(MSE, embedding_loss_coeff=8.0, sub_pos_embed_to_decoder="YES_NO_LN"),
+        {"train": 2.982, "val": 3.378, "aux": 4.673e-9, "params": 15_763_500},
+    ),
 }
 
 
@@ -65,19 +83,26 @@ for _name, (_title, _keys, _published) in RUNS.items():
     register(_name, title=_title, published=_published)(_make(_name, _keys))
 
 
-@register("ar_ed/baseline_pos_sub", title="baseline with pos embed sub (beyond the write-up)",
-          notes="The write-up's conclusions: positional embedding subtraction 'should work even for decoder-only "
-                "transformers, and experiments should validate this'.")
+@register(
+    "ar_ed/baseline_pos_sub",
+    title="baseline with pos embed sub (beyond the write-up)",
+    notes="The write-up's conclusions: positional embedding subtraction 'should work even for decoder-only "
+    "transformers, and experiments should validate this'.",
+)
 def _baseline_pos_sub(profile: str) -> RunConfig:
-    return baseline_config(profile, name="ar_ed/baseline_pos_sub", width=scale(profile).baseline,
-                           sub_pos_embed="YES_NO_LN")
+    return baseline_config(
+        profile, name="ar_ed/baseline_pos_sub", width=scale(profile).baseline, sub_pos_embed="YES_NO_LN"
+    )
 
 
 # The headline: the write-up's introduction and conclusions ("a new end-to-end auto-regressive encoder-decoder
 # transformer ... outperforms, with fewer parameters, the canonical decoder-only transformer"); every other run of
 # the write-up is a step toward this model.
-headline("ar_ed", "the combined model (MSE embedding loss and positional subtraction) against the decoder-only "
-                  "baseline", ("ar_ed/mse_pos_sub", "ar_ed/baseline"),
-         "the write-up's introduction and conclusions: the new model 'outperforms, with fewer parameters, the "
-         "canonical decoder-only transformer'; the other runs are the steps toward it",
-         cpu_illustration_steps=0.5)
+headline(
+    "ar_ed",
+    "the combined model (MSE embedding loss and positional subtraction) against the decoder-only baseline",
+    ("ar_ed/mse_pos_sub", "ar_ed/baseline"),
+    "the write-up's introduction and conclusions: the new model 'outperforms, with fewer parameters, the "
+    "canonical decoder-only transformer'; the other runs are the steps toward it",
+    cpu_illustration_steps=0.5,
+)

@@ -34,8 +34,11 @@ def literal_training(cfg, run_dir: Path, lit: LiteralConfig, **_) -> dict:
     examples, in order, for ``lit.T`` epochs. It starts from the weights the trainer would start ``cfg`` from (same
     seed), evaluates on the trainer's evaluation batches, and writes ``metrics.jsonl`` (the mean J/(ℓ_X − 1) since
     the last evaluation as ``loss``, then the evaluations) and ``model.pt`` in the trainer's formats."""
-    require(lit.n <= cfg.data.n_train, f"ED-Training's n={lit.n} exceeds data.n_train={cfg.data.n_train}: lower "
-            "the notebook parameter literal_examples or raise data.n_train")
+    require(
+        lit.n <= cfg.data.n_train,
+        f"ED-Training's n={lit.n} exceeds data.n_train={cfg.data.n_train}: lower "
+        "the notebook parameter literal_examples or raise data.n_train",
+    )
     device = torch.device(cfg.device)
     seed_everything(cfg.seed, deterministic=cfg.train.deterministic)
     torch.manual_seed(cfg.seed)  # as the trainer does right before building the model

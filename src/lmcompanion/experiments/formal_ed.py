@@ -32,8 +32,11 @@ from .registry import Procedure, register, register_procedure, trained_nothing
 
 NAME = "formal_ed/adamw"
 LITERAL = "formal_ed/ed_training"
-NOTEBOOKS = ("notebooks/formal_ed/01_algorithm.py", "notebooks/formal_ed/02_training.py",
-             "notebooks/formal_ed/03_inference.py")
+NOTEBOOKS = (
+    "notebooks/formal_ed/01_algorithm.py",
+    "notebooks/formal_ed/02_training.py",
+    "notebooks/formal_ed/03_inference.py",
+)
 INF = float("inf")
 
 
@@ -55,14 +58,36 @@ class Protocol:
     target: float | None  # our bar: held-out exact match at τ = 0 of every AdamW seed (None: not judged)
 
 
-def _adamw(steps: int, batch: int, lr: float, *, evals: int = 10, eval_batches: int = 8, warmup: int | None = None,
-           deterministic: bool = False, compile: bool = False) -> TrainConfig:
+def _adamw(
+    steps: int,
+    batch: int,
+    lr: float,
+    *,
+    evals: int = 10,
+    eval_batches: int = 8,
+    warmup: int | None = None,
+    deterministic: bool = False,
+    compile: bool = False,
+) -> TrainConfig:
     """AdamW (β2 0.98, weight decay 0.01, clip 1.0), linear warmup over 5% of the steps, cosine to lr/10."""
     return TrainConfig(
-        batch_size=batch, grad_accum=1, max_steps=steps, lr=lr, min_lr=float(f"{lr / 10:.6g}"), schedule="cosine",
-        warmup_steps=warmup if warmup is not None else max(1, steps // 20), beta1=0.9, beta2=0.98,
-        weight_decay=0.01, grad_clip=1.0, eval_interval=max(1, steps // evals), eval_batches=eval_batches,
-        eval_batch_size=128, log_interval=max(1, steps // 100), deterministic=deterministic, compile=compile,
+        batch_size=batch,
+        grad_accum=1,
+        max_steps=steps,
+        lr=lr,
+        min_lr=float(f"{lr / 10:.6g}"),
+        schedule="cosine",
+        warmup_steps=warmup if warmup is not None else max(1, steps // 20),
+        beta1=0.9,
+        beta2=0.98,
+        weight_decay=0.01,
+        grad_clip=1.0,
+        eval_interval=max(1, steps // evals),
+        eval_batches=eval_batches,
+        eval_batch_size=128,
+        log_interval=max(1, steps // 100),
+        deterministic=deterministic,
+        compile=compile,
     )
 
 
@@ -75,7 +100,10 @@ PROTOCOLS: dict[str, Protocol] = {
         data=Seq2SeqDataConfig(min_len=1, max_len=4, n_train=512, n_val=64),
         train=_adamw(40, 16, 3e-3, evals=2, eval_batches=1, warmup=4, deterministic=True),
         literal=LiteralConfig(T=1, eta=0.03, n=48, evals=3),
-        temperatures=(0.0, 1.0, 4.0, INF), prompts=16, samples=2, target=None,
+        temperatures=(0.0, 1.0, 4.0, INF),
+        prompts=16,
+        samples=2,
+        target=None,
     ),
     # A few minutes for the whole chapter on 2 CPU cores.
     "cpu": Protocol(
@@ -83,7 +111,10 @@ PROTOCOLS: dict[str, Protocol] = {
         data=Seq2SeqDataConfig(min_len=1, max_len=8, n_train=20_000, n_val=1_000),
         train=_adamw(600, 64, 1e-3),
         literal=LiteralConfig(T=2, eta=0.03, n=1500, evals=10),
-        temperatures=_TAUS, prompts=200, samples=4, target=0.9,
+        temperatures=_TAUS,
+        prompts=200,
+        samples=4,
+        target=0.9,
     ),
     # One GPU, minutes: longer strings, a wider model.
     "gpu": Protocol(
@@ -91,7 +122,10 @@ PROTOCOLS: dict[str, Protocol] = {
         data=Seq2SeqDataConfig(min_len=1, max_len=16, n_train=100_000, n_val=2_000),
         train=_adamw(4000, 128, 1e-3, eval_batches=10),
         literal=LiteralConfig(T=1, eta=0.01, n=10_000, evals=10),
-        temperatures=_TAUS, prompts=1000, samples=8, target=0.98,
+        temperatures=_TAUS,
+        prompts=1000,
+        samples=8,
+        target=0.98,
     ),
     # One GPU: a base-sized model on strings of up to 20 digits, solved near perfectly.
     "paper": Protocol(
@@ -99,7 +133,10 @@ PROTOCOLS: dict[str, Protocol] = {
         data=Seq2SeqDataConfig(min_len=1, max_len=20, n_train=200_000, n_val=2_000),
         train=_adamw(10_000, 256, 5e-4, eval_batches=10),
         literal=LiteralConfig(T=1, eta=0.005, n=20_000, evals=20),
-        temperatures=_TAUS, prompts=2000, samples=8, target=0.99,
+        temperatures=_TAUS,
+        prompts=2000,
+        samples=8,
+        target=0.99,
     ),
 }
 
@@ -114,7 +151,9 @@ def _adamw_run(profile: str) -> RunConfig:
     return RunConfig(name=NAME, model=p.model, data=p.data, train=p.train)
 
 
-def literal_config(profile: str, *, T: int | None = None, eta: float | None = None, n: int | None = None) -> LiteralConfig:
+def literal_config(
+    profile: str, *, T: int | None = None, eta: float | None = None, n: int | None = None
+) -> LiteralConfig:
     """The profile's ED-Training settings, with the notebook's named overrides (None keeps the profile's)."""
     base = protocol(profile).literal
     changes = {k: v for k, v in {"T": T, "eta": eta, "n": n}.items() if v is not None}
@@ -127,17 +166,33 @@ def _literal_settings(cfg: RunConfig, profile: str) -> LiteralConfig:
 
 def _literal_minutes(cfg: RunConfig, lit: LiteralConfig) -> float:
     """One update per example (T x n of them), each one example's forward and backward, plus its evaluations."""
-    one = cfg.train.replace(batch_size=1, grad_accum=1, max_steps=lit.T * lit.n, warmup_steps=0,
-                            eval_interval=max(1, lit.T * lit.n // lit.evals))
+    one = cfg.train.replace(
+        batch_size=1,
+        grad_accum=1,
+        max_steps=lit.T * lit.n,
+        warmup_steps=0,
+        eval_interval=max(1, lit.T * lit.n // lit.evals),
+    )
     return estimate.seconds(cfg.replace(train=one)) / 60
 
 
-register_procedure(Procedure("ed_training", literal_training, settings=_literal_settings, minutes=_literal_minutes,
-                             description="the write-up's ED-Training: one example at a time, plain gradient steps"))
+register_procedure(
+    Procedure(
+        "ed_training",
+        literal_training,
+        settings=_literal_settings,
+        minutes=_literal_minutes,
+        description="the write-up's ED-Training: one example at a time, plain gradient steps",
+    )
+)
 
 
-@register(LITERAL, title="ED-Transformer trained by ED-Training as written (one example at a time)", published={},
-          procedure="ed_training")
+@register(
+    LITERAL,
+    title="ED-Transformer trained by ED-Training as written (one example at a time)",
+    published={},
+    procedure="ed_training",
+)
 def _literal_run(profile: str) -> RunConfig:
     return dataclasses.replace(_adamw_run(profile), name=LITERAL)
 
@@ -145,9 +200,14 @@ def _literal_run(profile: str) -> RunConfig:
 # The formal write-up states algorithms and trains nothing; its one training algorithm, ED-Training, is the
 # chapter's headline beside the book's own AdamW runs.
 trained_nothing("formal_ed")
-headline("formal_ed", "the write-up's ED-Training and the book's AdamW training of the same ED-Transformer",
-         (NAME, LITERAL),
-         "ED-Training is the one training algorithm the write-up states; AdamW, the book's own, shows what the model "
-         "can learn on the task", min_arms=1, baseline=NAME,
-         cpu_departure=f"its {PROTOCOLS['cpu'].train.max_steps} AdamW steps (and the literal ED-Training's settings) "
-                       "were fixed when the chapter was written, before the rule existed, and were not re-derived by it")
+headline(
+    "formal_ed",
+    "the write-up's ED-Training and the book's AdamW training of the same ED-Transformer",
+    (NAME, LITERAL),
+    "ED-Training is the one training algorithm the write-up states; AdamW, the book's own, shows what the model "
+    "can learn on the task",
+    min_arms=1,
+    baseline=NAME,
+    cpu_departure=f"its {PROTOCOLS['cpu'].train.max_steps} AdamW steps (and the literal ED-Training's settings) "
+    "were fixed when the chapter was written, before the rule existed, and were not re-derived by it",
+)

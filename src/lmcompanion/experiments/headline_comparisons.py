@@ -18,18 +18,22 @@ from .registry import REGISTRY
 # How the ``cpu`` profile's steps (or compute budget) were fixed, in every chapter the same way and on the baseline arm
 # alone, before any comparison was looked at (issue 34). Each chapter's profile says, where it sets its steps, what
 # the rule gave there.
-CPU_RULE = ("the fewest steps, doubling from the previous default, at which the baseline arm alone (seed 0) ended at "
-            "least 0.7 nats below its validation unigram loss: the learning gate's half nat, plus 0.2 of headroom for "
-            "arms that learn more slowly than the baseline")
+CPU_RULE = (
+    "the fewest steps, doubling from the previous default, at which the baseline arm alone (seed 0) ended at "
+    "least 0.7 nats below its validation unigram loss: the learning gate's half nat, plus 0.2 of headroom for "
+    "arms that learn more slowly than the baseline"
+)
 
 # How the illustrating arms are paid for at ``cpu`` (issue 34): the headline arms' longer runs and five seeds must fit
 # the cold build's budget, so the chapters whose steps the rule sets (AR encoder-decoder, DeepSight, hourglass) train
 # their other arms for half the steps the rule gave (``cpu_illustration_steps``: a fraction of the headline arms'
 # steps, a quarter in DeepSight, whose headline arms depart from the rule with twice its steps), with one seed. The
 # landing page states the fraction, then this rule.
-ILLUSTRATION_RULE = ("a page or row that shows a headline arm beside them reads its run at their steps and seed "
-                     "(trained for that), so runs of different lengths are never compared; that fraction was chosen "
-                     "from the build's measured cost, before any run at those steps had been made")
+ILLUSTRATION_RULE = (
+    "a page or row that shows a headline arm beside them reads its run at their steps and seed "
+    "(trained for that), so runs of different lengths are never compared; that fraction was chosen "
+    "from the build's measured cost, before any run at those steps had been made"
+)
 
 
 @dataclass(frozen=True)
@@ -65,9 +69,18 @@ class Headline:
 HEADLINES: dict[str, list[Headline]] = {}
 
 
-def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms: int = 2,
-             baseline: str | None = None, cpu_shortfall: str = "", cpu_departure: str = "",
-             cpu_illustrates: bool = False, cpu_illustration_steps: float = 1.0) -> Headline:
+def headline(
+    chapter: str,
+    label: str,
+    arms: tuple[str, ...],
+    why: str,
+    min_arms: int = 2,
+    baseline: str | None = None,
+    cpu_shortfall: str = "",
+    cpu_departure: str = "",
+    cpu_illustrates: bool = False,
+    cpu_illustration_steps: float = 1.0,
+) -> Headline:
     """Declare a headline comparison of ``chapter`` (its arms must be registered experiments of it; ``baseline``, one
     of them, default the last; ``cpu_shortfall``, ``cpu_departure``, ``cpu_illustrates``, ``cpu_illustration_steps``:
     see :class:`Headline`; arms that only illustrate at ``cpu`` need the shortfall that says why; every headline of a
@@ -75,17 +88,34 @@ def headline(chapter: str, label: str, arms: tuple[str, ...], why: str, min_arms
     unknown = [a for a in arms if a not in REGISTRY]
     baseline = baseline or (arms[-1] if arms else "")
     if unknown or not arms or not 1 <= min_arms <= len(arms) or baseline not in arms:
-        raise ValueError(f"headline {label!r} of {chapter!r}: arms must be registered experiments "
-                         f"(unknown: {unknown}), min_arms between 1 and their number, the baseline one of them")
+        raise ValueError(
+            f"headline {label!r} of {chapter!r}: arms must be registered experiments "
+            f"(unknown: {unknown}), min_arms between 1 and their number, the baseline one of them"
+        )
     if cpu_illustrates and not cpu_shortfall:
-        raise ValueError(f"headline {label!r} of {chapter!r}: arms that only illustrate at cpu need a cpu_shortfall "
-                         "that says why they cannot learn there")
-    if not 0 < cpu_illustration_steps <= 1 or any(o.cpu_illustration_steps != cpu_illustration_steps
-                                                  for o in HEADLINES.get(chapter, [])):
-        raise ValueError(f"headline {label!r} of {chapter!r}: cpu_illustration_steps must be in (0, 1] and the same for "
-                         f"every headline of the chapter, got {cpu_illustration_steps}")
-    h = Headline(chapter, label, tuple(arms), why, min_arms, baseline, cpu_shortfall, cpu_departure, cpu_illustrates,
-                 cpu_illustration_steps)
+        raise ValueError(
+            f"headline {label!r} of {chapter!r}: arms that only illustrate at cpu need a cpu_shortfall "
+            "that says why they cannot learn there"
+        )
+    if not 0 < cpu_illustration_steps <= 1 or any(
+        o.cpu_illustration_steps != cpu_illustration_steps for o in HEADLINES.get(chapter, [])
+    ):
+        raise ValueError(
+            f"headline {label!r} of {chapter!r}: cpu_illustration_steps must be in (0, 1] and the same for "
+            f"every headline of the chapter, got {cpu_illustration_steps}"
+        )
+    h = Headline(
+        chapter,
+        label,
+        tuple(arms),
+        why,
+        min_arms,
+        baseline,
+        cpu_shortfall,
+        cpu_departure,
+        cpu_illustrates,
+        cpu_illustration_steps,
+    )
     HEADLINES.setdefault(chapter, []).append(h)
     return h
 
@@ -115,5 +145,14 @@ def is_headline(chapter: str, arms) -> bool:
     return bool(arms) and any(arms <= set(h.arms) and len(arms) >= h.min_arms for h in headlines(chapter))
 
 
-__all__ = ["CPU_RULE", "HEADLINES", "Headline", "ILLUSTRATION_RULE", "headline", "headline_arms", "headlines",
-           "illustration_steps", "is_headline"]
+__all__ = [
+    "CPU_RULE",
+    "HEADLINES",
+    "Headline",
+    "ILLUSTRATION_RULE",
+    "headline",
+    "headline_arms",
+    "headlines",
+    "illustration_steps",
+    "is_headline",
+]

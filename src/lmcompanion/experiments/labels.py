@@ -32,14 +32,14 @@ def arm_label(name: str, profile: str) -> str:
         if abs(here / 1e6 - float(m.group(1))) < 0.01:  # the write-up's size, as it prints it
             return m.group(0)
         return f"({number(here / 1e6)}M here; {m.group(1)}M in the write-up)"
+
     return _SIZE_IN_TITLE.sub(size, title)
 
 
 def published(names: Sequence[str]) -> dict[str, dict]:
     """The write-up's label -> its published numbers (train, val, aux, params), for tables.results: under every
     label :func:`arm_label` gives the experiment at a profile it runs at."""
-    return {arm_label(n, p): dict(get(n).published) for n in names for p in PROFILES
-            if runs_at(n, p)}
+    return {arm_label(n, p): dict(get(n).published) for n in names for p in PROFILES if runs_at(n, p)}
 
 
 def passes(cfg: RunConfig) -> float | None:

@@ -66,8 +66,14 @@ def embeddings_path(cfg: RunConfig) -> Path:
     d = dataclasses.asdict(cfg.data)
     d.pop("eval_items")
     d.pop("whiten")  # the file holds the embeddings as made; whitening is applied when the items are built
-    key = digest({"embedder_key": spec(ecfg).key, "data": d, "data_fp": cfg.data.fingerprint(),
-                  "code": code_digest(closure(*EMBED_CODE))})
+    key = digest(
+        {
+            "embedder_key": spec(ecfg).key,
+            "data": d,
+            "data_fp": cfg.data.fingerprint(),
+            "code": code_digest(closure(*EMBED_CODE)),
+        }
+    )
     slug = cfg.data.embedder.replace("/", "_")
     return paths.cache_dir() / "retrieval" / f"{slug}-{cfg.data.embedding}-s{cfg.seed}-{key}.pt"
 
@@ -78,15 +84,21 @@ def _well_formed(emb, width: int) -> bool:
     keys = {f"{kind}_{split}" for kind in ("query", "target") for split in ("train", "test")}
     if not isinstance(emb, dict) or set(emb) != keys:
         return False
-    ok = all(isinstance(t, torch.Tensor) and t.dim() == 2 and t.is_floating_point() and t.size(1) == width
-             and bool(torch.isfinite(t).all()) for t in emb.values())
+    ok = all(
+        isinstance(t, torch.Tensor)
+        and t.dim() == 2
+        and t.is_floating_point()
+        and t.size(1) == width
+        and bool(torch.isfinite(t).all())
+        for t in emb.values()
+    )
     return ok and all(emb[f"query_{s}"].size(0) == emb[f"target_{s}"].size(0) > 0 for s in ("train", "test"))
 
 
 def _embed_texts(model, tok, texts, length: int, device, batch: int = 256) -> torch.Tensor:
     out = []
     for i in range(0, len(texts), batch):
-        idx = torch.from_numpy(np.stack([left_pad(tok.encode(t), length) for t in texts[i:i + batch]]))
+        idx = torch.from_numpy(np.stack([left_pad(tok.encode(t), length) for t in texts[i : i + batch]]))
         out.append(embed(model, idx.to(device)).float().cpu())
     return torch.cat(out)
 
@@ -155,8 +167,11 @@ def match(cfg: RunConfig, run_dir: Path, settings: MatchSettings, *, progress=No
     summary = train(cfg, Path(run_dir), source=source, progress=progress, callbacks=callbacks)
     emb_path = embeddings_path(cfg)
     summary["pairs"] = {k: len(v) for k, v in source.sets.items()}
-    summary["embeddings"] = {"file": str(emb_path), "sha256": file_sha256(emb_path),
-                             "embedder_key": settings.embedder_key}
+    summary["embeddings"] = {
+        "file": str(emb_path),
+        "sha256": file_sha256(emb_path),
+        "embedder_key": settings.embedder_key,
+    }
     if cfg.data.embedding == "trained":  # how far the embedding CLM learned (the chapter gates on it)
         embedder = RunStore(Path(run_dir).parent).run(embedder_run_config(cfg))
         summary["embedder"] = {"final": dict(embedder.summary["final"])}
@@ -183,18 +198,31 @@ class _Named:
     key: str  # what RunStore.folder reads of a run spec
 
 
-def matching_source(cfg: RunConfig, store: RunStore | None = None,
-                    expected_key: str | None = None) -> rdata.RetrievalSource:
+def matching_source(
+    cfg: RunConfig, store: RunStore | None = None, expected_key: str | None = None
+) -> rdata.RetrievalSource:
     """The batch source a retrieval run trains on: the matching items of its pairs' embeddings (made now, with the
     embedder run trained or reused, or read from the cache). ``expected_key``: the embedder run's key the run was
     planned with (an error if the embedder's config or code changed since)."""
     if expected_key is not None and embedder_key(embedder_run_config(cfg)) != expected_key:
-        raise DataError(f"{cfg.name}: its embedder run's key is now {embedder_key(embedder_run_config(cfg))}, not "
-                        f"{expected_key} (the embedder's config or code changed): plan the run again "
-                        f"(`python -m lmcompanion train {cfg.name}`, or re-execute the notebook)")
+        raise DataError(
+            f"{cfg.name}: its embedder run's key is now {embedder_key(embedder_run_config(cfg))}, not "
+            f"{expected_key} (the embedder's config or code changed): plan the run again "
+            f"(`python -m lmcompanion train {cfg.name}`, or re-execute the notebook)"
+        )
     emb, _ = embeddings(cfg, store)
     return rdata.RetrievalSource(emb, cfg.model.context_size, cfg.data, cfg.train, cfg.seed)
 
 
-__all__ = ["EMBED_CODE", "MatchSettings", "embedder_key", "embedder_run", "embedder_run_config", "embedder_width",
-           "embeddings", "embeddings_path", "match", "matching_source"]
+__all__ = [
+    "EMBED_CODE",
+    "MatchSettings",
+    "embedder_key",
+    "embedder_run",
+    "embedder_run_config",
+    "embedder_width",
+    "embeddings",
+    "embeddings_path",
+    "match",
+    "matching_source",
+]

@@ -137,11 +137,15 @@ def steps_scaled(train: Any, fraction: float) -> Any:
     def part(n: int | None) -> int | None:  # a point of the schedule, at the same fraction of the run
         return n if not n else max(1, math.floor(n * steps / train.max_steps + 0.5))  # halves round up
 
-    return dataclasses.replace(train, max_steps=steps, warmup_steps=part(train.warmup_steps),
-                               decay_steps=part(train.decay_steps),
-                               eval_interval=max(1, min(train.eval_interval, steps // MIN_EVALS)),
-                               log_interval=min(train.log_interval, steps),
-                               ckpt_interval=min(train.ckpt_interval, steps))
+    return dataclasses.replace(
+        train,
+        max_steps=steps,
+        warmup_steps=part(train.warmup_steps),
+        decay_steps=part(train.decay_steps),
+        eval_interval=max(1, min(train.eval_interval, steps // MIN_EVALS)),
+        log_interval=min(train.log_interval, steps),
+        ckpt_interval=min(train.ckpt_interval, steps),
+    )
 
 
 @dataclass(frozen=True)
@@ -188,16 +192,23 @@ class PlannedRun:
         """The finished, intact run in the store (None when it must be trained)."""
         return (store or RunStore()).get(self.config, self.procedure.fn, self.settings)
 
-    def train(self, store: RunStore | None = None, *, force: bool = False, progress: bool | None = None,
-              callbacks=()) -> Run:
+    def train(
+        self, store: RunStore | None = None, *, force: bool = False, progress: bool | None = None, callbacks=()
+    ) -> Run:
         """The finished run: reused from the store, or trained (the runs it reads first, each reused if finished)."""
         store = store or RunStore()
         for need in self.needs:
             if need.get(store) is None:
                 need.train(store, progress=progress)
         try:
-            return store.run(self.config, procedure=self.procedure.fn, settings=self.settings, force=force,
-                             progress=progress, callbacks=callbacks)
+            return store.run(
+                self.config,
+                procedure=self.procedure.fn,
+                settings=self.settings,
+                force=force,
+                progress=progress,
+                callbacks=callbacks,
+            )
         except KeyboardInterrupt:  # a signal (lmcompanion.signals): say whether the run kept a checkpoint
             signals.note_run(store.path(self.config, self.procedure.fn, self.settings), CKPT)
             raise
@@ -215,8 +226,9 @@ def chapter_names(chapter: str) -> list[str]:
     names = [n for n, e in REGISTRY.items() if e.chapter == chapter or chapter in e.also_in]
     if not names:
         known = sorted({e.chapter for e in REGISTRY.values()} | {c for e in REGISTRY.values() for c in e.also_in})
-        raise ConfigError(f"unknown chapter {chapter!r}{suggest(chapter, known)}; chapters with experiments: "
-                          f"{', '.join(known)}")
+        raise ConfigError(
+            f"unknown chapter {chapter!r}{suggest(chapter, known)}; chapters with experiments: {', '.join(known)}"
+        )
     return names
 
 
@@ -225,8 +237,9 @@ def runs_at(name: str, profile: str) -> bool:
     return get(name).runs_at(check_profile(profile))
 
 
-def seeds_of(name: str, profile: str, seeds: Sequence[int] | None = None, *,
-             protocol: Protocol = Protocol.OWN) -> tuple[int, ...]:
+def seeds_of(
+    name: str, profile: str, seeds: Sequence[int] | None = None, *, protocol: Protocol = Protocol.OWN
+) -> tuple[int, ...]:
     """The seeds experiment ``name`` runs with at ``profile``: ``seeds`` when given (every arm gets them), else those
     of its runs at ``protocol`` (:meth:`ArmProtocol.seeds`: its own as registered, or the illustrations', which a
     headline arm also has at ``cpu``). None where it does not run at the profile."""
@@ -247,8 +260,15 @@ def resolve_device(device: str, profile: str) -> str:
     return device
 
 
-def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "auto",
-           overrides: Mapping[str, object] | None = None, protocol: Protocol = Protocol.OWN) -> RunConfig:
+def config(
+    name: str,
+    profile: str = "cpu",
+    *,
+    seed: int = 0,
+    device: str = "auto",
+    overrides: Mapping[str, object] | None = None,
+    protocol: Protocol = Protocol.OWN,
+) -> RunConfig:
     """The run config of experiment ``name`` at ``profile``, with a seed, a device and dotted-key overrides
     (applied together, then validated; a ``device`` override is checked like the ``device`` argument). A run at
     ``protocol`` takes its fraction of the steps (:meth:`ArmProtocol.steps`, :func:`steps_scaled`: the
@@ -264,8 +284,16 @@ def config(name: str, profile: str = "cpu", *, seed: int = 0, device: str = "aut
     return apply_overrides(cfg, overrides)
 
 
-def planned(name: str, profile: str, seed: int, *, device: str = "auto", overrides: Mapping[str, object] | None = None,
-            settings: Any = None, protocol: Protocol = Protocol.OWN) -> PlannedRun:
+def planned(
+    name: str,
+    profile: str,
+    seed: int,
+    *,
+    device: str = "auto",
+    overrides: Mapping[str, object] | None = None,
+    settings: Any = None,
+    protocol: Protocol = Protocol.OWN,
+) -> PlannedRun:
     """One run of experiment ``name``: its config at ``profile`` with ``seed`` at ``protocol`` (see :func:`config`),
     its procedure and settings (the procedure's own for the profile unless ``settings`` is given), and the runs it
     reads."""
@@ -282,14 +310,24 @@ def _needed(cfg: RunConfig, proc: Procedure, profile: str) -> PlannedRun:
     exp = REGISTRY.get(cfg.name)
     own = procedure(exp.procedure) if exp is not None else procedure("trainer")
     if own.fn is not None:
-        raise ConfigError(f"{proc.name} reads runs of {cfg.name}, which is trained by {own.name}: only runs of the "
-                          "shared trainer can be read by another run")
+        raise ConfigError(
+            f"{proc.name} reads runs of {cfg.name}, which is trained by {own.name}: only runs of the "
+            "shared trainer can be read by another run"
+        )
     return PlannedRun(cfg, own, profile)
 
 
-def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequence[int] | None = None,
-         device: str = "auto", overrides: Mapping[str, object] | None = None, first_seed: int = 0,
-         needs: bool = True, protocol: Protocol = Protocol.OWN) -> list[PlannedRun]:
+def plan(
+    what: str | Sequence[str],
+    profile: str = "cpu",
+    *,
+    seeds: int | Sequence[int] | None = None,
+    device: str = "auto",
+    overrides: Mapping[str, object] | None = None,
+    first_seed: int = 0,
+    needs: bool = True,
+    protocol: Protocol = Protocol.OWN,
+) -> list[PlannedRun]:
     """The runs of a chapter (``what`` a chapter name) or of experiments (a list of names) at ``profile``.
 
     ``seeds``: None for each experiment's seeds as registered (the profile's default count, or the first seed only);
@@ -325,8 +363,20 @@ def plan(what: str | Sequence[str], profile: str = "cpu", *, seeds: int | Sequen
             runs.setdefault(run.id, run)
     if isinstance(what, str) and protocol is Protocol.OWN:
         short = [n for n in names if Protocol.ILLUSTRATIONS in arm(n, profile).trains_at and per_name[n]]
-        for run in plan(short, profile, seeds=seeds, device=device, overrides=overrides, first_seed=first_seed,
-                        needs=needs, protocol=Protocol.ILLUSTRATIONS) if short else ():
+        for run in (
+            plan(
+                short,
+                profile,
+                seeds=seeds,
+                device=device,
+                overrides=overrides,
+                first_seed=first_seed,
+                needs=needs,
+                protocol=Protocol.ILLUSTRATIONS,
+            )
+            if short
+            else ()
+        ):
             runs.setdefault(run.id, run)
     return list(runs.values())
 
@@ -335,6 +385,23 @@ def minutes_total(runs: Sequence[PlannedRun]) -> float:
     return sum(r.minutes() for r in runs)
 
 
-__all__ = ["DEFAULT_SEEDS", "HEADLINE_SEEDS", "ILLUSTRATION_SEEDS", "PROFILES", "ArmProtocol", "PlannedRun", "Protocol",
-           "arm", "chapter_names", "config", "minutes_total", "page_protocol", "plan", "planned", "resolve_device",
-           "runs_at", "seeds_of", "steps_scaled"]
+__all__ = [
+    "DEFAULT_SEEDS",
+    "HEADLINE_SEEDS",
+    "ILLUSTRATION_SEEDS",
+    "PROFILES",
+    "ArmProtocol",
+    "PlannedRun",
+    "Protocol",
+    "arm",
+    "chapter_names",
+    "config",
+    "minutes_total",
+    "page_protocol",
+    "plan",
+    "planned",
+    "resolve_device",
+    "runs_at",
+    "seeds_of",
+    "steps_scaled",
+]

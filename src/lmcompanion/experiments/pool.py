@@ -66,8 +66,10 @@ from .plan import PlannedRun
 from .registry import procedure
 
 
-BROKEN = ("not trained: a training process died (killed, or out of memory?); its run resumes from its last "
-          "checkpoint when the same command runs again, with fewer --jobs if memory ran out")
+BROKEN = (
+    "not trained: a training process died (killed, or out of memory?); its run resumes from its last "
+    "checkpoint when the same command runs again, with fewer --jobs if memory ran out"
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,16 @@ def shape(cfg) -> str | None:
     data or schedule); None for a run that compiles nothing."""
     if not cfg.train.compile:
         return None
-    return json.dumps({"model": dataclasses.asdict(cfg.model), "batch": cfg.train.batch_size, "dtype": cfg.train.dtype,
-                       "device": cfg.device}, sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "model": dataclasses.asdict(cfg.model),
+            "batch": cfg.train.batch_size,
+            "dtype": cfg.train.dtype,
+            "device": cfg.device,
+        },
+        sort_keys=True,
+        default=str,
+    )
 
 
 def compile_counts() -> tuple[int, float]:
@@ -171,8 +181,9 @@ class _Lanes:
 
     def submit(self, lane: int, run: PlannedRun, *args) -> cf.Future:
         if self.pools[lane] is None:
-            self.pools[lane] = cf.ProcessPoolExecutor(max_workers=1, mp_context=self.context,
-                                                      initializer=_init_worker, initargs=self.initargs)
+            self.pools[lane] = cf.ProcessPoolExecutor(
+                max_workers=1, mp_context=self.context, initializer=_init_worker, initargs=self.initargs
+            )
         self.shapes[lane] = shape(run.config)
         return self.pools[lane].submit(_train_one, *args)
 
@@ -183,9 +194,13 @@ class _Lanes:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def pids(self) -> list[int]:
-        return [p.pid for pool in self.pools if pool is not None
-                for p in (getattr(pool, "_processes", None) or {}).values() if p.pid is not None] or [
-            p.pid for p in multiprocessing.active_children()]
+        return [
+            p.pid
+            for pool in self.pools
+            if pool is not None
+            for p in (getattr(pool, "_processes", None) or {}).values()
+            if p.pid is not None
+        ] or [p.pid for p in multiprocessing.active_children()]
 
     def shutdown(self) -> None:
         for pool in self.pools:
@@ -193,11 +208,19 @@ class _Lanes:
                 pool.shutdown(wait=True, cancel_futures=True)
 
 
-def train_all(runs: Sequence[PlannedRun], jobs: int, *, threads: int = 1, store=None, progress: bool | None = False,
-              budget_s: float | None = None, on_done: Callable[[Outcome], None] | None = None,
-              on_start: Callable[[PlannedRun], None] | None = None,
-              may_start: Callable[[PlannedRun], bool] | None = None,
-              callbacks: Sequence[Callable] = ()) -> list[Outcome]:
+def train_all(
+    runs: Sequence[PlannedRun],
+    jobs: int,
+    *,
+    threads: int = 1,
+    store=None,
+    progress: bool | None = False,
+    budget_s: float | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+    on_start: Callable[[PlannedRun], None] | None = None,
+    may_start: Callable[[PlannedRun], bool] | None = None,
+    callbacks: Sequence[Callable] = (),
+) -> list[Outcome]:
     """Train every run of ``runs`` that the store does not hold yet, in ``jobs`` lanes (worker processes, ``threads``
     threads each), in the order given (runs that compile grouped by shape: see the module doc); a run waits until
     the runs it reads are finished (the next one that can start starts meanwhile). Returns one outcome per run, in
@@ -310,8 +333,9 @@ def _stop(lanes: _Lanes, stop, flying: dict, outcomes: dict, signum: int, on_don
         lanes.shutdown()
 
 
-def _schedule(lanes: _Lanes, pending, flying, outcomes, gate: _Gate, store, progress, on_done, on_start,
-              callbacks) -> None:
+def _schedule(
+    lanes: _Lanes, pending, flying, outcomes, gate: _Gate, store, progress, on_done, on_start, callbacks
+) -> None:
     """Start each run as soon as a lane is free and the runs it reads are finished, until none is left."""
     while pending or flying:
         for r in [r for r in pending if any(n.id in outcomes and outcomes[n.id].error for n in r.needs)]:
@@ -322,27 +346,47 @@ def _schedule(lanes: _Lanes, pending, flying, outcomes, gate: _Gate, store, prog
             free = [i for i in range(len(lanes.shapes)) if i not in {lane for _, lane in flying.values()}]
             if not free:
                 break
-            ready = _next_ready(pending, outcomes, [r for r, _ in flying.values()],
-                                shapes=[lanes.shapes[i] for i in free])
+            ready = _next_ready(
+                pending, outcomes, [r for r, _ in flying.values()], shapes=[lanes.shapes[i] for i in free]
+            )
             if ready is None or not gate.admits(ready):
                 break
             lane = _lane_for(ready, free, lanes.shapes, pending)
             pending.remove(ready)
             try:
-                fut = lanes.submit(lane, ready, ready.config, ready.procedure.name, ready.profile, ready.given,
-                                   str(store.root), progress, callbacks)
+                fut = lanes.submit(
+                    lane,
+                    ready,
+                    ready.config,
+                    ready.procedure.name,
+                    ready.profile,
+                    ready.given,
+                    str(store.root),
+                    progress,
+                    callbacks,
+                )
             except BrokenProcessPool:  # the lane's process died between two runs: a fresh one takes the run
                 lanes.renew(lane)
-                fut = lanes.submit(lane, ready, ready.config, ready.procedure.name, ready.profile, ready.given,
-                                   str(store.root), progress, callbacks)
+                fut = lanes.submit(
+                    lane,
+                    ready,
+                    ready.config,
+                    ready.procedure.name,
+                    ready.profile,
+                    ready.given,
+                    str(store.root),
+                    progress,
+                    callbacks,
+                )
             flying[fut] = (ready, lane)
             _notify(on_start, ready)
         if gate.over():
             pending.clear()
         if not flying:
             if pending:  # nothing can start: every pending run reads one that is not planned here
-                raise ConfigError(f"{len(pending)} runs read runs that are not in the plan: "
-                                  f"{', '.join(r.id for r in pending[:3])}")
+                raise ConfigError(
+                    f"{len(pending)} runs read runs that are not in the plan: {', '.join(r.id for r in pending[:3])}"
+                )
             break
         finished, _ = cf.wait(flying, return_when=cf.FIRST_COMPLETED)
         for fut in finished:
@@ -356,8 +400,9 @@ def _schedule(lanes: _Lanes, pending, flying, outcomes, gate: _Gate, store, prog
             _notify(on_done, outcomes[r.id])
 
 
-def _next_ready(pending: Sequence[PlannedRun], outcomes: dict, flying, *,
-                shapes: Sequence[str | None] = ()) -> PlannedRun | None:
+def _next_ready(
+    pending: Sequence[PlannedRun], outcomes: dict, flying, *, shapes: Sequence[str | None] = ()
+) -> PlannedRun | None:
     """The first pending run whose needs are finished, preferring one that reads no run a run in flight reads too:
     runs that read the same run make the same data from it (a retrieval matcher's embeddings, made once under a
     lock), and two started together leave one process waiting on the other's lock while a third run could use it.
@@ -374,8 +419,11 @@ def _lane_for(run: PlannedRun, free: Sequence[int], shapes: Sequence[str | None]
     else one whose shape no pending run has (see the module doc)."""
     own = shape(run.config)
     wanted = {shape(r.config) for r in pending if r is not run} - {None}
-    for fits in (lambda i: own is not None and shapes[i] == own, lambda i: shapes[i] is None,
-                 lambda i: shapes[i] not in wanted):
+    for fits in (
+        lambda i: own is not None and shapes[i] == own,
+        lambda i: shapes[i] is None,
+        lambda i: shapes[i] not in wanted,
+    ):
         found = next((i for i in free if fits(i)), None)
         if found is not None:
             return found

@@ -28,8 +28,17 @@ WIKIPEDIA_FILES = (corpora.get("wikipedia").files["all"], "wikipedia/enwiki-page
 WIKIPEDIA_GPT2 = JoinedDataConfig(corpus="wikipedia", files=WIKIPEDIA_FILES, tokenizer="gpt2", split="chars_90_10")
 
 
-def scaled_train(steps: int, batch_size: int, grad_accum: int, evals: int, eval_batches: int, *,
-                 sampling: str = "strided", compile: bool = False, deterministic: bool = False) -> TrainConfig:
+def scaled_train(
+    steps: int,
+    batch_size: int,
+    grad_accum: int,
+    evals: int,
+    eval_batches: int,
+    *,
+    sampling: str = "strided",
+    compile: bool = False,
+    deterministic: bool = False,
+) -> TrainConfig:
     """The write-ups' optimizer and schedule over ``steps`` steps, with warmup and decay horizon scaled alike."""
     return TrainConfig(
         batch_size=batch_size,
@@ -75,19 +84,40 @@ class Scale:
 SCALES: dict[str, Scale] = {
     "paper": Scale(
         data=WIKIPEDIA_GPT2,
-        train=TrainConfig(batch_size=50, grad_accum=16, max_steps=9000, lr=9e-4, min_lr=9e-5, schedule="cosine",
-                          warmup_steps=300, decay_steps=700_000, beta1=0.9, beta2=0.95, weight_decay=0.1,
-                          grad_clip=0.0, eval_interval=500, eval_batches=200, eval_sampling="random",
-                          log_interval=10, compile=True),
-        context=200, context_long=400,
-        baseline=(160, 10, 26), smaller_baseline=(156, 12, 26), encoder_decoder=(150, 5, 10, 13),
+        train=TrainConfig(
+            batch_size=50,
+            grad_accum=16,
+            max_steps=9000,
+            lr=9e-4,
+            min_lr=9e-5,
+            schedule="cosine",
+            warmup_steps=300,
+            decay_steps=700_000,
+            beta1=0.9,
+            beta2=0.95,
+            weight_decay=0.1,
+            grad_clip=0.0,
+            eval_interval=500,
+            eval_batches=200,
+            eval_sampling="random",
+            log_interval=10,
+            compile=True,
+        ),
+        context=200,
+        context_long=400,
+        baseline=(160, 10, 26),
+        smaller_baseline=(156, 12, 26),
+        encoder_decoder=(150, 5, 10, 13),
     ),
     # One GPU, tens of minutes per chapter: the paper's models, tokenizer and data; 1/24 of the paper's tokens.
     "gpu": Scale(
         data=WIKIPEDIA_GPT2,
         train=scaled_train(1500, 50, 4, evals=10, eval_batches=50, sampling="random", compile=True),
-        context=200, context_long=400,
-        baseline=(160, 10, 26), smaller_baseline=(156, 12, 26), encoder_decoder=(150, 5, 10, 13),
+        context=200,
+        context_long=400,
+        baseline=(160, 10, 26),
+        smaller_baseline=(156, 12, 26),
+        encoder_decoder=(150, 5, 10, 13),
     ),
     # Two CPU cores, a few minutes per chapter: a 4,096-token BPE trained on the train split (the GPT-2 vocabulary
     # would spend 90% of the compute in the output layer), contexts 64/128, 4 blocks of width ~64 with the write-up's
@@ -106,16 +136,22 @@ SCALES: dict[str, Scale] = {
     "cpu": Scale(
         data=LMDataConfig(corpus="wikipedia", tokenizer="bpe", vocab_size=4096, split="chars_90_10"),
         train=scaled_train(500, 16, 1, evals=10, eval_batches=10),
-        context=64, context_long=128,
-        baseline=(64, 4, 4), smaller_baseline=(52, 4, 4), encoder_decoder=(60, 2, 4, 2),
+        context=64,
+        context_long=128,
+        baseline=(64, 4, 4),
+        smaller_baseline=(52, 4, 4),
+        encoder_decoder=(60, 2, 4, 2),
         long_train=scaled_train(1000, 8, 1, evals=10, eval_batches=10),
     ),
     # Seconds, for CI and the nbval references: the generated corpus, character tokens, deterministic kernels.
     "smoke": Scale(
         data=LMDataConfig(corpus="synthetic", tokenizer="char", split="chars_90_10"),
         train=scaled_train(30, 8, 1, evals=3, eval_batches=2, deterministic=True),
-        context=32, context_long=48,
-        baseline=(32, 2, 2), smaller_baseline=(30, 2, 2), encoder_decoder=(30, 1, 2, 1),
+        context=32,
+        context_long=48,
+        baseline=(32, 2, 2),
+        smaller_baseline=(30, 2, 2),
+        encoder_decoder=(30, 1, 2, 1),
     ),
 }
 

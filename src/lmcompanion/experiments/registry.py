@@ -106,10 +106,19 @@ def trained_nothing(chapter: str) -> None:
     TRAINED_NOTHING.add(chapter)
 
 
-def register(name: str, *, title: str, published: Mapping[str, float] | None = None, notes: str = "",
-             profiles: tuple[str, ...] | None = None, first_seed_only: tuple[str, ...] = (),
-             n_seeds: Mapping[str, int] | None = None, procedure: str = TRAINER, also_in: tuple[str, ...] = (),
-             why_not_everywhere: str = ""):
+def register(
+    name: str,
+    *,
+    title: str,
+    published: Mapping[str, float] | None = None,
+    notes: str = "",
+    profiles: tuple[str, ...] | None = None,
+    first_seed_only: tuple[str, ...] = (),
+    n_seeds: Mapping[str, int] | None = None,
+    procedure: str = TRAINER,
+    also_in: tuple[str, ...] = (),
+    why_not_everywhere: str = "",
+):
     """Decorator: register ``fn(profile) -> RunConfig`` as experiment ``name``, with where and how it runs
     (``why_not_everywhere``: why it leaves out some profiles, which :func:`where_they_run` says)."""
     profiles = tuple(PROFILES) if profiles is None else tuple(profiles)
@@ -118,14 +127,28 @@ def register(name: str, *, title: str, published: Mapping[str, float] | None = N
     if unknown:
         raise ValueError(f"experiment {name!r} names unknown profiles {unknown}")
     if set(first_seed_only) & set(n_seeds) or not all(isinstance(n, int) and n >= 1 for n in n_seeds.values()):
-        raise ValueError(f"experiment {name!r}: n_seeds takes a positive count per profile, and a profile is either "
-                         "first_seed_only or in n_seeds")
+        raise ValueError(
+            f"experiment {name!r}: n_seeds takes a positive count per profile, and a profile is either "
+            "first_seed_only or in n_seeds"
+        )
 
     def deco(fn: Callable[[str], RunConfig]):
         if name in REGISTRY:
             raise ValueError(f"experiment {name!r} is registered twice")
-        REGISTRY[name] = Experiment(name, name.split("/")[0], title, fn, dict(published or {}), notes, profiles,
-                                    tuple(first_seed_only), n_seeds, procedure, tuple(also_in), why_not_everywhere)
+        REGISTRY[name] = Experiment(
+            name,
+            name.split("/")[0],
+            title,
+            fn,
+            dict(published or {}),
+            notes,
+            profiles,
+            tuple(first_seed_only),
+            n_seeds,
+            procedure,
+            tuple(also_in),
+            why_not_everywhere,
+        )
         return fn
 
     return deco
@@ -144,10 +167,17 @@ def where_they_run(chapter: str) -> str:
     parts = []
     for (profiles, why), names in groups.items():
         missing = [p for p in PROFILES if p not in profiles]
-        where = ("at no profile" if not profiles else f"at {_ticks(profiles)} only" if len(profiles) <= len(missing)
-                 else f"at every profile but {_ticks(missing)}")
-        parts.append(f"{', '.join(f'`{n}`' for n in names)} run{'s' if len(names) == 1 else ''} {where}"
-                     + (f" ({why})" if why else ""))
+        where = (
+            "at no profile"
+            if not profiles
+            else f"at {_ticks(profiles)} only"
+            if len(profiles) <= len(missing)
+            else f"at every profile but {_ticks(missing)}"
+        )
+        parts.append(
+            f"{', '.join(f'`{n}`' for n in names)} run{'s' if len(names) == 1 else ''} {where}"
+            + (f" ({why})" if why else "")
+        )
     return "Where the arms run (from the experiment registry): " + "; ".join(parts) + "."
 
 
@@ -156,5 +186,17 @@ def _ticks(profiles) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-__all__ = ["Experiment", "PROCEDURES", "Procedure", "REGISTRY", "TRAINED_NOTHING", "get", "TRAINER", "procedure",
-           "register", "register_procedure", "trained_nothing", "where_they_run"]
+__all__ = [
+    "Experiment",
+    "PROCEDURES",
+    "Procedure",
+    "REGISTRY",
+    "TRAINED_NOTHING",
+    "get",
+    "TRAINER",
+    "procedure",
+    "register",
+    "register_procedure",
+    "trained_nothing",
+    "where_they_run",
+]

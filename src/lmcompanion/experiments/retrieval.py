@@ -61,8 +61,18 @@ from ..models.matcher import AutoencoderConfig, MatcherConfig
 from ..run import RunConfig
 from ..train.store import RunStore
 from . import mixer as clm  # noqa: F401  (the embedders are its experiments: registered first)
-from .matching import (EMBED_CODE, MatchSettings, embedder_key, embedder_run, embedder_run_config, embedder_width,
-                       embeddings, embeddings_path, match, matching_source)
+from .matching import (
+    EMBED_CODE,
+    MatchSettings,
+    embedder_key,
+    embedder_run,
+    embedder_run_config,
+    embedder_width,
+    embeddings,
+    embeddings_path,
+    match,
+    matching_source,
+)
 from .headline_comparisons import headline
 from .registry import REGISTRY, Procedure, register, register_procedure
 
@@ -99,12 +109,14 @@ WIKI_PAIRS = 26_000  # of the 26,514 usable Wikipedia leads of the data folder's
 WIKI_PAIRS_GPU = 8_000
 
 SCALES = {
-    "paper": Scale(200_000, "instruct", (32, 128), 8, 32, 1e-4, 200, 500, 50, 20_000, dtype="fp16",
-                   wiki_pairs=WIKI_PAIRS),
+    "paper": Scale(
+        200_000, "instruct", (32, 128), 8, 32, 1e-4, 200, 500, 50, 20_000, dtype="fp16", wiki_pairs=WIKI_PAIRS
+    ),
     # Wikipedia at gpu: 4 times the stories' pairs (WIKI_PAIRS_GPU), 25 epochs: 5,625 steps, the cost first planned for
     # 8 epochs of 26,000 pairs (about 7 estimated H100 minutes for the two arms' three seeds), fixed before any run
-    "gpu": Scale(2000, "auto", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200, wiki_pairs=WIKI_PAIRS_GPU, wiki_epochs=25,
-                 **PROTOCOL_FIX),
+    "gpu": Scale(
+        2000, "auto", (32, 128), 8, 32, 1e-3, 50, 50, 20, 200, wiki_pairs=WIKI_PAIRS_GPU, wiki_epochs=25, **PROTOCOL_FIX
+    ),
     # epochs: the rule on the baseline arm's training-pair loss (the module doc): 2 -> 4 -> 8
     "cpu": Scale(1400, "extractive", (32, 128), 2, 32, 1e-3, 8, 10, 8, 200, **PROTOCOL_FIX),
     "smoke": Scale(160, "extractive", (8, 16), 2, 8, 1e-3, 1, 2, 2, 16, deterministic=True, **PROTOCOL_FIX),
@@ -131,11 +143,24 @@ def scale(profile: str) -> Scale:
 
 def train_config(s: Scale, n_train: int) -> TrainConfig:
     steps = max(1, round(s.epochs * n_train / s.batch))
-    return TrainConfig(batch_size=s.batch, max_steps=steps, lr=s.lr, min_lr=0.0, schedule=s.schedule,
-                       warmup_steps=min(s.warmup, max(0, steps - 1)), beta1=0.9, beta2=0.999, eps=1e-8,
-                       weight_decay=0.0, grad_clip=1.0, eval_interval=max(1, steps // s.eval_every),
-                       eval_batch_size=max(s.batch, 64), log_interval=max(1, steps // 50), dtype=s.dtype,
-                       deterministic=s.deterministic)
+    return TrainConfig(
+        batch_size=s.batch,
+        max_steps=steps,
+        lr=s.lr,
+        min_lr=0.0,
+        schedule=s.schedule,
+        warmup_steps=min(s.warmup, max(0, steps - 1)),
+        beta1=0.9,
+        beta2=0.999,
+        eps=1e-8,
+        weight_decay=0.0,
+        grad_clip=1.0,
+        eval_interval=max(1, steps // s.eval_every),
+        eval_batch_size=max(s.batch, 64),
+        log_interval=max(1, steps // 50),
+        dtype=s.dtype,
+        deterministic=s.deterministic,
+    )
 
 
 def queries_at(s: Scale, embedder: str, profile: str) -> str:
@@ -148,8 +173,18 @@ def queries_at(s: Scale, embedder: str, profile: str) -> str:
     return "instruct" if corpora.source_of(corpus).startswith("hub:") else "extractive"
 
 
-def retrieval_config(name: str, profile: str, embedder: str, positions: int, *, embedding="trained",
-                     kind="mixer", batch_axis=False, pairs_factor: float = 1.0, setting="stories") -> RunConfig:
+def retrieval_config(
+    name: str,
+    profile: str,
+    embedder: str,
+    positions: int,
+    *,
+    embedding="trained",
+    kind="mixer",
+    batch_axis=False,
+    pairs_factor: float = 1.0,
+    setting="stories",
+) -> RunConfig:
     """A matcher arm at ``profile``: ``setting`` "stories" (the write-up's summary-story pairs, or their substitute)
     or "wikipedia" (the book's own: Wikipedia leads, :data:`Scale.wiki_pairs` of them)."""
     s = scale(profile)
@@ -158,10 +193,22 @@ def retrieval_config(name: str, profile: str, embedder: str, positions: int, *, 
         text = dict(queries="lead", corpus="wikipedia", n_pairs=s.wiki_pairs or WIKI_PAIRS)
     else:
         text = dict(queries=queries_at(s, embedder, profile), n_pairs=round(s.pairs * pairs_factor))
-    data = rdata.RetrievalDataConfig(embedder=embedder, embedder_profile=profile, embedding=embedding,
-                                     eval_items=s.eval_items, whiten=s.whiten, **text)
-    model = MatcherConfig(kind=kind, n_embed=embedder_width(embedder, profile), n_layer=s.n_layer,
-                          context_size=n_ctx, batch_axis=batch_axis, init=s.init if kind == "mixer" else "default")
+    data = rdata.RetrievalDataConfig(
+        embedder=embedder,
+        embedder_profile=profile,
+        embedding=embedding,
+        eval_items=s.eval_items,
+        whiten=s.whiten,
+        **text,
+    )
+    model = MatcherConfig(
+        kind=kind,
+        n_embed=embedder_width(embedder, profile),
+        n_layer=s.n_layer,
+        context_size=n_ctx,
+        batch_axis=batch_axis,
+        init=s.init if kind == "mixer" else "default",
+    )
     n_train = data.sequences_per_epoch(model)
     if setting == "wikipedia" and s.wiki_epochs is not None:
         s = dataclasses.replace(s, epochs=s.wiki_epochs)
@@ -172,14 +219,19 @@ def autoencoder_config(profile: str) -> RunConfig:
     """The mixer autoencoder: the flat d=512 mixer's shape, data, steps and learning rate at ``profile``."""
     base = REGISTRY["mixer/flat_d512"].build(profile)
     m = base.model
-    model = AutoencoderConfig(vocab_size=m.vocab_size, context_size=m.context_size, n_embed=m.n_embed,
-                              n_layer=m.n_layer)
+    model = AutoencoderConfig(
+        vocab_size=m.vocab_size, context_size=m.context_size, n_embed=m.n_embed, n_layer=m.n_layer
+    )
     return dataclasses.replace(base, name=AUTOENCODER, model=model)
 
 
 AUTOENCODER = "retrieval/autoencoder_d512"
-EMBEDDERS = {("flat", 512): "mixer/flat_d512", ("flat", 1024): "mixer/flat_d1024",
-             ("llama", 512): "mixer/llama_d512_h4_eta005", ("llama", 1024): "mixer/llama_d1024"}
+EMBEDDERS = {
+    ("flat", 512): "mixer/flat_d512",
+    ("flat", 1024): "mixer/flat_d1024",
+    ("llama", 512): "mixer/llama_d512_h4_eta005",
+    ("llama", 1024): "mixer/llama_d1024",
+}
 MORE_PAIRS = 550 / 200  # "As the number of samples increases to 550k": the 550k arms' pairs, per the profile's
 
 # name -> (embedder, write-up positions, embedding, matcher kind, batch_axis, title, published, pairs factor, setting)
@@ -188,57 +240,142 @@ for (_family, _d), _embedder in EMBEDDERS.items():
     _label = "flat mixer" if _family == "flat" else ("Llama, 4 heads, eta=0.005," if _d == 512 else "Llama")
     for _p in (32, 128):
         ARMS[f"retrieval/{_family}_d{_d}_c{_p}"] = (
-            _embedder, _p, "trained", "mixer", False, f"{_label} d_model={_d} embeddings, {_p} positions",
-            PUBLISHED.get((_family, _d, _p), {}), 1.0, "stories")
+            _embedder,
+            _p,
+            "trained",
+            "mixer",
+            False,
+            f"{_label} d_model={_d} embeddings, {_p} positions",
+            PUBLISHED.get((_family, _d, _p), {}),
+            1.0,
+            "stories",
+        )
 for _p in (32, 128):
     ARMS[f"retrieval/flat_d512_c{_p}_550k"] = (
-        "mixer/flat_d512", _p, "trained", "mixer", False, f"flat mixer d_model=512 embeddings, {_p} positions, 550k "
-        "pairs", PUBLISHED.get(("flat", 512, _p, "550k"), {}), MORE_PAIRS, "stories")
+        "mixer/flat_d512",
+        _p,
+        "trained",
+        "mixer",
+        False,
+        f"flat mixer d_model=512 embeddings, {_p} positions, 550k pairs",
+        PUBLISHED.get(("flat", 512, _p, "550k"), {}),
+        MORE_PAIRS,
+        "stories",
+    )
     ARMS[f"retrieval/untrained_d512_c{_p}"] = (
-        "mixer/flat_d512", _p, "untrained", "mixer", False,
-        f"untrained flat mixer d_model=512 embeddings, {_p} positions", PUBLISHED.get(("untrained", 512, _p), {}),
-        1.0, "stories")
-ARMS["retrieval/autoencoder_d512_c32"] = (AUTOENCODER, 32, "trained", "mixer", False,
-                                          "mixer autoencoder d_model=512 embeddings, 32 positions", {}, 1.0, "stories")
+        "mixer/flat_d512",
+        _p,
+        "untrained",
+        "mixer",
+        False,
+        f"untrained flat mixer d_model=512 embeddings, {_p} positions",
+        PUBLISHED.get(("untrained", 512, _p), {}),
+        1.0,
+        "stories",
+    )
+ARMS["retrieval/autoencoder_d512_c32"] = (
+    AUTOENCODER,
+    32,
+    "trained",
+    "mixer",
+    False,
+    "mixer autoencoder d_model=512 embeddings, 32 positions",
+    {},
+    1.0,
+    "stories",
+)
 ARMS["retrieval/transformer_matcher_llama_d1024_c32"] = (
-    "mixer/llama_d1024", 32, "trained", "transformer", False,
-    "bidirectional transformer matcher on Llama d_model=1024 embeddings, 32 positions", {}, 1.0, "stories")
+    "mixer/llama_d1024",
+    32,
+    "trained",
+    "transformer",
+    False,
+    "bidirectional transformer matcher on Llama d_model=1024 embeddings, 32 positions",
+    {},
+    1.0,
+    "stories",
+)
 ARMS["retrieval/transformer_matcher_batch_axis_llama_d1024_c32"] = (
-    "mixer/llama_d1024", 32, "trained", "transformer", True,
+    "mixer/llama_d1024",
+    32,
+    "trained",
+    "transformer",
+    True,
     "bidirectional transformer matcher (the original's batch-axis attention) on Llama d_model=1024 embeddings, "
-    "32 positions", {}, 1.0, "stories")
+    "32 positions",
+    {},
+    1.0,
+    "stories",
+)
 # The book's own arms (not the write-up's): the positive control and the Wikipedia setting.
 CONTROL = "retrieval/noisy_copy_d1024_c32"
-ARMS[CONTROL] = ("mixer/flat_d1024", 32, "noisy_copy", "mixer", False,
-                 "positive control: noisy copies (each story's embedding its query's plus noise), the d_model=1024 "
-                 "width, 32 positions", {}, 1.0, "stories")
+ARMS[CONTROL] = (
+    "mixer/flat_d1024",
+    32,
+    "noisy_copy",
+    "mixer",
+    False,
+    "positive control: noisy copies (each story's embedding its query's plus noise), the d_model=1024 "
+    "width, 32 positions",
+    {},
+    1.0,
+    "stories",
+)
 # The diagnosis in the book: the headline's baseline matcher with the write-up's initialisation and the embeddings as
 # they are, everything else (steps, rate, schedule) as the small profiles' protocol; at paper it would be the baseline.
 AS_ORIGINAL = "retrieval/llama_d1024_c32_as_original"
-ARMS[AS_ORIGINAL] = ("mixer/llama_d1024", 32, "trained", "mixer", False,
-                     "the baseline with the write-up's initialisation and unwhitened embeddings (Llama d_model=1024, "
-                     "32 positions)", {}, 1.0, "stories")
+ARMS[AS_ORIGINAL] = (
+    "mixer/llama_d1024",
+    32,
+    "trained",
+    "mixer",
+    False,
+    "the baseline with the write-up's initialisation and unwhitened embeddings (Llama d_model=1024, 32 positions)",
+    {},
+    1.0,
+    "stories",
+)
 WIKI = ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32")
 for _name, _embedder, _label in zip(WIKI, ("mixer/flat_d1024", "mixer/llama_d1024"), ("flat mixer", "Llama")):
-    ARMS[_name] = (_embedder, 32, "trained", "mixer", False,
-                   f"Wikipedia leads (the book's own setting): {_label} d_model=1024 embeddings, 32 positions", {},
-                   1.0, "wikipedia")
+    ARMS[_name] = (
+        _embedder,
+        32,
+        "trained",
+        "mixer",
+        False,
+        f"Wikipedia leads (the book's own setting): {_label} d_model=1024 embeddings, 32 positions",
+        {},
+        1.0,
+        "wikipedia",
+    )
 
-register(AUTOENCODER, title="mixer autoencoder, d_model=512 (the encoder is a control)",
-         notes="Trained by the shared trainer on the flat d=512 mixer's stories, steps and learning rate.")(
-    autoencoder_config)
+register(
+    AUTOENCODER,
+    title="mixer autoencoder, d_model=512 (the encoder is a control)",
+    notes="Trained by the shared trainer on the flat d=512 mixer's stories, steps and learning rate.",
+)(autoencoder_config)
 
 
 def _make(name: str):
     embedder, p, embedding, kind, batch_axis, _, _, more, setting = ARMS[name]
 
     def build(profile: str) -> RunConfig:
-        cfg = retrieval_config(name, profile, embedder, p, embedding=embedding, kind=kind, batch_axis=batch_axis,
-                               pairs_factor=more, setting=setting)
+        cfg = retrieval_config(
+            name,
+            profile,
+            embedder,
+            p,
+            embedding=embedding,
+            kind=kind,
+            batch_axis=batch_axis,
+            pairs_factor=more,
+            setting=setting,
+        )
         if name != AS_ORIGINAL:
             return cfg
-        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, init="default"),
-                                   data=dataclasses.replace(cfg.data, whiten=False))
+        return dataclasses.replace(
+            cfg, model=dataclasses.replace(cfg.model, init="default"), data=dataclasses.replace(cfg.data, whiten=False)
+        )
 
     return build
 
@@ -249,10 +386,15 @@ def _make(name: str):
 # same embeddings to learn on its test pairs, which at cpu it does not (measured). The 550k-pair arms run at the paper
 # profile only (the offline copies of TinyStories hold about 2,300 stories); the Wikipedia arms at gpu and paper
 # (embedding 52,000 texts twice costs more than the cpu build's whole margin).
-CPU_SKIP = ("retrieval/flat_d512_c128", "retrieval/llama_d512_c128", "retrieval/flat_d1024_c128",
-            "retrieval/llama_d1024_c128", "retrieval/untrained_d512_c128",
-            "retrieval/transformer_matcher_llama_d1024_c32",
-            "retrieval/transformer_matcher_batch_axis_llama_d1024_c32")
+CPU_SKIP = (
+    "retrieval/flat_d512_c128",
+    "retrieval/llama_d512_c128",
+    "retrieval/flat_d1024_c128",
+    "retrieval/llama_d1024_c128",
+    "retrieval/untrained_d512_c128",
+    "retrieval/transformer_matcher_llama_d1024_c32",
+    "retrieval/transformer_matcher_batch_axis_llama_d1024_c32",
+)
 PAPER_ONLY = ("retrieval/flat_d512_c32_550k", "retrieval/flat_d512_c128_550k")
 
 
@@ -269,9 +411,17 @@ def _bench_source(cfg: RunConfig, store: RunStore | None = None):
     return matching_source(cfg, store)
 
 
-register_procedure(Procedure("match", match, settings=_settings, needs=_needs, source=_bench_source,
-                             description="the retrieval matcher: embed the pairs with another run, then the shared "
-                                         "trainer on the matching items"))
+register_procedure(
+    Procedure(
+        "match",
+        match,
+        settings=_settings,
+        needs=_needs,
+        source=_bench_source,
+        description="the retrieval matcher: embed the pairs with another run, then the shared "
+        "trainer on the matching items",
+    )
+)
 
 
 def _profiles(name: str) -> tuple[str, ...]:
@@ -285,11 +435,15 @@ def _profiles(name: str) -> tuple[str, ...]:
 
 
 WHY_PAPER_ONLY = "550k pairs need the hub's stories: the offline copies of TinyStories hold about 2,300"
-WHY_NOT_CPU = ("left out to keep the cpu build within its time budget, fewer arms rather than fewer seeds: a 127-candidate "
-               "step costs 3.3 times a 31-candidate one, and the transformer matchers' rows need the mixer matcher "
-               "on the same embeddings to learn its test pairs, which at cpu it does not")
-WHY_WIKI = ("the book's own setting, at gpu and paper: at cpu, embedding its 52,000 texts with the two embedders "
-            "would cost more than the build's whole margin, and at smoke the generated corpus has no articles")
+WHY_NOT_CPU = (
+    "left out to keep the cpu build within its time budget, fewer arms rather than fewer seeds: a 127-candidate "
+    "step costs 3.3 times a 31-candidate one, and the transformer matchers' rows need the mixer matcher "
+    "on the same embeddings to learn its test pairs, which at cpu it does not"
+)
+WHY_WIKI = (
+    "the book's own setting, at gpu and paper: at cpu, embedding its 52,000 texts with the two embedders "
+    "would cost more than the build's whole margin, and at smoke the generated corpus has no articles"
+)
 
 
 WHY_AS_ORIGINAL = "the paper profile's protocol is the write-up's, so there this arm would be the baseline itself"
@@ -304,34 +458,69 @@ def _why(name: str) -> str:
 
 
 for _name, _arm in ARMS.items():
-    register(_name, title=_arm[5], published=_arm[6], procedure="match", profiles=_profiles(_name),
-             why_not_everywhere=_why(_name))(_make(_name))
+    register(
+        _name,
+        title=_arm[5],
+        published=_arm[6],
+        procedure="match",
+        profiles=_profiles(_name),
+        why_not_everywhere=_why(_name),
+    )(_make(_name))
 
 # The headline: the retrieval part's claim that "a summary-story matching retrieval model is capable of far better
 # training on embeddings from these models compared to embeddings from transformers", at its first setting
 # (d_model = 1024, 31 candidates).
-headline("retrieval", "the matcher on mixer against transformer embeddings (d_model = 1024, 31 candidates)",
-         ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32"),
-         "the conclusions: 'a summary-story matching retrieval model is capable of far better training on embeddings "
-         "from these models compared to embeddings from transformers'; its first setting",
-         cpu_shortfall="the matchers now fit their training pairs (under the small profiles' protocol, below) but "
-                       "not their test pairs: from the training pairs the offline stories give, embedded by language "
-                       "models trained for seconds, what a matcher fits does not carry to new pairs (its test loss "
-                       "rises above chance as its training loss falls), and a bilinear probe fitted to the same "
-                       "embeddings does no better. Measured outside the book, four times the pairs (Wikipedia leads) "
-                       "leave the test loss near chance; the Wikipedia setting's pairs run at `gpu`, with the "
-                       "embedders at the write-up's depth and context. The manual's *What `cpu` cannot reach* "
-                       "(docs/measurements.md) gives the runs and the commands",
-         cpu_departure="the rule is applied to the baseline's training-pair loss, not its held-out loss, which no "
-                       "affordable number of steps takes 0.7 nats below chance; and before the rule was applied, two "
-                       "causes of the matchers' plateau at chance were measured and fixed for every arm at the small "
-                       "profiles (the first block's query column starts at 1; the embeddings are centred and "
-                       "whitened; the learning rate stays at its peak), none of them the write-up's (the landing page "
-                       "says why). The epochs doubled from the previous 2 until the baseline's training loss ended "
-                       "0.7 nats below chance (docs/measurements.md gives each step of the doubling)",
-         cpu_illustrates=True)
+headline(
+    "retrieval",
+    "the matcher on mixer against transformer embeddings (d_model = 1024, 31 candidates)",
+    ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32"),
+    "the conclusions: 'a summary-story matching retrieval model is capable of far better training on embeddings "
+    "from these models compared to embeddings from transformers'; its first setting",
+    cpu_shortfall="the matchers now fit their training pairs (under the small profiles' protocol, below) but "
+    "not their test pairs: from the training pairs the offline stories give, embedded by language "
+    "models trained for seconds, what a matcher fits does not carry to new pairs (its test loss "
+    "rises above chance as its training loss falls), and a bilinear probe fitted to the same "
+    "embeddings does no better. Measured outside the book, four times the pairs (Wikipedia leads) "
+    "leave the test loss near chance; the Wikipedia setting's pairs run at `gpu`, with the "
+    "embedders at the write-up's depth and context. The manual's *What `cpu` cannot reach* "
+    "(docs/measurements.md) gives the runs and the commands",
+    cpu_departure="the rule is applied to the baseline's training-pair loss, not its held-out loss, which no "
+    "affordable number of steps takes 0.7 nats below chance; and before the rule was applied, two "
+    "causes of the matchers' plateau at chance were measured and fixed for every arm at the small "
+    "profiles (the first block's query column starts at 1; the embeddings are centred and "
+    "whitened; the learning rate stays at its peak), none of them the write-up's (the landing page "
+    "says why). The epochs doubled from the previous 2 until the baseline's training loss ended "
+    "0.7 nats below chance (docs/measurements.md gives each step of the doubling)",
+    cpu_illustrates=True,
+)
 
 
-__all__ = ["ARMS", "AS_ORIGINAL", "AUTOENCODER", "CONTROL", "CPU_SKIP", "EMBED_CODE", "EMBEDDERS", "MORE_PAIRS", "MatchSettings",
-           "PAPER_ONLY", "PROTOCOL_FIX", "SCALES", "Scale", "WIKI", "WIKI_PAIRS", "WIKI_PAIRS_GPU", "autoencoder_config", "embedder_key", "embedder_run", "embedder_run_config",
-           "embedder_width", "embeddings", "embeddings_path", "match", "matching_source", "retrieval_config", "scale"]
+__all__ = [
+    "ARMS",
+    "AS_ORIGINAL",
+    "AUTOENCODER",
+    "CONTROL",
+    "CPU_SKIP",
+    "EMBED_CODE",
+    "EMBEDDERS",
+    "MORE_PAIRS",
+    "MatchSettings",
+    "PAPER_ONLY",
+    "PROTOCOL_FIX",
+    "SCALES",
+    "Scale",
+    "WIKI",
+    "WIKI_PAIRS",
+    "WIKI_PAIRS_GPU",
+    "autoencoder_config",
+    "embedder_key",
+    "embedder_run",
+    "embedder_run_config",
+    "embedder_width",
+    "embeddings",
+    "embeddings_path",
+    "match",
+    "matching_source",
+    "retrieval_config",
+    "scale",
+]

@@ -29,8 +29,10 @@ def _declared() -> dict[str, tuple[type, type]]:
         found = importlib.import_module(f"{__name__}.{module}")
         config, model = getattr(found, config_name), getattr(found, model_name)
         if config.family in out:
-            raise ConfigError(f"model family {config.family!r} is declared twice (chapter.toml files): declare it in "
-                              "the chapter that brings it")
+            raise ConfigError(
+                f"model family {config.family!r} is declared twice (chapter.toml files): declare it in "
+                "the chapter that brings it"
+            )
         out[config.family] = (config, model)
     return out
 
@@ -92,8 +94,9 @@ def flops_per_token(config, training: bool = True) -> float:
     flops = counted_flops_per_token(config, model_cls, training)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        paths.atomic_write(path, json.dumps({"key": key, "flops": flops, "family": config.family,
-                                             "training": training}) + "\n")
+        paths.atomic_write(
+            path, json.dumps({"key": key, "flops": flops, "family": config.family, "training": training}) + "\n"
+        )
     except (OSError, LMCError):
         pass
     return flops
@@ -101,9 +104,17 @@ def flops_per_token(config, training: bool = True) -> float:
 
 def flops_key(config, training: bool = True) -> str:
     """The name of a FLOP count in the cache (see :func:`flops_per_token`)."""
-    blob = json.dumps({"config": dataclasses.asdict(config), "family": config.family, "training": bool(training),
-                       "code": fingerprint.digest((*fingerprint.closure(module_of(config.family)), __name__)),
-                       "torch": torch.__version__}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "config": dataclasses.asdict(config),
+            "family": config.family,
+            "training": bool(training),
+            "code": fingerprint.digest((*fingerprint.closure(module_of(config.family)), __name__)),
+            "torch": torch.__version__,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -112,5 +123,18 @@ def num_params(config) -> int:
     return build(config, device="meta").num_params()
 
 
-__all__ = ["FAMILIES", "LanguageModel", "Model", "ModelOutput", "build", "config_class", "count_params", "families",
-           "flops_key", "flops_per_token", "model_class", "module_of", "num_params"]
+__all__ = [
+    "FAMILIES",
+    "LanguageModel",
+    "Model",
+    "ModelOutput",
+    "build",
+    "config_class",
+    "count_params",
+    "families",
+    "flops_key",
+    "flops_per_token",
+    "model_class",
+    "module_of",
+    "num_params",
+]

@@ -79,10 +79,14 @@ class EncoderDecoderConfig(ConfigBase):
     def validate(self) -> None:
         for name in ("vocab_size", "context_size", "n_embed", "n_head", "n_layer"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1")
-        require(self.n_embed % self.n_head == 0,
-                f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head})")
-        require(self.cross_n_head >= 1 and self.n_embed % self.cross_n_head == 0,
-                f"model.n_embed ({self.n_embed}) must be divisible by model.cross_attn_config.n_head ({self.cross_n_head})")
+        require(
+            self.n_embed % self.n_head == 0,
+            f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head})",
+        )
+        require(
+            self.cross_n_head >= 1 and self.n_embed % self.cross_n_head == 0,
+            f"model.n_embed ({self.n_embed}) must be divisible by model.cross_attn_config.n_head ({self.cross_n_head})",
+        )
         require(0.0 <= self.dropout_rate < 1.0, f"model.dropout_rate must lie in [0, 1), got {self.dropout_rate}")
 
 
@@ -118,8 +122,14 @@ class DecoderBlock(nn.Module):
         self.attn = CausalSelfAttention(c.n_embed, c.n_head, c.use_bias, c.dropout_rate, c.attn_dropout_in_eval)
         self.encoder_cross_ln = layer_norm(c.n_embed, c.use_bias)
         self.decoder_cross_ln = layer_norm(c.n_embed, c.use_bias)
-        self.cross_attn = CrossAttention(c.n_embed, c.cross_n_head, c.cross_use_bias, c.dropout_rate, causal=True,
-                                         attn_dropout_in_eval=c.attn_dropout_in_eval)
+        self.cross_attn = CrossAttention(
+            c.n_embed,
+            c.cross_n_head,
+            c.cross_use_bias,
+            c.dropout_rate,
+            causal=True,
+            attn_dropout_in_eval=c.attn_dropout_in_eval,
+        )
         self.ln_2 = layer_norm(c.n_embed, c.use_bias)
         self.mlp = MLP(c.n_embed, c.use_bias, c.dropout_rate)
 
@@ -188,12 +198,18 @@ class AREDConfig(EncoderDecoderConfig):
     family: ClassVar[str] = "ar_ed"
     add_ln_before_decoder_ff: bool = False  # LayerNorm on the encoder output before the bridge
     add_pos_embed_to_decoder: bool = False  # add the next positions' embeddings to the decoder input
-    detach_type: Literal["NONE", "EMBEDDING", "ENCODER_OUT"] | None = "ENCODER_OUT"  # which side the embedding loss does not train
-    embedding_ln_type: Literal["NONE", "INIT", "AVG_CUM_SUM"] | None = "INIT"  # LN on E before (INIT) or after averaging
+    detach_type: Literal["NONE", "EMBEDDING", "ENCODER_OUT"] | None = (
+        "ENCODER_OUT"  # which side the embedding loss does not train
+    )
+    embedding_ln_type: Literal["NONE", "INIT", "AVG_CUM_SUM"] | None = (
+        "INIT"  # LN on E before (INIT) or after averaging
+    )
     embedding_loss_coeff: float | None = 1.0
     embedding_loss_type: Disaffinity = "MSE"
     order_type: Literal["ORIGINAL", "ALT"] = "ORIGINAL"  # decoder block: self- then cross-attention, or the reverse
-    sub_pos_embed_to_decoder: Literal["NO", "YES_NO_LN", "YES_LN"] = "YES_NO_LN"  # subtract next positions' embeddings before the output layer
+    sub_pos_embed_to_decoder: Literal["NO", "YES_NO_LN", "YES_LN"] = (
+        "YES_NO_LN"  # subtract next positions' embeddings before the output layer
+    )
     use_ln_on_encoder_out: bool | None = True  # LN on the encoder output inside the embedding loss
 
     def validate(self) -> None:
@@ -201,16 +217,24 @@ class AREDConfig(EncoderDecoderConfig):
         keys = ("use_ln_on_encoder_out", "embedding_ln_type", "detach_type")
         if self.embedding_loss_type == "NONE":
             set_keys = [k for k in keys + ("embedding_loss_coeff",) if getattr(self, k) is not None]
-            require(not set_keys,
-                    f"model.embedding_loss_type is NONE, so {', '.join('model.' + k for k in set_keys)} must be null "
-                    "(None): they only configure the embedding loss")
+            require(
+                not set_keys,
+                f"model.embedding_loss_type is NONE, so {', '.join('model.' + k for k in set_keys)} must be null "
+                "(None): they only configure the embedding loss",
+            )
         else:
             missing = [k for k in keys if getattr(self, k) is None]
-            require(not missing, f"model.embedding_loss_type={self.embedding_loss_type} needs "
-                                 f"{', '.join('model.' + k for k in missing)} to be set (not null)")
+            require(
+                not missing,
+                f"model.embedding_loss_type={self.embedding_loss_type} needs "
+                f"{', '.join('model.' + k for k in missing)} to be set (not null)",
+            )
             if self.embedding_loss_coeff is None:  # the original's rule: a null coefficient means 1
                 object.__setattr__(self, "embedding_loss_coeff", 1.0)
-            require(self.embedding_loss_coeff > 0, f"model.embedding_loss_coeff must be > 0, got {self.embedding_loss_coeff}")
+            require(
+                self.embedding_loss_coeff > 0,
+                f"model.embedding_loss_coeff must be > 0, got {self.embedding_loss_coeff}",
+            )
 
     @property
     def extra_position(self) -> bool:
@@ -226,8 +250,7 @@ class AREncoderDecoder(EncoderDecoderCore):
         self.post_sub_pos_ln = layer_norm(c.n_embed, c.use_bias) if c.sub_pos_embed_to_decoder == "YES_LN" else None
         use_loss = c.embedding_loss_type != "NONE"
         self.encoder_out_ln = nn.LayerNorm(c.n_embed, bias=True) if use_loss and c.use_ln_on_encoder_out else None
-        self.embeddings_ln = (nn.LayerNorm(c.n_embed, bias=True)
-                              if use_loss and c.embedding_ln_type != "NONE" else None)
+        self.embeddings_ln = nn.LayerNorm(c.n_embed, bias=True) if use_loss and c.embedding_ln_type != "NONE" else None
         self.init_weights()
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> ModelOutput:
@@ -259,7 +282,9 @@ class AREncoderDecoder(EncoderDecoderCore):
     def embedding_loss(self, E: torch.Tensor, enc: torch.Tensor) -> torch.Tensor:
         """disaffinity(LN_b(out_enc), cumulative average of LN_a(E)) with the configured detaching."""
         c = self.config
-        if c.detach_type == "ENCODER_OUT":  # "out_enc is detached because embedding loss is only interested in updating embedding weights"
+        if (
+            c.detach_type == "ENCODER_OUT"
+        ):  # "out_enc is detached because embedding loss is only interested in updating embedding weights"
             enc = enc.detach()
         elif c.detach_type == "EMBEDDING":
             E = E.detach()
@@ -273,5 +298,13 @@ class AREncoderDecoder(EncoderDecoderCore):
         return disaffinity(enc, target, c.embedding_loss_type)
 
 
-__all__ = ["AREDConfig", "AREncoderDecoder", "CrossAttnConfig", "DecoderBlock", "EncoderDecoderConfig",
-           "EncoderDecoderCore", "cumulative_mean", "disaffinity"]
+__all__ = [
+    "AREDConfig",
+    "AREncoderDecoder",
+    "CrossAttnConfig",
+    "DecoderBlock",
+    "EncoderDecoderConfig",
+    "EncoderDecoderCore",
+    "cumulative_mean",
+    "disaffinity",
+]

@@ -102,12 +102,20 @@ class LanguageModel(Model):
 
     def example_batch(self, batch_size: int = 1, device: str | torch.device | None = None) -> dict[str, torch.Tensor]:
         shape = (batch_size, self.context_size)
-        return {"idx": torch.zeros(shape, dtype=torch.long, device=device),
-                "targets": torch.zeros(shape, dtype=torch.long, device=device)}
+        return {
+            "idx": torch.zeros(shape, dtype=torch.long, device=device),
+            "targets": torch.zeros(shape, dtype=torch.long, device=device),
+        }
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-                 generator: torch.Generator | None = None) -> torch.Tensor:
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Append ``max_new_tokens`` sampled tokens to ``idx`` (B, T); the context is cropped to context_size.
 
         temperature 0 picks the most likely token; top_k keeps only the k most likely before sampling.

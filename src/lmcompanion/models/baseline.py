@@ -36,13 +36,17 @@ class BaselineConfig(ConfigBase):
     dropout_rate: float = 0.0
     use_bias: bool = False  # biases in Linear and LayerNorm layers
     attn_dropout_in_eval: bool = False  # the yif-AI code's quirk: attention dropout stays on in eval mode
-    sub_pos_embed: Literal["NO", "YES_NO_LN", "YES_LN"] = "NO"  # subtract the next position's embedding before the output layer
+    sub_pos_embed: Literal["NO", "YES_NO_LN", "YES_LN"] = (
+        "NO"  # subtract the next position's embedding before the output layer
+    )
 
     def validate(self) -> None:
         for name in ("vocab_size", "context_size", "n_embed", "n_head", "n_layer"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1")
-        require(self.n_embed % self.n_head == 0,
-                f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head})")
+        require(
+            self.n_embed % self.n_head == 0,
+            f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head})",
+        )
         require(0.0 <= self.dropout_rate < 1.0, f"model.dropout_rate must lie in [0, 1), got {self.dropout_rate}")
 
 
@@ -83,4 +87,3 @@ class Baseline(LanguageModel):
         logits = self.lm_head(x)  # (B, T, V)
         loss = cross_entropy(logits, targets) if targets is not None else None
         return ModelOutput(logits, loss, {})
-

@@ -33,8 +33,13 @@ from ..config import require
 from .ar_ed import Disaffinity, EncoderDecoderConfig, EncoderDecoderCore, disaffinity
 from .base import ModelOutput, cross_entropy
 
-PLANNING_KEYS = ("future_context_size", "present_future_context_aggregation_type", "planning_loss_coeff",
-                 "planning_context_ln_type", "future_context_aggregation_type")
+PLANNING_KEYS = (
+    "future_context_size",
+    "present_future_context_aggregation_type",
+    "planning_loss_coeff",
+    "planning_context_ln_type",
+    "future_context_aggregation_type",
+)
 
 
 @dataclass(frozen=True)
@@ -52,16 +57,24 @@ class DeepSightConfig(EncoderDecoderConfig):
         super().validate()
         if self.planning_loss_type == "NONE":
             set_keys = [k for k in PLANNING_KEYS if getattr(self, k) is not None]
-            require(not set_keys, f"model.planning_loss_type is NONE, so {', '.join('model.' + k for k in set_keys)} "
-                                  "must be null (None): they only configure the planning loss")
+            require(
+                not set_keys,
+                f"model.planning_loss_type is NONE, so {', '.join('model.' + k for k in set_keys)} "
+                "must be null (None): they only configure the planning loss",
+            )
             return
         missing = [k for k in PLANNING_KEYS if getattr(self, k) is None]
-        require(not missing, f"model.planning_loss_type={self.planning_loss_type} needs "
-                             f"{', '.join('model.' + k for k in missing)} to be set (not null)")
+        require(
+            not missing,
+            f"model.planning_loss_type={self.planning_loss_type} needs "
+            f"{', '.join('model.' + k for k in missing)} to be set (not null)",
+        )
         delta = self.future_context_size
-        require(1 < delta < self.context_size,
-                f"model.future_context_size (delta={delta}) must satisfy 1 < delta < context_size ({self.context_size}): "
-                "the planning loss needs at least one position with a full future context")
+        require(
+            1 < delta < self.context_size,
+            f"model.future_context_size (delta={delta}) must satisfy 1 < delta < context_size ({self.context_size}): "
+            "the planning loss needs at least one position with a full future context",
+        )
         require(self.planning_loss_coeff > 0, f"model.planning_loss_coeff must be > 0, got {self.planning_loss_coeff}")
 
 
@@ -71,10 +84,16 @@ def planning_weights(T: int, delta: int, future: str = "DECAY", aggregation: str
     W = torch.zeros(n, T, dtype=torch.float64)
     i = torch.arange(n)
     k = torch.arange(1, delta + 1, dtype=torch.float64)
-    w_future = {"DECAY": 1.0 / k, "DECAY_W_NORMALIZE": (1.0 / k) / (1.0 / k).sum(),
-                "AVG": torch.full((delta,), 1.0 / delta, dtype=torch.float64)}[future]
+    w_future = {
+        "DECAY": 1.0 / k,
+        "DECAY_W_NORMALIZE": (1.0 / k) / (1.0 / k).sum(),
+        "AVG": torch.full((delta,), 1.0 / delta, dtype=torch.float64),
+    }[future]
     if aggregation == "EQUAL":
-        present_coeff, future_coeff = torch.full((n,), 0.5, dtype=torch.float64), torch.full((n,), 0.5, dtype=torch.float64)
+        present_coeff, future_coeff = (
+            torch.full((n,), 0.5, dtype=torch.float64),
+            torch.full((n,), 0.5, dtype=torch.float64),
+        )
     elif aggregation == "CONTEXT_SIZE":
         present_coeff = (i + 1) / (i + 1 + delta)
         future_coeff = delta / (i + 1 + delta)
@@ -99,8 +118,12 @@ class DeepSight(EncoderDecoderCore):
         self.planning_context_ln_1 = nn.LayerNorm(c.n_embed, bias=True) if ln_type in ("PRE_AGGR", "BOTH") else None
         self.planning_context_ln_2 = nn.LayerNorm(c.n_embed, bias=True) if ln_type in ("POST_AGGR", "BOTH") else None
         if use_loss:
-            W = planning_weights(c.context_size, c.future_context_size, c.future_context_aggregation_type,
-                                 c.present_future_context_aggregation_type)
+            W = planning_weights(
+                c.context_size,
+                c.future_context_size,
+                c.future_context_aggregation_type,
+                c.present_future_context_aggregation_type,
+            )
             self.register_buffer("plan_weights", W, persistent=False)
         self.init_weights()
 
@@ -134,7 +157,8 @@ class DeepSight(EncoderDecoderCore):
         """disaffinity(LayerNorm(out_enc), E_plan_ln) over the T - delta positions with a full future."""
         n = E.size(1) - self.config.future_context_size
         if n < 1:
-            raise ValueError(f"input length {E.size(1)} leaves no position with {self.config.future_context_size} future tokens")
+            raise ValueError(
+                f"input length {E.size(1)} leaves no position with {self.config.future_context_size} future tokens"
+            )
         prediction = self.encoder_out_ln(enc[:, :n])  # out_enc_ln, not detached: trains the encoder
         return disaffinity(prediction, self.planning_target(E), self.config.planning_loss_type)
-

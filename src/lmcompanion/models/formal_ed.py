@@ -66,9 +66,11 @@ class FormalEDConfig(ConfigBase):
         for name in ("vocab_size", "l_max", "L_enc", "L_dec", "H", "d_e", "d_mlp"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
         require(self.vocab_size >= 3, f"model.vocab_size must hold at least PAD, BOS and EOS, got {self.vocab_size}")
-        require(self.d_e % self.H == 0,
-                f"model.d_e ({self.d_e}) must be divisible by model.H ({self.H}): each head has d_e / H dimensions; "
-                f"change H to a divisor of d_e (e.g. {max(h for h in range(1, self.H + 1) if self.d_e % h == 0)})")
+        require(
+            self.d_e % self.H == 0,
+            f"model.d_e ({self.d_e}) must be divisible by model.H ({self.H}): each head has d_e / H dimensions; "
+            f"change H to a divisor of d_e (e.g. {max(h for h in range(1, self.H + 1) if self.d_e % h == 0)})",
+        )
         require(self.ln_eps >= 0, f"model.ln_eps must be >= 0, got {self.ln_eps}")
         require(self.init_std > 0, f"model.init_std must be > 0, got {self.init_std}")
 
@@ -101,8 +103,9 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = t.shape
         return t.view(B, T, self.H, self.d).transpose(1, 2)  # (B, H, T, d_attn)
 
-    def forward(self, X: torch.Tensor, Z: torch.Tensor,
-                allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, X: torch.Tensor, Z: torch.Tensor, allowed: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """X (B, ℓ_x, d_e) attends to Z (B, ℓ_z, d_e); ``allowed`` broadcasts to (B, H, ℓ_x, ℓ_z), True = Mask 1.
 
         Returns the output (B, ℓ_x, d_e) and the attention weights (B, H, ℓ_x, ℓ_z).
@@ -160,8 +163,9 @@ class DecoderLayer(nn.Module):
         self.W4 = nn.Linear(c.d_mlp, c.d_e)  # W^l_4, b^l_4
         self.ln5 = nn.LayerNorm(c.d_e, eps=c.ln_eps)  # γ^l_5, β^l_5
 
-    def forward(self, X: torch.Tensor, Z: torch.Tensor, uni: torch.Tensor,
-                z_allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, X: torch.Tensor, Z: torch.Tensor, uni: torch.Tensor, z_allowed: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         # X ← X + MultiHeadAttention(X, X | 𝒲^l_dec, M_uni)
         X = X + self.mha_self(X, X, uni)[0]
         # X ← ColwiseLayerNorm(X | γ^l_3, β^l_3)
@@ -222,8 +226,12 @@ class FormalED(Model):
         """z and x of the longest length, every position a target."""
         shape = (batch_size, self.config.l_max)
         zeros = torch.zeros(shape, dtype=torch.long, device=device)
-        return {"z": zeros, "x": zeros.clone(), "targets": zeros.clone(),
-                "z_valid": torch.ones(shape, dtype=torch.bool, device=device)}
+        return {
+            "z": zeros,
+            "x": zeros.clone(),
+            "targets": zeros.clone(),
+            "z_valid": torch.ones(shape, dtype=torch.bool, device=device),
+        }
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """Embed(s | W_e, W_p): column j is (W_e)_{:, s_j} + (W_p)_{:, j}.  (B, ℓ) -> (B, ℓ, d_e)"""
@@ -231,8 +239,10 @@ class FormalED(Model):
             raise ValueError(f"token ids must be a (batch, length) tensor, got shape {tuple(tokens.shape)}")
         ell = tokens.size(1)
         if not 1 <= ell <= self.config.l_max:
-            raise ValueError(f"sequence length {ell} is outside 1..l_max={self.config.l_max}; "
-                             f"raise model.l_max or shorten the sequences")
+            raise ValueError(
+                f"sequence length {ell} is outside 1..l_max={self.config.l_max}; "
+                f"raise model.l_max or shorten the sequences"
+            )
         return self.W_e(tokens) + self.W_p(torch.arange(ell, device=tokens.device))
 
     def encode(self, z: torch.Tensor, z_valid: torch.Tensor | None = None) -> torch.Tensor:
@@ -245,8 +255,9 @@ class FormalED(Model):
             Z = layer(Z, allowed)
         return Z
 
-    def decode(self, Z: torch.Tensor, x: torch.Tensor, z_valid: torch.Tensor | None = None, *,
-               return_attention: bool = False):
+    def decode(
+        self, Z: torch.Tensor, x: torch.Tensor, z_valid: torch.Tensor | None = None, *, return_attention: bool = False
+    ):
         """The decoder and the unembedding: x (B, ℓ_x) -> logits (B, ℓ_x, |V|) with softmax(logits[:, j-1]) = P_{:, j}.
 
         With ``return_attention`` also the cross-attention weights of every layer, each (B, H, ℓ_x, ℓ_z).
@@ -266,15 +277,17 @@ class FormalED(Model):
         logits = self.W_u(X)
         return (logits, maps) if return_attention else logits
 
-    def forward(self, z: torch.Tensor, x: torch.Tensor, targets: torch.Tensor | None = None,
-                z_valid: torch.Tensor | None = None) -> ModelOutput:
+    def forward(
+        self, z: torch.Tensor, x: torch.Tensor, targets: torch.Tensor | None = None, z_valid: torch.Tensor | None = None
+    ) -> ModelOutput:
         """ED-Transformer(z, x | θ) on a batch; with targets, the mean of −log P_{target, j} over the non-padded
         (≠ IGNORE) target positions."""
         logits = self.decode(self.encode(z, z_valid), x, z_valid)
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(_at_least_fp32(logits).reshape(-1, logits.size(-1)), targets.reshape(-1),
-                                   ignore_index=IGNORE)
+            loss = F.cross_entropy(
+                _at_least_fp32(logits).reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE
+            )
         return ModelOutput(logits, loss, {})
 
     def theta(self) -> dict:
@@ -285,15 +298,48 @@ class FormalED(Model):
             def split(t: torch.Tensor) -> list[torch.Tensor]:
                 return list(t.split(m.d, dim=0))  # the H heads' blocks of rows: W_q^1, ..., W_q^H
 
-            return {"W_q": split(m.W_q.weight), "b_q": split(m.W_q.bias), "W_k": split(m.W_k.weight),
-                    "b_k": split(m.W_k.bias), "W_v": split(m.W_v.weight), "b_v": split(m.W_v.bias),
-                    "W_o": m.W_o.weight, "b_o": m.W_o.bias}
+            return {
+                "W_q": split(m.W_q.weight),
+                "b_q": split(m.W_q.bias),
+                "W_k": split(m.W_k.weight),
+                "b_k": split(m.W_k.bias),
+                "W_v": split(m.W_v.weight),
+                "b_v": split(m.W_v.bias),
+                "W_o": m.W_o.weight,
+                "b_o": m.W_o.bias,
+            }
 
-        enc = [{"W_enc": mha(e.mha), "gamma1": e.ln1.weight, "beta1": e.ln1.bias, "W1": e.W1.weight, "b1": e.W1.bias,
-                "W2": e.W2.weight, "b2": e.W2.bias, "gamma2": e.ln2.weight, "beta2": e.ln2.bias} for e in self.encoder]
-        dec = [{"W_dec": mha(d.mha_self), "gamma3": d.ln3.weight, "beta3": d.ln3.bias, "W_cross": mha(d.mha_cross),
-                "gamma4": d.ln4.weight, "beta4": d.ln4.bias, "W3": d.W3.weight, "b3": d.W3.bias, "W4": d.W4.weight,
-                "b4": d.W4.bias, "gamma5": d.ln5.weight, "beta5": d.ln5.bias} for d in self.decoder]
+        enc = [
+            {
+                "W_enc": mha(e.mha),
+                "gamma1": e.ln1.weight,
+                "beta1": e.ln1.bias,
+                "W1": e.W1.weight,
+                "b1": e.W1.bias,
+                "W2": e.W2.weight,
+                "b2": e.W2.bias,
+                "gamma2": e.ln2.weight,
+                "beta2": e.ln2.bias,
+            }
+            for e in self.encoder
+        ]
+        dec = [
+            {
+                "W_dec": mha(d.mha_self),
+                "gamma3": d.ln3.weight,
+                "beta3": d.ln3.bias,
+                "W_cross": mha(d.mha_cross),
+                "gamma4": d.ln4.weight,
+                "beta4": d.ln4.bias,
+                "W3": d.W3.weight,
+                "b3": d.W3.bias,
+                "W4": d.W4.weight,
+                "b4": d.W4.bias,
+                "gamma5": d.ln5.weight,
+                "beta5": d.ln5.bias,
+            }
+            for d in self.decoder
+        ]
         return {"W_e": self.W_e.weight.T, "W_p": self.W_p.weight.T, "enc": enc, "dec": dec, "W_u": self.W_u.weight}
 
     @torch.no_grad()
@@ -340,8 +386,10 @@ def check_temperature(tau) -> float:
     """τ as a float in [0, ∞]; anything else (negative, NaN, not a number) is an error naming the valid range."""
     ok = isinstance(tau, numbers.Real) and not isinstance(tau, bool) and not math.isnan(tau) and tau >= 0
     if not ok:
-        raise ConfigError(f"temperature τ must be a number in [0, ∞]: 0 for the most likely token, 1 for faithful "
-                          f"sampling, float('inf') for uniform sampling; got {tau!r}")
+        raise ConfigError(
+            f"temperature τ must be a number in [0, ∞]: 0 for the most likely token, 1 for faithful "
+            f"sampling, float('inf') for uniform sampling; got {tau!r}"
+        )
     return float(tau)
 
 
@@ -386,9 +434,18 @@ class Generation(NamedTuple):
 
 
 @torch.no_grad()
-def ed_inference(model: FormalED, z: torch.Tensor, tau: float, *, bos: int, eos: int, pad: int,
-                 z_valid: torch.Tensor | None = None, max_len: int | None = None,
-                 generator: torch.Generator | None = None) -> Generation:
+def ed_inference(
+    model: FormalED,
+    z: torch.Tensor,
+    tau: float,
+    *,
+    bos: int,
+    eos: int,
+    pad: int,
+    z_valid: torch.Tensor | None = None,
+    max_len: int | None = None,
+    generator: torch.Generator | None = None,
+) -> Generation:
     """ED-Inference(z, θ̂) for a batch of prompts z (B, ℓ_z): start from [bos], append y ~ q ∝ p^{1/τ} until y = eos.
 
     The write-up loops until eos; W_p has only ℓ_max columns, so x stops at ``max_len`` tokens (default and
@@ -397,8 +454,9 @@ def ed_inference(model: FormalED, z: torch.Tensor, tau: float, *, bos: int, eos:
     tau = check_temperature(tau)
     cap = model.config.l_max if max_len is None else max_len
     if not 2 <= cap <= model.config.l_max:
-        raise ConfigError(f"max_len must lie in 2..l_max={model.config.l_max} (x holds bos and at least one token), "
-                          f"got {cap}")
+        raise ConfigError(
+            f"max_len must lie in 2..l_max={model.config.l_max} (x holds bos and at least one token), got {cap}"
+        )
     was_training = model.training
     model.eval()
     B, device = z.size(0), z.device
@@ -440,8 +498,14 @@ def sequence_loss(model: FormalED, z: torch.Tensor, x: torch.Tensor) -> torch.Te
     return -log_P[j, x[1:]].sum()
 
 
-def ed_training(model: FormalED, examples: Sequence[tuple[torch.Tensor, torch.Tensor]], *, T: int, eta: float,
-                callback: Callable[[int, float], None] | None = None) -> FormalED:
+def ed_training(
+    model: FormalED,
+    examples: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    *,
+    T: int,
+    eta: float,
+    callback: Callable[[int, float], None] | None = None,
+) -> FormalED:
     """ED-Training((z^i, x^i)_{i∈[n]}, θ | T, η): T epochs over the examples in order, one plain gradient step on
     each example's summed log loss. Updates ``model`` in place and returns it.
 
@@ -466,8 +530,9 @@ def ed_training(model: FormalED, examples: Sequence[tuple[torch.Tensor, torch.Te
             J = sequence_loss(model, z, x)
             value = J.item()
             if not math.isfinite(value):  # stop before the update that would make θ NaN
-                raise TrainingDiverged(f"ED-Training diverged at epoch t={t}, example i={i}: J = {value}. "
-                                       f"Lower η (it is {eta}).")
+                raise TrainingDiverged(
+                    f"ED-Training diverged at epoch t={t}, example i={i}: J = {value}. Lower η (it is {eta})."
+                )
             # θ ← θ − η · ∇J(θ)
             grads = torch.autograd.grad(J, theta)
             with torch.no_grad():
@@ -493,9 +558,25 @@ class LiteralConfig(ConfigBase):
         require(self.T >= 1, f"ED-Training's T (notebook parameter literal_epochs) must be >= 1, got {self.T}")
         require(self.eta > 0, f"ED-Training's η (notebook parameter literal_eta) must be > 0, got {self.eta}")
         require(self.n >= 1, f"ED-Training's n (notebook parameter literal_examples) must be >= 1, got {self.n}")
-        require(1 <= self.evals <= self.T * self.n,
-                f"ED-Training's evals must lie in 1..T·n = {self.T * self.n}, got {self.evals}")
+        require(
+            1 <= self.evals <= self.T * self.n,
+            f"ED-Training's evals must lie in 1..T·n = {self.T * self.n}, got {self.evals}",
+        )
 
 
-__all__ = ["DecoderLayer", "EncoderLayer", "FormalED", "FormalEDConfig", "Generation", "LiteralConfig", "MultiHeadAttention",
-           "check_temperature", "ed_inference", "ed_training", "entropy", "sample_tau", "sequence_loss", "tempered"]
+__all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
+    "FormalED",
+    "FormalEDConfig",
+    "Generation",
+    "LiteralConfig",
+    "MultiHeadAttention",
+    "check_temperature",
+    "ed_inference",
+    "ed_training",
+    "entropy",
+    "sample_tau",
+    "sequence_loss",
+    "tempered",
+]

@@ -40,8 +40,9 @@ def attention(X, Z, W_q, b_q, W_k, b_k, W_v, b_v, mask):
     columns = []
     for t_x in range(1, l_x + 1):
         # S[t_z, t_x] = k_{t_z}ᵀ q_{t_x}, or −∞ where the mask forbids it
-        s = torch.stack([k[t_z] @ q[t_x] if mask(t_z, t_x) else torch.tensor(-math.inf, dtype=X.dtype)
-                         for t_z in range(1, l_z + 1)])
+        s = torch.stack(
+            [k[t_z] @ q[t_x] if mask(t_z, t_x) else torch.tensor(-math.inf, dtype=X.dtype) for t_z in range(1, l_z + 1)]
+        )
         s = s / math.sqrt(d_attn)
         alpha = torch.exp(s - s.max())
         alpha = alpha / alpha.sum()  # softmax over t_z
@@ -52,8 +53,13 @@ def attention(X, Z, W_q, b_q, W_k, b_k, W_v, b_v, mask):
 def multi_head_attention(X, Z, W, mask):
     """MultiHeadAttention(X, Z | 𝒲, Mask): Y = [Y^1; ...; Y^H], return W_o Y + b_o 1ᵀ."""
     H = len(W["W_q"])
-    Y = torch.cat([attention(X, Z, W["W_q"][h], W["b_q"][h], W["W_k"][h], W["b_k"][h], W["W_v"][h], W["b_v"][h],
-                             mask) for h in range(H)], dim=0)
+    Y = torch.cat(
+        [
+            attention(X, Z, W["W_q"][h], W["b_q"][h], W["W_k"][h], W["b_k"][h], W["W_v"][h], W["b_v"][h], mask)
+            for h in range(H)
+        ],
+        dim=0,
+    )
     return W["W_o"] @ Y + W["b_o"][:, None]
 
 

@@ -113,12 +113,18 @@ class HourglassConfig(ConfigBase):
     # ---- stem, widths, head
     vocab_size: int = 65  # V: 65 characters for shakespeare_char
     context_size: int = 768  # T: the original's block_size; a multiple of n_groups when there are levels
-    n_embed: tuple[int, ...] = (64, 128, 256)  # n_embd: the stem's width, then each level's (the last: the latent width)
+    n_embed: tuple[int, ...] = (
+        64,
+        128,
+        256,
+    )  # n_embd: the stem's width, then each level's (the last: the latent width)
     n_head: int = 8  # heads of every attention; divides every width
     dropout: float = 0.1  # embedding, attention-probability, residual and expert-MLP dropout
     enc_dropout: float = 0.1  # on each compressor's output
     dec_dropout: float = 0.0  # on each decoder's up-projection
-    bias: bool = False  # biases in Linear layers and LayerNorms (the experts' d -> n map always has one, as the original)
+    bias: bool = (
+        False  # biases in Linear layers and LayerNorms (the experts' d -> n map always has one, as the original)
+    )
     activation: Literal["gelu", "swiglu"] = "gelu"  # swiglu: the inner Linear is n -> 8n, SiLU(gate) * value
     normalization: Literal["rmsnorm", "layernorm"] = "rmsnorm"  # RMSNorm eps 1e-6 weight only, or LayerNorm eps 1e-5
     qk_norm: bool = True  # one norm over the full width on q and on k before the head split (always on in the original)
@@ -194,76 +200,116 @@ class HourglassConfig(ConfigBase):
     def soft_experts_at(self, where: str, j: int) -> bool:
         """Whether block j of the latent stack ("latent") or of a compressor after its first block ("enc") is a
         soft-expert block."""
-        return self.nb_soft_experts > 0 and where in self.soft_experts_in and (j + 1) % self.apply_soft_experts_every == 0
+        return (
+            self.nb_soft_experts > 0 and where in self.soft_experts_in and (j + 1) % self.apply_soft_experts_every == 0
+        )
 
     def validate(self) -> None:
-        for name in ("vocab_size", "context_size", "n_head", "n_groups", "apply_soft_experts_every",
-                     "coeff_soft_expert_mlp_dim"):
+        for name in (
+            "vocab_size",
+            "context_size",
+            "n_head",
+            "n_groups",
+            "apply_soft_experts_every",
+            "coeff_soft_expert_mlp_dim",
+        ):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("n_block_latent", "n_block_local_global", "nb_soft_experts", "nb_shared_experts"):
             require(getattr(self, name) >= 0, f"model.{name} must be >= 0, got {getattr(self, name)}")
         for name in ("dropout", "enc_dropout", "dec_dropout"):
             require(0.0 <= getattr(self, name) < 1.0, f"model.{name} must lie in [0, 1), got {getattr(self, name)}")
-        require(self.noisy_embd_alpha >= 0, f"model.noisy_embd_alpha must be >= 0 (0 = off), got {self.noisy_embd_alpha}")
-        require(len(self.n_embed) == self.levels + 1,
-                f"model.n_embed has {len(self.n_embed)} widths but model.latent_size has {self.levels} levels: give one "
-                f"width per level plus the stem's (e.g. n_embed=(64, 128, 256) with latent_size=(16, 2))")
+        require(
+            self.noisy_embd_alpha >= 0, f"model.noisy_embd_alpha must be >= 0 (0 = off), got {self.noisy_embd_alpha}"
+        )
+        require(
+            len(self.n_embed) == self.levels + 1,
+            f"model.n_embed has {len(self.n_embed)} widths but model.latent_size has {self.levels} levels: give one "
+            f"width per level plus the stem's (e.g. n_embed=(64, 128, 256) with latent_size=(16, 2))",
+        )
         for n in self.n_embed:
-            require(n >= 1 and n % self.n_head == 0,
-                    f"every width in model.n_embed={self.n_embed} must be a positive multiple of model.n_head "
-                    f"({self.n_head}): change the widths or n_head")
+            require(
+                n >= 1 and n % self.n_head == 0,
+                f"every width in model.n_embed={self.n_embed} must be a positive multiple of model.n_head "
+                f"({self.n_head}): change the widths or n_head",
+            )
         self._validate_levels()
         self._validate_experts()
-        require(0.0 <= self.latent_loss_coeff < 1.0,
-                f"model.latent_loss_coeff must lie in [0, 1) (loss = (1 - c) CE + c latent), got {self.latent_loss_coeff}")
+        require(
+            0.0 <= self.latent_loss_coeff < 1.0,
+            f"model.latent_loss_coeff must lie in [0, 1) (loss = (1 - c) CE + c latent), got {self.latent_loss_coeff}",
+        )
         require(not self.dense_former or self.n_block_latent >= 1, "model.dense_former needs model.n_block_latent >= 1")
-        require(not self.mup or not self.levels,
-                "model.mup is the vanilla baseline's option (no levels): the original cannot build the hierarchical "
-                "model with muP either; set mup=False or latent_size=()")
+        require(
+            not self.mup or not self.levels,
+            "model.mup is the vanilla baseline's option (no levels): the original cannot build the hierarchical "
+            "model with muP either; set mup=False or latent_size=()",
+        )
 
     def _validate_levels(self) -> None:
         if not self.levels:
-            require(self.latent_loss is None, "model.latent_loss predicts the next latent: it needs at least one level "
-                                              "(set model.latent_size, or latent_loss=None)")
+            require(
+                self.latent_loss is None,
+                "model.latent_loss predicts the next latent: it needs at least one level "
+                "(set model.latent_size, or latent_loss=None)",
+            )
             return
-        require(self.context_size % self.n_groups == 0,
-                f"model.context_size ({self.context_size}) must split into model.n_groups ({self.n_groups}) equal groups: "
-                f"set context_size to a multiple of n_groups (e.g. {self.n_groups * max(1, self.group_len)}) "
-                f"or change n_groups")
+        require(
+            self.context_size % self.n_groups == 0,
+            f"model.context_size ({self.context_size}) must split into model.n_groups ({self.n_groups}) equal groups: "
+            f"set context_size to a multiple of n_groups (e.g. {self.n_groups * max(1, self.group_len)}) "
+            f"or change n_groups",
+        )
         tokens = self.group_len  # tokens per group entering each level
         for i, k in enumerate(self.latent_size):
-            require(1 <= k <= tokens,
-                    f"model.latent_size[{i}] = {k} is larger than a group at that level ({tokens} tokens) or < 1: "
-                    f"lower latent_size[{i}] to at most {tokens}"
-                    + (", or raise context_size / lower n_groups" if i == 0 else ""))
+            require(
+                1 <= k <= tokens,
+                f"model.latent_size[{i}] = {k} is larger than a group at that level ({tokens} tokens) or < 1: "
+                f"lower latent_size[{i}] to at most {tokens}"
+                + (", or raise context_size / lower n_groups" if i == 0 else ""),
+            )
             tokens = k
-        require(self.encoder_type == "perceiver" or self.n_block_enc >= 1,
-                "model.n_block_enc must be >= 1 for the transformer compressor (it holds the up-projecting block)")
-        require(not (self.learnable_skip and self.up_sampling == "attn" and not self.attn_skip_twice),
-                "model.learnable_skip lerps the skip added after each decoder level, which attention upsampling with "
-                "attn_skip_twice=False does not add: set attn_skip_twice=True (the original) or learnable_skip=False")
+        require(
+            self.encoder_type == "perceiver" or self.n_block_enc >= 1,
+            "model.n_block_enc must be >= 1 for the transformer compressor (it holds the up-projecting block)",
+        )
+        require(
+            not (self.learnable_skip and self.up_sampling == "attn" and not self.attn_skip_twice),
+            "model.learnable_skip lerps the skip added after each decoder level, which attention upsampling with "
+            "attn_skip_twice=False does not add: set attn_skip_twice=True (the original) or learnable_skip=False",
+        )
 
     def _validate_experts(self) -> None:
-        require(len(set(self.soft_experts_in)) == len(self.soft_experts_in),
-                f"model.soft_experts_in={self.soft_experts_in} repeats an entry: list each of 'latent', 'enc' once")
+        require(
+            len(set(self.soft_experts_in)) == len(self.soft_experts_in),
+            f"model.soft_experts_in={self.soft_experts_in} repeats an entry: list each of 'latent', 'enc' once",
+        )
         if self.nb_soft_experts == 0:
-            require(self.nb_shared_experts == 0,
-                    "model.nb_soft_experts=0 turns soft experts off: set nb_shared_experts=0 too")
+            require(
+                self.nb_shared_experts == 0,
+                "model.nb_soft_experts=0 turns soft experts off: set nb_shared_experts=0 too",
+            )
             return
-        require(self.nb_shared_experts < self.nb_soft_experts,
-                f"model.nb_shared_experts ({self.nb_shared_experts}) must be fewer than model.nb_soft_experts "
-                f"({self.nb_soft_experts}): shared experts are counted within nb_soft_experts and at least one q,k,v "
-                f"channel must remain; lower nb_shared_experts to at most {self.nb_soft_experts - 1} or raise nb_soft_experts")
+        require(
+            self.nb_shared_experts < self.nb_soft_experts,
+            f"model.nb_shared_experts ({self.nb_shared_experts}) must be fewer than model.nb_soft_experts "
+            f"({self.nb_soft_experts}): shared experts are counted within nb_soft_experts and at least one q,k,v "
+            f"channel must remain; lower nb_shared_experts to at most {self.nb_soft_experts - 1} or raise nb_soft_experts",
+        )
         if "enc" in self.soft_experts_in and self.levels:
-            require(self.encoder_type == "transformer",
-                    "soft experts in 'enc' live in the transformer compressor's blocks: set encoder_type='transformer' "
-                    "or remove 'enc' from soft_experts_in")
-        widths = ([self.n_embed[-1]] if "latent" in self.soft_experts_in else []) + \
-                 (list(self.n_embed[1:]) if "enc" in self.soft_experts_in else [])
+            require(
+                self.encoder_type == "transformer",
+                "soft experts in 'enc' live in the transformer compressor's blocks: set encoder_type='transformer' "
+                "or remove 'enc' from soft_experts_in",
+            )
+        widths = ([self.n_embed[-1]] if "latent" in self.soft_experts_in else []) + (
+            list(self.n_embed[1:]) if "enc" in self.soft_experts_in else []
+        )
         for n in widths:
-            require(self.expert_width(n) >= 1,
-                    f"the expert width coeff_soft_expert_mlp_dim * n // nb_soft_experts is 0 at width {n}: "
-                    f"raise model.coeff_soft_expert_mlp_dim or lower model.nb_soft_experts")
+            require(
+                self.expert_width(n) >= 1,
+                f"the expert width coeff_soft_expert_mlp_dim * n // nb_soft_experts is 0 at width {n}: "
+                f"raise model.coeff_soft_expert_mlp_dim or lower model.nb_soft_experts",
+            )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -284,8 +330,16 @@ def base_config(**changes) -> HourglassConfig:
 def vanilla_config(**changes) -> HourglassConfig:
     """The vanilla baseline "(n_layer=26, n_head=8, n_embd=256) ... following the architecture used in nanoGPT":
     no levels, 26 pre-norm blocks with QK-norm, learned absolute positions, final RMSNorm, tied head; 20.48M."""
-    vanilla = dict(n_embed=(256,), latent_size=(), n_block_latent=26, nb_soft_experts=0, nb_shared_experts=0,
-                   final_norm=True, tie_head=True, global_ln1=True)
+    vanilla = dict(
+        n_embed=(256,),
+        latent_size=(),
+        n_block_latent=26,
+        nb_soft_experts=0,
+        nb_shared_experts=0,
+        final_norm=True,
+        tie_head=True,
+        global_ln1=True,
+    )
     return HourglassConfig(**{**vanilla, **changes})
 
 
@@ -297,8 +351,10 @@ def seq_length_label(config: HourglassConfig) -> str:
 def latent_size_for(label: str, n_groups: int = 16) -> tuple[int, ...]:
     """The inverse of ``seq_length_label``: "384-64" with 16 groups -> (24, 4)."""
     lengths = [int(a) for a in label.split("-")]
-    require(all(a % n_groups == 0 for a in lengths),
-            f"every length in {label!r} must be a multiple of n_groups ({n_groups}) to give latents per group")
+    require(
+        all(a % n_groups == 0 for a in lengths),
+        f"every length in {label!r} must be a multiple of n_groups ({n_groups}) to give latents per group",
+    )
     return tuple(a // n_groups for a in lengths)
 
 
@@ -311,15 +367,23 @@ def _norm(c: HourglassConfig, n: int) -> nn.Module:
     return nn.RMSNorm(n, eps=1e-6) if c.normalization == "rmsnorm" else layer_norm(n, c.bias)
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_head: int, dropout_p: float,
-           mask: torch.Tensor | None = None, mup: bool = False) -> torch.Tensor:
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    n_head: int,
+    dropout_p: float,
+    mask: torch.Tensor | None = None,
+    mup: bool = False,
+) -> torch.Tensor:
     """softmax(q k^T / sqrt(hs) + mask) v over ``n_head`` heads on (..., T, C) tensors with any leading axes;
     causal when no boolean ``mask`` (True = attend) is given; muP scales by 1 / hs instead."""
     *lead, Tq, C = q.shape
     hs = C // n_head
     q, k, v = (t.reshape(-1, t.size(-2), n_head, hs).transpose(1, 2) for t in (q, k, v))  # (N, nh, T, hs)
-    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None,
-                                       scale=1.0 / hs if mup else None)
+    y = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=mask is None, scale=1.0 / hs if mup else None
+    )
     return y.transpose(1, 2).reshape(*lead, Tq, C)  # (..., T, C)
 
 
@@ -453,8 +517,9 @@ class Block(nn.Module):
         return merge_experts(y, self.merge) if self.soft_experts else y
 
 
-def local_global(x: torch.Tensor, local_blocks: nn.ModuleList, global_blocks: nn.ModuleList,
-                 interleave: bool) -> torch.Tensor:
+def local_global(
+    x: torch.Tensor, local_blocks: nn.ModuleList, global_blocks: nn.ModuleList, interleave: bool
+) -> torch.Tensor:
     """(B, n_groups, L, C) -> same: local blocks (causal within each group), then global blocks (causal over the
     flattened n_groups * L tokens); or alternating pairs with ``interleave``."""
     B, ng, L, C = x.shape
@@ -481,25 +546,26 @@ def _level_blocks(c: HourglassConfig, n: int) -> tuple[nn.ModuleList, nn.ModuleL
 
 
 class TransformerCompressor(nn.Module):
-    """"A Transformer encoder from which we retrieve the last K tokens after processing, as in Mirasol": one
+    """ "A Transformer encoder from which we retrieve the last K tokens after processing, as in Mirasol": one
     up-projecting local block, (n_block_enc - 1) local blocks, then the last K tokens of each group."""
 
     def __init__(self, c: HourglassConfig, n_in: int, n_out: int, K: int):
         super().__init__()
         self.K = K
         soft = c.nb_soft_experts > 0 and "enc" in c.soft_experts_in  # the original makes the up block a soft one
-        self.blocks = nn.ModuleList([Block(c, n_in, n_out, soft_experts=soft)] +
-                                    [Block(c, n_out, n_out, soft_experts=c.soft_experts_at("enc", j))
-                                     for j in range(c.n_block_enc - 1)])
+        self.blocks = nn.ModuleList(
+            [Block(c, n_in, n_out, soft_experts=soft)]
+            + [Block(c, n_out, n_out, soft_experts=c.soft_experts_at("enc", j)) for j in range(c.n_block_enc - 1)]
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, ng, G, n_in) -> (B, ng, K, n_out)
         for block in self.blocks:
             x = block(x)
-        return x[..., -self.K:, :]
+        return x[..., -self.K :, :]
 
 
 class PerceiverCompressor(nn.Module):
-    """"A Perceiver encoder": the last K tokens of each group, projected, are queries of a causal cross-attention
+    """ "A Perceiver encoder": the last K tokens of each group, projected, are queries of a causal cross-attention
     over the whole group; latent j (at group position G - K + j) sees the group's tokens up to its own position.
     No residual and no MLP, as the original."""
 
@@ -518,7 +584,7 @@ class PerceiverCompressor(nn.Module):
         return torch.ones(self.K, G, dtype=torch.bool, device=device).tril(0 if self.original_mask else G - self.K)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, ng, G, n_in) -> (B, ng, K, n_out)
-        q = self.qk_norm(self.q_proj(x[..., -self.K:, :]))  # (B, ng, K, n_out)
+        q = self.qk_norm(self.q_proj(x[..., -self.K :, :]))  # (B, ng, K, n_out)
         k, v = self.kv_proj(x).split(self.n_out, dim=-1)  # (B, ng, G, n_out)
         p = self.dropout if self.training else 0.0
         y = attend(q, self.qk_norm(k), v, self.n_head, p, self.mask(x.size(-2), x.device))  # (B, ng, K, n_out)
@@ -566,7 +632,7 @@ class DecoderLevel(nn.Module):
         self.local_blocks, self.global_blocks = _level_blocks(c, n_out)
 
     def upsample(self, x: torch.Tensor, out_T: int) -> torch.Tensor:  # (B, ng, in_T, C) -> (B, ng, out_T, C)
-        """"A replication of the nearest previous group until the appropriate size was reached once the current
+        """ "A replication of the nearest previous group until the appropriate size was reached once the current
         group sequence was added": prefix = the previous group's latents tiled (their last out_T - in_T), then own."""
         B, ng, in_T, C = x.shape
         n_prefix = out_T - in_T
@@ -606,11 +672,16 @@ class Hourglass(LanguageModel):
         self.wpe = nn.Embedding(c.context_size, n0) if c.pos_embd == "simple" else None
         self.drop = nn.Dropout(c.dropout)
         # one within-group position table per level, "shared between the encoder and decoder"
-        self.level_pos = nn.ModuleList(nn.Embedding(c.latent_size[i], c.n_embed[i + 1]) for i in range(L)) \
-            if c.use_pos_embd_in_enc_dec else None
+        self.level_pos = (
+            nn.ModuleList(nn.Embedding(c.latent_size[i], c.n_embed[i + 1]) for i in range(L))
+            if c.use_pos_embd_in_enc_dec
+            else None
+        )
         self.encoders = nn.ModuleList(EncoderLevel(c, i) for i in range(L))
-        self.latent = nn.ModuleList(Block(c, nL, nL, ln_1=c.global_ln1, soft_experts=c.soft_experts_at("latent", j))
-                                    for j in range(c.n_block_latent))
+        self.latent = nn.ModuleList(
+            Block(c, nL, nL, ln_1=c.global_ln1, soft_experts=c.soft_experts_at("latent", j))
+            for j in range(c.n_block_latent)
+        )
         if c.dense_former:
             # DenseFormer: row j weighs (latent input, block outputs 0..j); initialised to the plain residual stream
             n = c.n_block_latent
@@ -751,9 +822,11 @@ class Hourglass(LanguageModel):
             raise ValueError(f"input length {T} exceeds context_size {c.context_size}")
         Tp = self.padded_length(T)
         if c.levels and Tp // c.n_groups < c.latent_size[0]:
-            raise ValueError(f"input length {T} gives groups of {Tp // c.n_groups} tokens, fewer than latent_size[0] = "
-                             f"{c.latent_size[0]}: pass at least {c.n_groups * c.latent_size[0]} tokens or use "
-                             f"pad_inputs_to='context_size'")
+            raise ValueError(
+                f"input length {T} gives groups of {Tp // c.n_groups} tokens, fewer than latent_size[0] = "
+                f"{c.latent_size[0]}: pass at least {c.n_groups * c.latent_size[0]} tokens or use "
+                f"pad_inputs_to='context_size'"
+            )
         # inputs padded on the right (token 0): causality keeps the padding out of every real position
         x, latent_loss = self.hourglass(self.embed(F.pad(idx, (0, Tp - T))))
         x = x[:, :T]  # (B, T, C_0)
@@ -776,8 +849,9 @@ class Hourglass(LanguageModel):
         return loss_by_group_position(self(idx).logits, targets, self.config.n_groups, length)
 
 
-def loss_by_group_position(logits: torch.Tensor, targets: torch.Tensor, n_groups: int,
-                           length: int | None = None) -> torch.Tensor:
+def loss_by_group_position(
+    logits: torch.Tensor, targets: torch.Tensor, n_groups: int, length: int | None = None
+) -> torch.Tensor:
     """(B, T, V), (B, T) -> (B, n_groups, length / n_groups): per-token cross-entropy by (group, offset in group),
     for any model's logits (the vanilla baseline's too). ``length`` is the padded length the groups split (default:
     T rounded up to a multiple of n_groups); ignored targets (-100) and the padding are NaN. In repeat mode the

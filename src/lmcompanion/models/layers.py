@@ -58,8 +58,9 @@ class CrossAttention(nn.Module):
     encoder-decoder's cross-attention, where the memory is the causal encoder's output).
     """
 
-    def __init__(self, n_embed: int, n_head: int, bias: bool, dropout: float, causal: bool,
-                 attn_dropout_in_eval: bool = False):
+    def __init__(
+        self, n_embed: int, n_head: int, bias: bool, dropout: float, causal: bool, attn_dropout_in_eval: bool = False
+    ):
         super().__init__()
         assert n_embed % n_head == 0, "n_embed must be divisible by the cross-attention n_head"
         self.n_head, self.dropout, self.causal = n_head, dropout, causal

@@ -71,8 +71,9 @@ def embed(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
         return model.hidden(idx)[:, EMBED_POSITION["mixer"]]  # never the last position: its output is untrained
     if isinstance(model, Transformer):
         return model.hidden(idx)[:, EMBED_POSITION["transformer"]]  # hidden() applies the final norm
-    raise TypeError(f"no embedding rule for {type(model).__name__}: embed a masked mixer, a transformer or a mixer "
-                    "autoencoder")
+    raise TypeError(
+        f"no embedding rule for {type(model).__name__}: embed a masked mixer, a transformer or a mixer autoencoder"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -96,17 +97,23 @@ class MatcherConfig(ConfigBase):
     def validate(self) -> None:
         for name in ("n_embed", "n_layer", "n_head"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
-        require(self.context_size >= 3, f"model.context_size is the query plus the candidates and must be >= 3 "
-                                        f"(at least two candidates), got {self.context_size}")
+        require(
+            self.context_size >= 3,
+            f"model.context_size is the query plus the candidates and must be >= 3 "
+            f"(at least two candidates), got {self.context_size}",
+        )
         if self.kind == "transformer":
-            require(self.n_embed % self.n_head == 0 and (self.n_embed // self.n_head) % 2 == 0,
-                    f"model.n_head ({self.n_head}) must divide model.n_embed ({self.n_embed}) into even head sizes "
-                    "(RoPE): pick another n_head")
+            require(
+                self.n_embed % self.n_head == 0 and (self.n_embed // self.n_head) % 2 == 0,
+                f"model.n_head ({self.n_head}) must divide model.n_embed ({self.n_embed}) into even head sizes "
+                "(RoPE): pick another n_head",
+            )
         else:
             require(not self.batch_axis, "model.batch_axis applies to kind='transformer' only: leave it False")
-        require(self.init == "default" or self.kind == "mixer",
-                "model.init='query' sets a mixer matcher's token-mixing weights: leave it 'default' for "
-                "kind='transformer'")
+        require(
+            self.init == "default" or self.kind == "mixer",
+            "model.init='query' sets a mixer matcher's token-mixing weights: leave it 'default' for kind='transformer'",
+        )
 
     @property
     def candidates(self) -> int:
@@ -115,10 +122,17 @@ class MatcherConfig(ConfigBase):
     def blocks_config(self):
         if self.kind == "mixer":
             # vocab_size is unused by a block; 1 keeps the config valid
-            return MixerConfig(vocab_size=1, context_size=self.context_size, n_embed=self.n_embed,
-                               n_layer=self.n_layer, causal=False)
-        return TransformerConfig(vocab_size=1, context_size=self.context_size, n_embed=self.n_embed,
-                                 n_layer=self.n_layer, n_head=self.n_head, causal=False)
+            return MixerConfig(
+                vocab_size=1, context_size=self.context_size, n_embed=self.n_embed, n_layer=self.n_layer, causal=False
+            )
+        return TransformerConfig(
+            vocab_size=1,
+            context_size=self.context_size,
+            n_embed=self.n_embed,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            causal=False,
+        )
 
 
 class Matcher(Model):
@@ -163,8 +177,10 @@ class Matcher(Model):
 
     def example_batch(self, batch_size: int = 1, device=None) -> dict[str, torch.Tensor]:
         c = self.config
-        return {"x": torch.zeros(batch_size, c.context_size, c.n_embed, device=device),
-                "targets": torch.zeros(batch_size, dtype=torch.long, device=device)}
+        return {
+            "x": torch.zeros(batch_size, c.context_size, c.n_embed, device=device),
+            "targets": torch.zeros(batch_size, dtype=torch.long, device=device),
+        }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -186,8 +202,9 @@ class AutoencoderConfig(ConfigBase):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
 
     def mixer(self) -> MixerConfig:
-        return MixerConfig(vocab_size=self.vocab_size, context_size=self.context_size, n_embed=self.n_embed,
-                           n_layer=self.n_layer)
+        return MixerConfig(
+            vocab_size=self.vocab_size, context_size=self.context_size, n_embed=self.n_embed, n_layer=self.n_layer
+        )
 
 
 class MixerAutoencoder(LanguageModel):
@@ -203,8 +220,10 @@ class MixerAutoencoder(LanguageModel):
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, L) -> (B, d): the encoder's last hidden state at the last position (it has read every token)."""
         if idx.size(1) != self.config.context_size:
-            raise ValueError(f"input length {idx.size(1)} but this autoencoder was built for context_size "
-                             f"{self.config.context_size}: pad the input to that length")
+            raise ValueError(
+                f"input length {idx.size(1)} but this autoencoder was built for context_size "
+                f"{self.config.context_size}: pad the input to that length"
+            )
         x = self.wte(idx)
         for block in self.encoder:
             x = block(x)

@@ -71,7 +71,9 @@ class MixerConfig(ConfigBase):
     n_parallel: int = 1  # masked L x L convs side by side, each through GELU, summed; 1: the single flat conv
     n_head: int = 1  # mixer heads (per head Linear(d, d/h), own masked conv; concat, Linear(d, d)); 1: flat
     kernel_size: int = 1  # k: every token conv's kernel slides over the feature axis ('same' padding)
-    positional: Literal["none", "first", "every"] = "none"  # a channel of positions: none, at the input, after every block
+    positional: Literal["none", "first", "every"] = (
+        "none"  # a channel of positions: none, at the input, after every block
+    )
     embed_linear: bool = False  # Linear(d, d) with bias on the embedding output, before the blocks
     tie_weights: bool = False  # one matrix for embedding and LM head (the original: wte.weight = lm_head.weight)
     causal: bool = True  # False: no mask, every token reads every token (the retrieval part's bidirectional matcher)
@@ -84,29 +86,42 @@ class MixerConfig(ConfigBase):
     def validate(self) -> None:
         for name in ("vocab_size", "context_size", "n_embed", "n_layer"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
-        require(self.expansion is None or self.expansion >= 1,
-                f"model.expansion must be an integer >= 1, got {self.expansion}: below 1 the causal mask drops the "
-                "later tokens' inputs (the write-up's figure); use expansion=None for the flat mixer")
+        require(
+            self.expansion is None or self.expansion >= 1,
+            f"model.expansion must be an integer >= 1, got {self.expansion}: below 1 the causal mask drops the "
+            "later tokens' inputs (the write-up's figure); use expansion=None for the flat mixer",
+        )
         require(self.n_parallel >= 1, f"model.n_parallel must be >= 1 (1 = the flat conv), got {self.n_parallel}")
         require(self.n_head >= 1, f"model.n_head must be >= 1 (1 = the flat mixer), got {self.n_head}")
         require(self.kernel_size >= 1, f"model.kernel_size must be >= 1 (1 = the flat conv), got {self.kernel_size}")
-        chosen = [f"model.{k}={v}" for k, v, on in (("expansion", self.expansion, self.expansion is not None),
-                                                  ("n_parallel", self.n_parallel, self.n_parallel > 1),
-                                                  ("n_head", self.n_head, self.n_head > 1)) if on]
-        require(len(chosen) <= 1,
-                f"{' and '.join(chosen)} are alternative token mixers (each replaces the flat conv, and the write-up "
-                "trains each alone): keep one and reset the others (expansion=None, n_parallel=1, n_head=1)")
+        chosen = [
+            f"model.{k}={v}"
+            for k, v, on in (
+                ("expansion", self.expansion, self.expansion is not None),
+                ("n_parallel", self.n_parallel, self.n_parallel > 1),
+                ("n_head", self.n_head, self.n_head > 1),
+            )
+            if on
+        ]
+        require(
+            len(chosen) <= 1,
+            f"{' and '.join(chosen)} are alternative token mixers (each replaces the flat conv, and the write-up "
+            "trains each alone): keep one and reset the others (expansion=None, n_parallel=1, n_head=1)",
+        )
         where = " (n_embed + 1 positional channel)" if self.positional != "none" else ""
-        require(self.width % self.n_head == 0,
-                f"model.n_head ({self.n_head}) must divide the block width {self.width}{where}: pick a divisor")
+        require(
+            self.width % self.n_head == 0,
+            f"model.n_head ({self.n_head}) must divide the block width {self.width}{where}: pick a divisor",
+        )
 
 
 # --------------------------------------------------------------------------------------------------
 # Token mixing
 
 
-def causal_mask(out_tokens: int, in_tokens: int, device: str | torch.device | None = None,
-                causal: bool = True) -> torch.Tensor:
+def causal_mask(
+    out_tokens: int, in_tokens: int, device: str | torch.device | None = None, causal: bool = True
+) -> torch.Tensor:
     """(out, in, 1) bool: entry (i, t) is True iff t <= i, the diagonal included (a token reads itself);
     all True when ``causal`` is False."""
     ones = torch.ones(out_tokens, in_tokens, dtype=torch.bool, device=device)
@@ -124,13 +139,14 @@ class MaskedTokenConv(nn.Conv1d):
     original kernel-4 mixer: for k=4 one zero feature on the left and two on the right.
     """
 
-    def __init__(self, in_tokens: int, out_tokens: int, kernel_size: int = 1, bias: bool = True,
-                 causal: bool = True):
+    def __init__(self, in_tokens: int, out_tokens: int, kernel_size: int = 1, bias: bool = True, causal: bool = True):
         super().__init__(in_tokens, out_tokens, kernel_size, padding="same", bias=bias)
         self.causal = causal
         # "we mask the weights of the convolution" with tril of the (out, in) matrix, the same for every tap;
         # bool (1 byte an entry, and .half() leaves it alone)
-        self.register_buffer("mask", causal_mask(out_tokens, in_tokens, causal=causal), persistent=False)  # (out, in, 1)
+        self.register_buffer(
+            "mask", causal_mask(out_tokens, in_tokens, causal=causal), persistent=False
+        )  # (out, in, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, in_tokens, C) -> (B, out_tokens, C)
         k = self.kernel_size[0]
@@ -176,12 +192,13 @@ class ExpandedTokenMix(nn.Module):
 
 
 class ParallelTokenMix(nn.Module):
-    """"we replace one convolution with two parallel ones": n masked L x L convs, each through GELU, summed."""
+    """ "we replace one convolution with two parallel ones": n masked L x L convs, each through GELU, summed."""
 
     def __init__(self, length: int, n_parallel: int, kernel_size: int = 1, causal: bool = True):
         super().__init__()
-        self.convs = nn.ModuleList(MaskedTokenConv(length, length, kernel_size, causal=causal)
-                                   for _ in range(n_parallel))
+        self.convs = nn.ModuleList(
+            MaskedTokenConv(length, length, kernel_size, causal=causal) for _ in range(n_parallel)
+        )
         self.gelu = nn.GELU()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, C)
@@ -268,8 +285,10 @@ class MaskedMixer(LanguageModel):
         c = self.config
         B, T = idx.shape
         if T != c.context_size:
-            raise ValueError(f"input length {T} but this mixer was built for context_size {c.context_size}: pad "
-                             f"the input to {c.context_size} tokens (the data source pads on the left)")
+            raise ValueError(
+                f"input length {T} but this mixer was built for context_size {c.context_size}: pad "
+                f"the input to {c.context_size} tokens (the data source pads on the left)"
+            )
         x = self.wte(idx)  # (B, L, d)
         if self.embed_linear is not None:
             x = self.embed_linear(x)  # "an extra linear layer after the word-token embedding"
@@ -282,7 +301,7 @@ class MaskedMixer(LanguageModel):
                 # "apply the positional information to every block via x[..., -1] = positional_tensor"
                 x = self._with_positions(x[..., :-1])
         # "output = self.lm_head(x[..., :-1])": the head reads the d non-positional channels
-        return x[..., :c.n_embed]
+        return x[..., : c.n_embed]
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> ModelOutput:
         logits = self.lm_head(self.hidden(idx))  # (B, L, V)
@@ -290,8 +309,10 @@ class MaskedMixer(LanguageModel):
         return ModelOutput(logits, loss, {})
 
     def generate(self, idx: torch.Tensor, max_new_tokens: int, **_) -> torch.Tensor:
-        raise ValueError("a masked mixer reads exactly context_size tokens and its last output is untrained: use "
-                         "lmcompanion.models.mixer.fixed_window_generate(model, window, n) on a left-padded window")
+        raise ValueError(
+            "a masked mixer reads exactly context_size tokens and its last output is untrained: use "
+            "lmcompanion.models.mixer.fixed_window_generate(model, window, n) on a left-padded window"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -311,8 +332,10 @@ def fixed_window_generate(model: LanguageModel, window: torch.Tensor, n: int) ->
     """
     B, L = window.shape
     if L != model.context_size:
-        raise ValueError(f"window length {L} must equal the model's context_size {model.context_size}: left-pad "
-                         "the prompt to that length")
+        raise ValueError(
+            f"window length {L} must equal the model's context_size {model.context_size}: left-pad "
+            "the prompt to that length"
+        )
     if not 2 <= n <= L:
         raise ValueError(f"n must lie in [2, {L}] (n - 1 tokens are generated), got {n}")
     was_training = model.training
@@ -324,7 +347,7 @@ def fixed_window_generate(model: LanguageModel, window: torch.Tensor, n: int) ->
         logits = model(tokens).logits  # (B, L, V)
         tokens[:, L - i + 1] = logits[:, L - i].argmax(dim=-1)
     model.train(was_training)
-    return tokens[:, L - n + 1:]  # (B, n - 1)
+    return tokens[:, L - n + 1 :]  # (B, n - 1)
 
 
 def token_weight_liveness(model: nn.Module) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -353,6 +376,17 @@ def token_weight_census(model: nn.Module) -> dict[str, int]:
     return census
 
 
-__all__ = ["ExpandedTokenMix", "MaskedMixer", "MaskedTokenConv", "MixerBlock", "MixerConfig", "MultiHeadTokenMix",
-           "ParallelTokenMix", "causal_mask", "fixed_window_generate", "token_mixer", "token_weight_census",
-           "token_weight_liveness"]
+__all__ = [
+    "ExpandedTokenMix",
+    "MaskedMixer",
+    "MaskedTokenConv",
+    "MixerBlock",
+    "MixerConfig",
+    "MultiHeadTokenMix",
+    "ParallelTokenMix",
+    "causal_mask",
+    "fixed_window_generate",
+    "token_mixer",
+    "token_weight_census",
+    "token_weight_liveness",
+]

@@ -60,41 +60,74 @@ class TransformerConfig(ConfigBase):
     tie_weights: bool = False  # the LM head shares the token embedding matrix
     dropout: float = 0.0  # on the embeddings, the attention probabilities and both residual branches (GPT: 0.1)
     init_std: float = 0.02  # N(0, init_std) for every Linear and Embedding weight (HF initializer_range)
-    hybrid: Literal["none", "sequential", "parallel"] = "none"  # the mixer's masked T x T conv after or beside attention
+    hybrid: Literal["none", "sequential", "parallel"] = (
+        "none"  # the mixer's masked T x T conv after or beside attention
+    )
     causal: bool = True  # False: every token attends to every token (the retrieval part's bidirectional matcher)
 
     def validate(self) -> None:
         for name in ("vocab_size", "context_size", "n_embed", "n_layer", "n_head"):
             require(getattr(self, name) >= 1, f"model.{name} must be >= 1, got {getattr(self, name)}")
-        require(self.n_embed % self.n_head == 0,
-                f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head}): pick a divisor")
+        require(
+            self.n_embed % self.n_head == 0,
+            f"model.n_embed ({self.n_embed}) must be divisible by model.n_head ({self.n_head}): pick a divisor",
+        )
         if self.positions == "rope":
-            require((self.n_embed // self.n_head) % 2 == 0,
-                    f"RoPE rotates pairs of features, so the head size n_embed / n_head = "
-                    f"{self.n_embed // self.n_head} must be even: change model.n_head or model.n_embed")
+            require(
+                (self.n_embed // self.n_head) % 2 == 0,
+                f"RoPE rotates pairs of features, so the head size n_embed / n_head = "
+                f"{self.n_embed // self.n_head} must be even: change model.n_head or model.n_embed",
+            )
             require(self.rope_theta > 0, f"model.rope_theta must be > 0, got {self.rope_theta}")
         require(self.norm_eps > 0, f"model.norm_eps must be > 0, got {self.norm_eps}")
         require(self.init_std > 0, f"model.init_std must be > 0, got {self.init_std}")
         require(0.0 <= self.dropout < 1.0, f"model.dropout must lie in [0, 1), got {self.dropout}")
-        require(self.hybrid == "none" or self.block == "pre",
-                f"model.hybrid={self.hybrid!r} adds the mixer conv inside a pre-norm (Llama) block: "
-                "set model.block='pre'")
+        require(
+            self.hybrid == "none" or self.block == "pre",
+            f"model.hybrid={self.hybrid!r} adds the mixer conv inside a pre-norm (Llama) block: set model.block='pre'",
+        )
 
 
-def llama_config(n_embed: int = 512, n_layer: int = 8, n_head: int = 4, *, vocab_size: int = 4096,
-                 context_size: int = 512,
-                 hybrid: Literal["none", "sequential", "parallel"] = "none") -> TransformerConfig:
+def llama_config(
+    n_embed: int = 512,
+    n_layer: int = 8,
+    n_head: int = 4,
+    *,
+    vocab_size: int = 4096,
+    context_size: int = 512,
+    hybrid: Literal["none", "sequential", "parallel"] = "none",
+) -> TransformerConfig:
     """The write-up's ``LlamaForCausalLM(LlamaConfig(hidden_size=d, intermediate_size=4d, ...))``, or a hybrid."""
-    return TransformerConfig(vocab_size=vocab_size, context_size=context_size, n_embed=n_embed, n_layer=n_layer,
-                             n_head=n_head, hybrid=hybrid)
+    return TransformerConfig(
+        vocab_size=vocab_size, context_size=context_size, n_embed=n_embed, n_layer=n_layer, n_head=n_head, hybrid=hybrid
+    )
 
 
-def gpt_config(n_embed: int = 512, n_layer: int = 8, n_head: int = 4, *, vocab_size: int = 4096,
-               context_size: int = 512, dropout: float = 0.1) -> TransformerConfig:
+def gpt_config(
+    n_embed: int = 512,
+    n_layer: int = 8,
+    n_head: int = 4,
+    *,
+    vocab_size: int = 4096,
+    context_size: int = 512,
+    dropout: float = 0.1,
+) -> TransformerConfig:
     """The write-up's ``OpenAIGPTLMHeadModel(OpenAIGPTConfig(n_positions=512, n_embd=d, ...))`` with HF defaults."""
-    return TransformerConfig(vocab_size=vocab_size, context_size=context_size, n_embed=n_embed, n_layer=n_layer,
-                             n_head=n_head, norm="layer", norm_eps=1e-5, positions="learned", block="post",
-                             mlp="gelu_tanh", bias=True, tie_weights=True, dropout=dropout)
+    return TransformerConfig(
+        vocab_size=vocab_size,
+        context_size=context_size,
+        n_embed=n_embed,
+        n_layer=n_layer,
+        n_head=n_head,
+        norm="layer",
+        norm_eps=1e-5,
+        positions="learned",
+        block="post",
+        mlp="gelu_tanh",
+        bias=True,
+        tie_weights=True,
+        dropout=dropout,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,12 +158,15 @@ class RotaryCausalSelfAttention(CausalSelfAttention):
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         B, T, C = x.shape
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-                   for t in self.c_attn(x).split(C, dim=2))  # (B, nh, T, hs)
+        q, k, v = (
+            t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in self.c_attn(x).split(C, dim=2)
+        )  # (B, nh, T, hs)
         if rope is not None:
             cos, sin = (t.to(q.dtype) for t in rope)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)
+        y = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal
+        )
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.resid_dropout(self.residual_proj(y))
 
@@ -230,9 +266,11 @@ class Transformer(LanguageModel):
         c = self.config
         B, T = idx.shape
         if c.hybrid != "none" and T != c.context_size:
-            raise ValueError(f"input length {T} but this hybrid's mixer conv was built for context_size "
-                             f"{c.context_size}: pad the input to {c.context_size} tokens "
-                             "(the data source pads on the left)")
+            raise ValueError(
+                f"input length {T} but this hybrid's mixer conv was built for context_size "
+                f"{c.context_size}: pad the input to {c.context_size} tokens "
+                "(the data source pads on the left)"
+            )
         if T > c.context_size:
             raise ValueError(f"input length {T} exceeds context_size {c.context_size}")
         x = self.wte(idx)  # (B, T, C)
@@ -250,5 +288,16 @@ class Transformer(LanguageModel):
         return ModelOutput(logits, loss, {})
 
 
-__all__ = ["RotaryCausalSelfAttention", "SwiGLU", "TanhGeluMLP", "Transformer", "TransformerBlock", "TransformerConfig",
-           "apply_rope", "gpt_config", "llama_config", "norm_layer", "rope_cos_sin"]
+__all__ = [
+    "RotaryCausalSelfAttention",
+    "SwiGLU",
+    "TanhGeluMLP",
+    "Transformer",
+    "TransformerBlock",
+    "TransformerConfig",
+    "apply_rope",
+    "gpt_config",
+    "llama_config",
+    "norm_layer",
+    "rope_cos_sin",
+]

@@ -82,8 +82,9 @@ def _write_json(path: Path, obj) -> None:
     try:
         paths.atomic_write(path, json.dumps(obj, indent=1, sort_keys=True))
     except OSError as exc:
-        raise CheckpointError(f"cannot write {path} ({exc.strerror or exc}): free disk space, or point LMC_RUNS_DIR "
-                              "at a writable folder") from None
+        raise CheckpointError(
+            f"cannot write {path} ({exc.strerror or exc}): free disk space, or point LMC_RUNS_DIR at a writable folder"
+        ) from None
 
 
 def _qualname(fn) -> str:
@@ -154,8 +155,10 @@ class Run:
         return self.problem() is None
 
     def repair_hint(self) -> str:
-        return (f"re-execute the notebook (the store retrains a damaged run), or run "
-                f"`python -m lmcompanion retrain {self.path}`")
+        return (
+            f"re-execute the notebook (the store retrains a damaged run), or run "
+            f"`python -m lmcompanion retrain {self.path}`"
+        )
 
     def check(self) -> "Run":
         problem = self.problem()
@@ -208,8 +211,9 @@ class Run:
             try:
                 records.append(json.loads(line))
             except ValueError:
-                raise CheckpointError(f"{path} line {i + 1} is not valid JSON (a truncated write?); "
-                                      f"{self.repair_hint()}") from None
+                raise CheckpointError(
+                    f"{path} line {i + 1} is not valid JSON (a truncated write?); {self.repair_hint()}"
+                ) from None
         return pd.DataFrame(records)
 
     def evals(self):
@@ -223,8 +227,10 @@ class Run:
         """Raise :class:`NoRunFiles` if this is a recorded run: ``what`` (its weights, its embeddings) stayed on the
         machine that made it."""
         if (self.path / RECORDED).is_file():
-            raise NoRunFiles(f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
-                             f"): it has metrics and provenance but not its {what}; train it here to get them")
+            raise NoRunFiles(
+                f"{self.path.name} is a recorded run (made on {self.env.get('gpu') or self.env.get('device')}"
+                f"): it has metrics and provenance but not its {what}; train it here to get them"
+            )
 
     def load_model(self, device: str = "cpu"):
         """The trained model, in eval mode (after checking that its weights are the ones this run made)."""
@@ -259,8 +265,12 @@ class RunStore:
             lock.acquire(blocking=False)
         except filelock.Timeout:
             if os.environ.get("LMC_PROGRESS", "1") not in ("0", "false", "off"):  # not inside a notebook
-                print(f"waiting: another process is training this run ({folder.name}); it will be reused when "
-                      "it finishes", file=sys.stderr, flush=True)
+                print(
+                    f"waiting: another process is training this run ({folder.name}); it will be reused when "
+                    "it finishes",
+                    file=sys.stderr,
+                    flush=True,
+                )
             lock.acquire()
         try:
             yield
@@ -274,11 +284,20 @@ class RunStore:
             probe.write_text("")
             probe.unlink()
         except OSError as exc:
-            raise CheckpointError(f"the run store {self.root} is not writable ({exc.strerror}): set LMC_RUNS_DIR to a "
-                                  "writable folder") from None
+            raise CheckpointError(
+                f"the run store {self.root} is not writable ({exc.strerror}): set LMC_RUNS_DIR to a writable folder"
+            ) from None
 
-    def run(self, cfg: RunConfig, *, procedure=None, settings=None, force: bool = False, progress: bool | None = None,
-            callbacks=()) -> Run:
+    def run(
+        self,
+        cfg: RunConfig,
+        *,
+        procedure=None,
+        settings=None,
+        force: bool = False,
+        progress: bool | None = None,
+        callbacks=(),
+    ) -> Run:
         """The finished run of ``cfg``: reused from the store, or trained (resuming a checkpoint if any).
 
         ``procedure(cfg, folder, settings, progress=..., callbacks=...) -> summary`` replaces the shared trainer when
@@ -308,8 +327,9 @@ class RunStore:
                 _write_json(folder / "config.json", cfg.to_dict())
                 _write_json(folder / "env.json", {**env.environment(cfg.device, world), **run_spec.provenance()})
                 if procedure is not None:
-                    _write_json(folder / "procedure.json",
-                                {"procedure": run_spec.procedure, "settings": run_spec.settings})
+                    _write_json(
+                        folder / "procedure.json", {"procedure": run_spec.procedure, "settings": run_spec.settings}
+                    )
             started = time.perf_counter()
             if procedure is None:
                 summary = train(cfg, folder, progress=progress, callbacks=callbacks)
@@ -350,9 +370,11 @@ def retrain(folder: Path | str, *, progress: bool | None = None) -> Run:
     try:
         cfg = RunConfig.from_dict(json.loads((folder / "config.json").read_text()))
     except (OSError, ValueError) as exc:
-        raise LMCError(f"{folder / 'config.json'} cannot be read as a run config ({type(exc).__name__}: "
-                       f"{str(exc)[:300]}): correct it where it was edited, or re-execute the notebook that made the "
-                       "run (it trains the run again, in the folder its key names)") from None
+        raise LMCError(
+            f"{folder / 'config.json'} cannot be read as a run config ({type(exc).__name__}: "
+            f"{str(exc)[:300]}): correct it where it was edited, or re-execute the notebook that made the "
+            "run (it trains the run again, in the folder its key names)"
+        ) from None
     procedure, settings = None, None
     if run.procedure is not None:
         module, _, name = run.procedure["procedure"].rpartition(".")

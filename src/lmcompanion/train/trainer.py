@@ -67,8 +67,9 @@ def make_optimizer(model: torch.nn.Module, cfg, device_type: str) -> torch.optim
     # weights, tests/test_trainer.py), with one call per operation for all parameters instead of one per parameter.
     # (The CPU fused kernel is faster still but rounds differently.)
     fused = device_type == "cuda"
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, fused=fused,
-                             foreach=None if fused else True)
+    return torch.optim.AdamW(
+        groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, fused=fused, foreach=None if fused else True
+    )
 
 
 def autocast_dtype(cfg, device_type: str) -> torch.dtype | None:
@@ -84,8 +85,10 @@ def autocast_dtype(cfg, device_type: str) -> torch.dtype | None:
 
 def check_device(device: str) -> None:
     if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device='cuda' was asked for but no CUDA GPU is visible; use device='cpu' "
-                          "(--device cpu, or -p device cpu in a notebook) or 'auto'")
+        raise ConfigError(
+            "device='cuda' was asked for but no CUDA GPU is visible; use device='cpu' "
+            "(--device cpu, or -p device cpu in a notebook) or 'auto'"
+        )
 
 
 def _progress_enabled(progress: bool | None) -> bool:
@@ -267,8 +270,9 @@ def _out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
         return True
     text = str(exc)
-    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "not enough memory" in text
-                                               or "out of memory" in text.lower())
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "not enough memory" in text or "out of memory" in text.lower()
+    )
 
 
 @contextlib.contextmanager
@@ -304,8 +308,9 @@ class _Metrics:
                 path.write_text("".join(json.dumps(r) + "\n" for r in self.records))
                 self.f = open(path, "a")
             except OSError as exc:
-                raise CheckpointError(f"cannot write {path} ({exc.strerror}): free disk space or point LMC_RUNS_DIR "
-                                      "at a writable folder") from None
+                raise CheckpointError(
+                    f"cannot write {path} ({exc.strerror}): free disk space or point LMC_RUNS_DIR at a writable folder"
+                ) from None
 
     def write(self, record: dict) -> None:
         self.records.append(record)
@@ -314,12 +319,17 @@ class _Metrics:
                 self.f.write(json.dumps(record) + "\n")
                 self.f.flush()
             except OSError as exc:
-                raise CheckpointError(f"cannot write {self.path} ({exc.strerror}): free disk space and run the same "
-                                      "command again (it resumes from the last checkpoint)") from None
+                raise CheckpointError(
+                    f"cannot write {self.path} ({exc.strerror}): free disk space and run the same "
+                    "command again (it resumes from the last checkpoint)"
+                ) from None
 
     def evals(self) -> list[dict]:
-        return [{"step": r["step"], **{k[5:]: v for k, v in r.items() if k.startswith("eval/")}}
-                for r in self.records if any(k.startswith("eval/") for k in r)]
+        return [
+            {"step": r["step"], **{k[5:]: v for k, v in r.items() if k.startswith("eval/")}}
+            for r in self.records
+            if any(k.startswith("eval/") for k in r)
+        ]
 
     def close(self) -> None:
         if self.enabled:
@@ -334,8 +344,9 @@ def _finite(model: torch.nn.Module) -> bool:
 # The loop
 
 
-def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
-          callbacks: Iterable[Callable[[int], None]] = ()) -> dict:
+def train(
+    cfg, run_dir: Path, *, source=None, progress: bool | None = None, callbacks: Iterable[Callable[[int], None]] = ()
+) -> dict:
     """Train ``cfg`` (a RunConfig) in ``run_dir``, resuming from its checkpoint if one is there.
 
     ``source`` replaces the batch source the data config builds (a procedure's, e.g. the retrieval matcher's items
@@ -373,9 +384,17 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
 
     def save_ckpt(step: int) -> None:
         if d.is_main:
-            state = {"model": model.state_dict(), "optimizer": s.optimizer.state_dict(),
-                     "scaler": s.scaler.state_dict(), "step": step, "train_time": train_time, "tokens": tokens,
-                     "rng_cpu": rng["cpu"], "config": cfg.to_dict(), "metrics": metrics.records}
+            state = {
+                "model": model.state_dict(),
+                "optimizer": s.optimizer.state_dict(),
+                "scaler": s.scaler.state_dict(),
+                "step": step,
+                "train_time": train_time,
+                "tokens": tokens,
+                "rng_cpu": rng["cpu"],
+                "config": cfg.to_dict(),
+                "metrics": metrics.records,
+            }
             if rng["cuda"] is not None:
                 state["rng_cuda"] = rng["cuda"]
             checkpoint.save(state, ckpt_path)
@@ -411,9 +430,12 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
                         kept = _finite(model)
                         if kept:
                             save_ckpt(completed)  # the weights after the last good update
-                    where = (f"a checkpoint of the last good weights (step {completed}) is in {ckpt_path}" if kept else
-                             "the weights were already non-finite, so no checkpoint was written"
-                             + (f"; {ckpt_path} holds an earlier step" if ckpt_path.exists() else ""))
+                    where = (
+                        f"a checkpoint of the last good weights (step {completed}) is in {ckpt_path}"
+                        if kept
+                        else "the weights were already non-finite, so no checkpoint was written"
+                        + (f"; {ckpt_path} holds an earlier step" if ckpt_path.exists() else "")
+                    )
                     raise TrainingDiverged(
                         f"run {cfg.name!r} stopped at step {step}: the loss became {logged[0]} (lr {lr:.3g}). "
                         f"Its metrics are in {run_dir / METRICS}; {where}. Lower train.lr, set train.grad_clip=1.0, "
@@ -467,8 +489,9 @@ def train(cfg, run_dir: Path, *, source=None, progress: bool | None = None,
     return summary
 
 
-def _summary(cfg, model, history: list[dict], train_time: float, tokens: int, start: int,
-             splits: tuple[str, ...] = ("val",)) -> dict:
+def _summary(
+    cfg, model, history: list[dict], train_time: float, tokens: int, start: int, splits: tuple[str, ...] = ("val",)
+) -> dict:
     final = history[-1] if history else {}
     held_out = "val" if "val" in splits else splits[-1]  # the best evaluation: on validation, else the last split
     best = min(history, key=lambda r: r.get(held_out, math.inf)) if history else {}

@@ -21,30 +21,66 @@ from .. import cost
 from .. import verdict_forms as vf
 from . import analysis
 from .claims import CLAIMS
-from .rows import (BEYOND, CHAPTER, COLLAPSE_BOUND, COLLAPSING, CROSSOVERS, FEWER, MEMORY, PRINTED, SMALLER, SPECS,
-                   TIME, TIMED, collapse_claim, printed)
+from .rows import (
+    BEYOND,
+    CHAPTER,
+    COLLAPSE_BOUND,
+    COLLAPSING,
+    CROSSOVERS,
+    FEWER,
+    MEMORY,
+    PRINTED,
+    SMALLER,
+    SPECS,
+    TIME,
+    TIMED,
+    collapse_claim,
+    printed,
+)
 
 
 def collapse_row(text: str, name: str, runs) -> Verdict:
     """The embedding loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss:
     a collapse in a model that has not learned to predict says nothing about the write-up's."""
     exp = experiments.get(name)
-    v = below(text, number(exp.published["aux"], PRINTED), tables.last_train_metric(runs[name], "aux/embedding"),
-              COLLAPSE_BOUND)
+    v = below(
+        text,
+        number(exp.published["aux"], PRINTED),
+        tables.last_train_metric(runs[name], "aux/embedding"),
+        COLLAPSE_BOUND,
+    )
     return gate(v, arms_of(runs, "val", name))
 
 
-ROWS = register_rows(CHAPTER, [
-    *[between_row(*c, extension=c[0].startswith(BEYOND)) for c in SPECS],
-    *[vf.crossover_row(*c) for c in CROSSOVERS],
-    Row(FEWER, "04_baselines", lambda ctx: fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
-        kind=COMPUTED),
-    Row(SMALLER, "04_baselines", lambda ctx: fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub"),
-        kind=COMPUTED),
-    *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baselines", time_notebook="06_verdicts"),
-    *[Row(collapse_claim(n), "01_embedding_loss" if n != "ar_ed/mse_pos_sub" else "03_combined",
-          lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,)) for n in COLLAPSING],
-])
+ROWS = register_rows(
+    CHAPTER,
+    [
+        *[between_row(*c, extension=c[0].startswith(BEYOND)) for c in SPECS],
+        *[vf.crossover_row(*c) for c in CROSSOVERS],
+        Row(
+            FEWER,
+            "04_baselines",
+            lambda ctx: fewer_parameters(FEWER, "ar_ed/mse_pos_sub", "ar_ed/baseline"),
+            kind=COMPUTED,
+        ),
+        Row(
+            SMALLER,
+            "04_baselines",
+            lambda ctx: fewer_parameters(SMALLER, "ar_ed/smaller_baseline", "ar_ed/mse_pos_sub"),
+            kind=COMPUTED,
+        ),
+        *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baselines", time_notebook="06_verdicts"),
+        *[
+            Row(
+                collapse_claim(n),
+                "01_embedding_loss" if n != "ar_ed/mse_pos_sub" else "03_combined",
+                lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs),
+                arms=(n,),
+            )
+            for n in COLLAPSING
+        ],
+    ],
+)
 
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
@@ -58,5 +94,23 @@ if _unnamed:
     raise KeyError(f"ar_ed rows no ledger claim names: {_unnamed}")
 
 
-__all__ = ["BEYOND", "CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "COLLAPSING", "CROSSOVERS", "FEWER", "MEMORY", "PRINTED",
-           "ROWS", "SMALLER", "SPECS", "TIME", "TIMED", "analysis", "collapse_claim", "collapse_row", "printed"]
+__all__ = [
+    "BEYOND",
+    "CHAPTER",
+    "CLAIMS",
+    "COLLAPSE_BOUND",
+    "COLLAPSING",
+    "CROSSOVERS",
+    "FEWER",
+    "MEMORY",
+    "PRINTED",
+    "ROWS",
+    "SMALLER",
+    "SPECS",
+    "TIME",
+    "TIMED",
+    "analysis",
+    "collapse_claim",
+    "collapse_row",
+    "printed",
+]

@@ -25,15 +25,35 @@ from .. import verdict_forms as vf
 from . import analysis
 from .analysis import OPTIONS, collapse_sentence, collapse_table, delta_correlations, hand_check, option_panels
 from .claims import CLAIMS
-from .rows import (CHAPTER, COLLAPSE_BOUND, COSINE, COSINE_PARTS, FEWER, MEMORY, NO_TREND, PLANNING, PRINTED, SPECS,
-                   SWEEP, TIME, TIMED, TREND, collapse_claim, slight)
+from .rows import (
+    CHAPTER,
+    COLLAPSE_BOUND,
+    COSINE,
+    COSINE_PARTS,
+    FEWER,
+    MEMORY,
+    NO_TREND,
+    PLANNING,
+    PRINTED,
+    SPECS,
+    SWEEP,
+    TIME,
+    TIMED,
+    TREND,
+    collapse_claim,
+    slight,
+)
 
 
 def collapse_row(text: str, name: str, runs) -> Verdict:
     """The planning loss of ``name`` ends below :data:`COLLAPSE_BOUND`, gated on the arm's final validation loss."""
     exp = experiments.get(name)
-    v = below(text, number(exp.published["aux"], PRINTED), tables.last_train_metric(runs[name], "aux/planning"),
-              COLLAPSE_BOUND)
+    v = below(
+        text,
+        number(exp.published["aux"], PRINTED),
+        tables.last_train_metric(runs[name], "aux/planning"),
+        COLLAPSE_BOUND,
+    )
     return gate(v, arms_of(runs, "val", name))
 
 
@@ -42,36 +62,55 @@ def _published_trend(split: str) -> list[float]:
 
 
 def trend_row(runs) -> Verdict:
-    """"Better train loss performance is correlated with bigger future context size": Spearman's rho of delta with
+    """ "Better train loss performance is correlated with bigger future context size": Spearman's rho of delta with
     the seed-mean final train loss, every arm of the sweep gated on it."""
     pub = _published_trend("train")
-    v = trend(TREND, "train losses " + ", ".join(f"{x}" for x in pub)
-              + f" (rho {number(stats.spearman(DELTAS, pub), sign='+')})",
-              DELTAS, [tables.final(runs[n], "train") for n in SWEEP], direction="down")
+    v = trend(
+        TREND,
+        "train losses " + ", ".join(f"{x}" for x in pub) + f" (rho {number(stats.spearman(DELTAS, pub), sign='+')})",
+        DELTAS,
+        [tables.final(runs[n], "train") for n in SWEEP],
+        direction="down",
+    )
     v = dataclasses.replace(v, published_size=stats.spearman(DELTAS, pub))
     return gate(v, arms_of(runs, "train", *SWEEP))
 
 
 def no_trend_row(runs) -> Verdict:
-    """"Val loss is not very correlated": refuted by a significant trend either way, every arm gated."""
-    rho = stats.spearman(DELTAS, _published_trend('val'))
-    v = no_trend(NO_TREND, f"Spearman rho {number(rho, sign='+')}", DELTAS,
-                 [tables.final(runs[n], "val") for n in SWEEP])
+    """ "Val loss is not very correlated": refuted by a significant trend either way, every arm gated."""
+    rho = stats.spearman(DELTAS, _published_trend("val"))
+    v = no_trend(
+        NO_TREND, f"Spearman rho {number(rho, sign='+')}", DELTAS, [tables.final(runs[n], "val") for n in SWEEP]
+    )
     v = dataclasses.replace(v, published_size=rho)
     return gate(v, arms_of(runs, "val", *SWEEP))
 
 
-ROWS = register_rows(CHAPTER, [
-    *[between_row(*c) for c in SPECS],
-    vf.crossover_row(COSINE, *COSINE_PARTS, "02_loss_types", second_margin=slight()),
-    Row(TREND, "03_future_context", lambda ctx: trend_row(ctx.runs), arms=SWEEP),
-    Row(NO_TREND, "03_future_context", lambda ctx: no_trend_row(ctx.runs), arms=SWEEP),
-    Row(FEWER, "04_baseline", lambda ctx: fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
-        kind=COMPUTED),
-    *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baseline", time_notebook="06_verdicts"),
-    *[Row(collapse_claim(n), "05_collapse", lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs), arms=(n,))
-      for n in PLANNING],
-])
+ROWS = register_rows(
+    CHAPTER,
+    [
+        *[between_row(*c) for c in SPECS],
+        vf.crossover_row(COSINE, *COSINE_PARTS, "02_loss_types", second_margin=slight()),
+        Row(TREND, "03_future_context", lambda ctx: trend_row(ctx.runs), arms=SWEEP),
+        Row(NO_TREND, "03_future_context", lambda ctx: no_trend_row(ctx.runs), arms=SWEEP),
+        Row(
+            FEWER,
+            "04_baseline",
+            lambda ctx: fewer_parameters(FEWER, "deepsight/mse_d11", "deepsight/baseline"),
+            kind=COMPUTED,
+        ),
+        *cost.similar_cost_rows(TIME, MEMORY, *TIMED, memory_notebook="04_baseline", time_notebook="06_verdicts"),
+        *[
+            Row(
+                collapse_claim(n),
+                "05_collapse",
+                lambda ctx, n=n: collapse_row(collapse_claim(n), n, ctx.runs),
+                arms=(n,),
+            )
+            for n in PLANNING
+        ],
+    ],
+)
 
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
@@ -85,7 +124,33 @@ if _unnamed:
     raise KeyError(f"deepsight rows no ledger claim names: {_unnamed}")
 
 
-__all__ = ["CHAPTER", "CLAIMS", "COLLAPSE_BOUND", "COSINE", "COSINE_PARTS", "FEWER", "MEMORY", "NO_TREND", "OPTIONS",
-           "PLANNING", "PRINTED", "ROWS", "SPECS", "SWEEP", "TIME", "TIMED", "TREND", "analysis", "collapse_claim",
-           "collapse_row", "collapse_sentence", "collapse_table", "delta_correlations", "hand_check", "no_trend_row",
-           "option_panels", "slight", "trend_row"]
+__all__ = [
+    "CHAPTER",
+    "CLAIMS",
+    "COLLAPSE_BOUND",
+    "COSINE",
+    "COSINE_PARTS",
+    "FEWER",
+    "MEMORY",
+    "NO_TREND",
+    "OPTIONS",
+    "PLANNING",
+    "PRINTED",
+    "ROWS",
+    "SPECS",
+    "SWEEP",
+    "TIME",
+    "TIMED",
+    "TREND",
+    "analysis",
+    "collapse_claim",
+    "collapse_row",
+    "collapse_sentence",
+    "collapse_table",
+    "delta_correlations",
+    "hand_check",
+    "no_trend_row",
+    "option_panels",
+    "slight",
+    "trend_row",
+]

@@ -21,15 +21,35 @@ PRINTED = 4  # significant digits of the write-up's final planning losses (4.841
 # The strictly-better claims (the form: lmcompanion.chapters.verdict_forms), each
 # (claim, metric, better, worse, the notebook whose runs decide it).
 SPECS = [
-    ("MSE planning loss beats cosine (validation)", "val", "deepsight/mse_d11", "deepsight/cosine_d11",
-     "02_loss_types"),
+    (
+        "MSE planning loss beats cosine (validation)",
+        "val",
+        "deepsight/mse_d11",
+        "deepsight/cosine_d11",
+        "02_loss_types",
+    ),
     ("MSE planning loss beats cosine (train)", "train", "deepsight/mse_d11", "deepsight/cosine_d11", "02_loss_types"),
-    ("MSE planning loss beats no planning loss (validation)", "val", "deepsight/mse_d11", "deepsight/no_loss",
-     "02_loss_types"),
-    ("MSE planning loss beats no planning loss (train)", "train", "deepsight/mse_d11", "deepsight/no_loss",
-     "02_loss_types"),
-    ("DeepSight beats the baseline in validation loss", "val", "deepsight/mse_d11", "deepsight/baseline",
-     "04_baseline"),
+    (
+        "MSE planning loss beats no planning loss (validation)",
+        "val",
+        "deepsight/mse_d11",
+        "deepsight/no_loss",
+        "02_loss_types",
+    ),
+    (
+        "MSE planning loss beats no planning loss (train)",
+        "train",
+        "deepsight/mse_d11",
+        "deepsight/no_loss",
+        "02_loss_types",
+    ),
+    (
+        "DeepSight beats the baseline in validation loss",
+        "val",
+        "deepsight/mse_d11",
+        "deepsight/baseline",
+        "04_baseline",
+    ),
     ("DeepSight beats the baseline in train loss", "train", "deepsight/mse_d11", "deepsight/baseline", "04_baseline"),
 ]
 
@@ -46,10 +66,14 @@ def slight() -> float:
 # "Cosine dissimilarity outperformed an equivalent model without embedding loss in train loss and slightly
 # underperformed in val loss": one crossover row (lmcompanion.chapters.verdict_forms), the validation part a claim of
 # no gain within :func:`slight`, not a plain "worse" (the write-up's gap is 0.001).
-COSINE = (f"cosine planning loss beats no planning loss in train loss and gives no gain in validation loss (it "
-          f"'slightly underperformed': a gain under {slight():g} nats, the smallest the write-up calls a win)")
-COSINE_PARTS = (("train", "deepsight/cosine_d11", "deepsight/no_loss"),
-                ("val", "deepsight/cosine_d11", "deepsight/no_loss"))
+COSINE = (
+    f"cosine planning loss beats no planning loss in train loss and gives no gain in validation loss (it "
+    f"'slightly underperformed': a gain under {slight():g} nats, the smallest the write-up calls a win)"
+)
+COSINE_PARTS = (
+    ("train", "deepsight/cosine_d11", "deepsight/no_loss"),
+    ("val", "deepsight/cosine_d11", "deepsight/no_loss"),
+)
 
 # The cost claims: "Both completed in a similar amount of time with similar memory demands, but the baseline had more
 # parameters" (DeepSight, delta = 11 with MSE, against the baseline). Timed side by side in the verdict notebook.
@@ -65,5 +89,21 @@ def collapse_claim(name: str) -> str:
     return f"the planning loss of '{experiments.get(name).title}' ends near zero (below {COLLAPSE_BOUND:g})"
 
 
-__all__ = ["CHAPTER", "COLLAPSE_BOUND", "COSINE", "COSINE_PARTS", "FEWER", "MEMORY", "NO_TREND", "PLANNING",
-           "PRINTED", "SPECS", "SWEEP", "TIME", "TIMED", "TREND", "collapse_claim", "slight"]
+__all__ = [
+    "CHAPTER",
+    "COLLAPSE_BOUND",
+    "COSINE",
+    "COSINE_PARTS",
+    "FEWER",
+    "MEMORY",
+    "NO_TREND",
+    "PLANNING",
+    "PRINTED",
+    "SPECS",
+    "SWEEP",
+    "TIME",
+    "TIMED",
+    "TREND",
+    "collapse_claim",
+    "slight",
+]

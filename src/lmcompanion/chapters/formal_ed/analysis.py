@@ -39,14 +39,29 @@ def hyperparameters(model: FormalEDConfig, profile: str):
     """The write-up's hyperparameters: the run's values at ``profile`` and those of the paper profile."""
     import pandas as pd
 
-    rows = [("ℓ_max", "l_max", "maximum sequence length"), ("L_enc", "L_enc", "encoder layers"),
-            ("L_dec", "L_dec", "decoder layers"), ("H", "H", "attention heads"), ("d_e", "d_e", "embedding size"),
-            ("d_mlp", "d_mlp", "MLP hidden size"), ("|V|", "vocab_size", "vocabulary size"),
-            ("d_attn = d_mid", "d_attn", "per-head size, d_e / H (not fixed by the write-up)")]
+    rows = [
+        ("ℓ_max", "l_max", "maximum sequence length"),
+        ("L_enc", "L_enc", "encoder layers"),
+        ("L_dec", "L_dec", "decoder layers"),
+        ("H", "H", "attention heads"),
+        ("d_e", "d_e", "embedding size"),
+        ("d_mlp", "d_mlp", "MLP hidden size"),
+        ("|V|", "vocab_size", "vocabulary size"),
+        ("d_attn = d_mid", "d_attn", "per-head size, d_e / H (not fixed by the write-up)"),
+    ]
     paper = protocol("paper").model
-    return pd.DataFrame([{"symbol": s, "config field": f"model.{f}" if f != "d_attn" else "(derived)",
-                          "meaning": m, f"this run ({profile})": getattr(model, f), "paper profile": getattr(paper, f)}
-                         for s, f, m in rows]).set_index("symbol")
+    return pd.DataFrame(
+        [
+            {
+                "symbol": s,
+                "config field": f"model.{f}" if f != "d_attn" else "(derived)",
+                "meaning": m,
+                f"this run ({profile})": getattr(model, f),
+                "paper profile": getattr(paper, f),
+            }
+            for s, f, m in rows
+        ]
+    ).set_index("symbol")
 
 
 def _mha_count(c: FormalEDConfig) -> int:
@@ -64,24 +79,55 @@ def parameter_inventory(model: FormalED):
     items = [
         ("W_e", "", f"d_e×|V| = {c.d_e}×{c.vocab_size}", c.d_e * c.vocab_size, r"W_e\.weight"),
         ("W_p", "", f"d_e×ℓ_max = {c.d_e}×{c.l_max}", c.d_e * c.l_max, r"W_p\.weight"),
-        ("$\\mathcal{W}^l_\\mathrm{enc}$: $W_q^h$, $b_q^h$, $W_k^h$, $b_k^h$, $W_v^h$, $b_v^h$ (h∈[H]), $W_o$, $b_o$",
-         "l ∈ [L_enc]",
-         f"H·(3·d_attn·d_e + 3·d_attn) + d_e·H·d_attn + d_e = {_mha_count(c)}", c.L_enc * _mha_count(c),
-         r"encoder\.\d+\.mha\."),
-        ("$\\gamma^l_r$, $\\beta^l_r$", "l ∈ [L_enc], r ∈ {1,2}", f"d_e = {c.d_e} each", c.L_enc * 4 * c.d_e,
-         r"encoder\.\d+\.ln[12]\."),
-        ("$W^l_1$, $b^l_1$, $W^l_2$, $b^l_2$", "l ∈ [L_enc]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
-         c.L_enc * mlp, r"encoder\.\d+\.W[12]\."),
-        ("$\\mathcal{W}^l_\\mathrm{dec}$ (self-attention)", "l ∈ [L_dec]",
-         f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}", c.L_dec * _mha_count(c),
-         r"decoder\.\d+\.mha_self\."),
-        ("$\\mathcal{W}^l_\\mathrm{cross}$ (cross-attention)", "l ∈ [L_dec]",
-         f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}", c.L_dec * _mha_count(c),
-         r"decoder\.\d+\.mha_cross\."),
-        ("$\\gamma^l_r$, $\\beta^l_r$", "l ∈ [L_dec], r ∈ {3,4,5}", f"d_e = {c.d_e} each", c.L_dec * 6 * c.d_e,
-         r"decoder\.\d+\.ln[345]\."),
-        ("$W^l_3$, $b^l_3$, $W^l_4$, $b^l_4$", "l ∈ [L_dec]", f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
-         c.L_dec * mlp, r"decoder\.\d+\.W[34]\."),
+        (
+            "$\\mathcal{W}^l_\\mathrm{enc}$: $W_q^h$, $b_q^h$, $W_k^h$, $b_k^h$, $W_v^h$, $b_v^h$ (h∈[H]), $W_o$, $b_o$",
+            "l ∈ [L_enc]",
+            f"H·(3·d_attn·d_e + 3·d_attn) + d_e·H·d_attn + d_e = {_mha_count(c)}",
+            c.L_enc * _mha_count(c),
+            r"encoder\.\d+\.mha\.",
+        ),
+        (
+            "$\\gamma^l_r$, $\\beta^l_r$",
+            "l ∈ [L_enc], r ∈ {1,2}",
+            f"d_e = {c.d_e} each",
+            c.L_enc * 4 * c.d_e,
+            r"encoder\.\d+\.ln[12]\.",
+        ),
+        (
+            "$W^l_1$, $b^l_1$, $W^l_2$, $b^l_2$",
+            "l ∈ [L_enc]",
+            f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
+            c.L_enc * mlp,
+            r"encoder\.\d+\.W[12]\.",
+        ),
+        (
+            "$\\mathcal{W}^l_\\mathrm{dec}$ (self-attention)",
+            "l ∈ [L_dec]",
+            f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}",
+            c.L_dec * _mha_count(c),
+            r"decoder\.\d+\.mha_self\.",
+        ),
+        (
+            "$\\mathcal{W}^l_\\mathrm{cross}$ (cross-attention)",
+            "l ∈ [L_dec]",
+            f"as $\\mathcal{{W}}_\\mathrm{{enc}}$: {_mha_count(c)}",
+            c.L_dec * _mha_count(c),
+            r"decoder\.\d+\.mha_cross\.",
+        ),
+        (
+            "$\\gamma^l_r$, $\\beta^l_r$",
+            "l ∈ [L_dec], r ∈ {3,4,5}",
+            f"d_e = {c.d_e} each",
+            c.L_dec * 6 * c.d_e,
+            r"decoder\.\d+\.ln[345]\.",
+        ),
+        (
+            "$W^l_3$, $b^l_3$, $W^l_4$, $b^l_4$",
+            "l ∈ [L_dec]",
+            f"d_mlp×d_e, d_mlp, d_e×d_mlp, d_e = {mlp}",
+            c.L_dec * mlp,
+            r"decoder\.\d+\.W[34]\.",
+        ),
         ("W_u (not tied to W_e)", "", f"|V|×d_e = {c.vocab_size}×{c.d_e}", c.vocab_size * c.d_e, r"W_u\.weight"),
     ]
     named = dict(model.named_parameters())
@@ -94,19 +140,33 @@ def parameter_inventory(model: FormalED):
                 raise AssertionError(f"parameter {n} matches two items of θ")
             owner[n] = k
         example = mine[0] if mine else "(none)"
-        rows.append({"θ (write-up)": symbol, "for": index, "size by the write-up": shape,
-                     "scalars (write-up)": f"{expected:,}",
-                     "our parameters": f"{len(mine)} tensor{'s' if len(mine) != 1 else ''}, e.g. {example} "
-                     f"{tuple(named[example].shape) if mine else ''}",
-                     "scalars (ours)": f"{sum(named[n].numel() for n in mine):,}",
-                     "match": "yes" if expected == sum(named[n].numel() for n in mine) else "NO"})
+        rows.append(
+            {
+                "θ (write-up)": symbol,
+                "for": index,
+                "size by the write-up": shape,
+                "scalars (write-up)": f"{expected:,}",
+                "our parameters": f"{len(mine)} tensor{'s' if len(mine) != 1 else ''}, e.g. {example} "
+                f"{tuple(named[example].shape) if mine else ''}",
+                "scalars (ours)": f"{sum(named[n].numel() for n in mine):,}",
+                "match": "yes" if expected == sum(named[n].numel() for n in mine) else "NO",
+            }
+        )
     stray = sorted(set(named) - set(owner))
     if stray:
         raise AssertionError(f"parameters outside the write-up's θ: {stray}")
     total_w = sum(it[3] for it in items)
-    rows.append({"θ (write-up)": "total", "for": "", "size by the write-up": "", "scalars (write-up)": f"{total_w:,}",
-                 "our parameters": f"{len(named)} tensors", "scalars (ours)": f"{model.num_params():,}",
-                 "match": "yes" if total_w == model.num_params() else "NO"})
+    rows.append(
+        {
+            "θ (write-up)": "total",
+            "for": "",
+            "size by the write-up": "",
+            "scalars (write-up)": f"{total_w:,}",
+            "our parameters": f"{len(named)} tensors",
+            "scalars (ours)": f"{model.num_params():,}",
+            "match": "yes" if total_w == model.num_params() else "NO",
+        }
+    )
     return pd.DataFrame(rows).set_index("θ (write-up)")
 
 
@@ -149,36 +209,62 @@ def agreement(literal: Callable, config: FormalEDConfig, *, seed: int = 0, cases
                 P_ours = torch.softmax(model(z[None], x[None]).logits[0].double(), -1).T
                 worst = max(worst, (P_lit.double() - P_ours).abs().max().item())
         tol = 1e-10 if dtype == torch.float64 else 1e-5
-        return {"case": label, "dtype": str(dtype).replace("torch.", ""), "pairs (z, x)": len(pairs),
-                "max |P_literal − P_ours|": number(worst), "tolerance": f"{tol:.0e}",
-                "agree": "yes" if worst <= tol else "NO", "_worst": worst, "_tol": tol}
+        return {
+            "case": label,
+            "dtype": str(dtype).replace("torch.", ""),
+            "pairs (z, x)": len(pairs),
+            "max |P_literal − P_ours|": number(worst),
+            "tolerance": f"{tol:.0e}",
+            "agree": "yes" if worst <= tol else "NO",
+            "_worst": worst,
+            "_tol": tol,
+        }
 
-    rnd = [(toks(int(torch.randint(1, lm + 1, (1,), generator=g))),
-            toks(int(torch.randint(1, lm + 1, (1,), generator=g)))) for _ in range(cases)]
+    rnd = [
+        (toks(int(torch.randint(1, lm + 1, (1,), generator=g))), toks(int(torch.randint(1, lm + 1, (1,), generator=g))))
+        for _ in range(cases)
+    ]
     rows = [
         one(config, torch.float64, [(toks(lm), toks(lm))], f"this profile's model, ℓ_z = ℓ_x = ℓ_max = {lm}"),
         one(config, torch.float64, [(toks(1), toks(1))], "this profile's model, ℓ_z = ℓ_x = 1"),
         one(config, torch.float64, rnd, "this profile's model, random lengths"),
         one(config, torch.float32, rnd, "this profile's model, random lengths"),
         one(dataclasses.replace(config, H=1, L_enc=1, L_dec=3), torch.float64, rnd, "H = 1, L_enc = 1, L_dec = 3"),
-        one(dataclasses.replace(config, L_enc=3, L_dec=1, d_mlp=7), torch.float64, rnd,
-            "L_enc = 3, L_dec = 1, d_mlp = 7"),
+        one(
+            dataclasses.replace(config, L_enc=3, L_dec=1, d_mlp=7),
+            torch.float64,
+            rnd,
+            "L_enc = 3, L_dec = 1, d_mlp = 7",
+        ),
     ]
     # a right-padded batch (z_valid hides z's padding) against each example run alone
     model = randomize(FormalED(config), g).double().eval()
-    lengths = [(int(torch.randint(1, lm + 1, (1,), generator=g)), int(torch.randint(1, lm + 1, (1,), generator=g)))
-               for _ in range(4)]
+    lengths = [
+        (int(torch.randint(1, lm + 1, (1,), generator=g)), int(torch.randint(1, lm + 1, (1,), generator=g)))
+        for _ in range(4)
+    ]
     z = torch.stack([torch.cat([toks(a), torch.zeros(lm - a, dtype=torch.long)]) for a, _ in lengths])
     x = torch.stack([torch.cat([toks(b), torch.zeros(lm - b, dtype=torch.long)]) for _, b in lengths])
     valid = torch.arange(lm)[None, :] < torch.tensor([a for a, _ in lengths])[:, None]
     with torch.no_grad():
         P = torch.softmax(model(z, x, z_valid=valid).logits, -1)
         theta = model.theta()
-        worst = max((literal(z[i, :a].tolist(), x[i, :b].tolist(), theta, config.ln_eps) - P[i, :b].T).abs().max()
-                    .item() for i, (a, b) in enumerate(lengths))
-    rows.append({"case": "padded batch of 4 vs each example alone", "dtype": "float64", "pairs (z, x)": 4,
-                 "max |P_literal − P_ours|": number(worst), "tolerance": "1e-10",
-                 "agree": "yes" if worst <= 1e-10 else "NO", "_worst": worst, "_tol": 1e-10})
+        worst = max(
+            (literal(z[i, :a].tolist(), x[i, :b].tolist(), theta, config.ln_eps) - P[i, :b].T).abs().max().item()
+            for i, (a, b) in enumerate(lengths)
+        )
+    rows.append(
+        {
+            "case": "padded batch of 4 vs each example alone",
+            "dtype": "float64",
+            "pairs (z, x)": 4,
+            "max |P_literal − P_ours|": number(worst),
+            "tolerance": "1e-10",
+            "agree": "yes" if worst <= 1e-10 else "NO",
+            "_worst": worst,
+            "_tol": 1e-10,
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -241,18 +327,37 @@ def dependence_panels(dep: Mapping[str, torch.Tensor], z: torch.Tensor, x: torch
     zt, xt = [VOCAB[t] for t in z.tolist()], [VOCAB[t] for t in x.tolist()]
     cols = [f"$P_{{:,{j}}}$" for j in range(1, len(x) + 1)]
     return [
-        {"matrix": dep["Z on z"].float(), "title": "encoder: Z on z", "xlabel": "changed token of z",
-         "ylabel": "column of Z", "xticks": zt, "yticks": [f"$Z_{{:,{j}}}$" for j in range(1, len(z) + 1)]},
-        {"matrix": dep["P on z"].float(), "title": "decoder: P on z", "xlabel": "changed token of z",
-         "ylabel": "column of P", "xticks": zt, "yticks": cols},
-        {"matrix": dep["P on x"].float(), "title": "decoder: P on x", "xlabel": "changed token of x",
-         "ylabel": "column of P", "xticks": xt, "yticks": cols},
+        {
+            "matrix": dep["Z on z"].float(),
+            "title": "encoder: Z on z",
+            "xlabel": "changed token of z",
+            "ylabel": "column of Z",
+            "xticks": zt,
+            "yticks": [f"$Z_{{:,{j}}}$" for j in range(1, len(z) + 1)],
+        },
+        {
+            "matrix": dep["P on z"].float(),
+            "title": "decoder: P on z",
+            "xlabel": "changed token of z",
+            "ylabel": "column of P",
+            "xticks": zt,
+            "yticks": cols,
+        },
+        {
+            "matrix": dep["P on x"].float(),
+            "title": "decoder: P on x",
+            "xlabel": "changed token of x",
+            "ylabel": "column of P",
+            "xticks": xt,
+            "yticks": cols,
+        },
     ]
 
 
 def visible(table):
     """A table without its raw ``_`` columns."""
     return table[[c for c in table.columns if not str(c).startswith("_")]]
+
 
 # --- the task and the two ways of training (02_training) -----------------------------------------------------------
 
@@ -287,12 +392,20 @@ def task_table(data: Seq2SeqDataConfig):
 
     splits = dataset(data)
     train_set = set(splits["train"].sources)
-    return pd.DataFrame([{"split": name, "examples": f"{len(s):,}",
-                          "source lengths": f"{min(map(len, s.sources))}..{max(map(len, s.sources))}",
-                          "mean length": number(sum(map(len, s.sources)) / len(s)),
-                          "sources also in train": "(itself)" if name == "train" else
-                          f"{sum(src in train_set for src in s.sources)}"} for name, s in splits.items()]
-                        ).set_index("split")
+    return pd.DataFrame(
+        [
+            {
+                "split": name,
+                "examples": f"{len(s):,}",
+                "source lengths": f"{min(map(len, s.sources))}..{max(map(len, s.sources))}",
+                "mean length": number(sum(map(len, s.sources)) / len(s)),
+                "sources also in train": "(itself)"
+                if name == "train"
+                else f"{sum(src in train_set for src in s.sources)}",
+            }
+            for name, s in splits.items()
+        ]
+    ).set_index("split")
 
 
 def encoding_table(data: Seq2SeqDataConfig, n: int = 3):
@@ -303,11 +416,20 @@ def encoding_table(data: Seq2SeqDataConfig, n: int = 3):
     width = data.width
     rows = []
     for i in range(n):
-        for key, t in (("z", s.z[i]), ("z_valid", s.z_valid[i].long()), ("x (input)", s.x[i]),
-                       ("targets", s.targets[i])):
+        for key, t in (
+            ("z", s.z[i]),
+            ("z_valid", s.z_valid[i].long()),
+            ("x (input)", s.x[i]),
+            ("targets", s.targets[i]),
+        ):
             cells = [str(v) for v in t.tolist()] + [""] * (width - t.numel())
-            rows.append({"example": f"{s.sources[i]} → {s.answers[i]}", "tensor": key,
-                         **{f"col {j}": c for j, c in enumerate(cells)}})
+            rows.append(
+                {
+                    "example": f"{s.sources[i]} → {s.answers[i]}",
+                    "tensor": key,
+                    **{f"col {j}": c for j, c in enumerate(cells)},
+                }
+            )
     return pd.DataFrame(rows).set_index(["example", "tensor"])
 
 
@@ -323,14 +445,21 @@ def accuracy_table(groups: Mapping[str, Sequence], data: Seq2SeqDataConfig, *, l
             model = run.load_model()
             for split in accs:
                 accs[split].append(exact_match(model, data, split, limit=limit))
-        rows.append({"method": label, "seeds": len(runs),
-                     "train loss (final)": span([r.summary["final"]["train"] for r in runs], ".4f"),
-                     "val loss (final)": span([r.summary["final"]["val"] for r in runs], ".4f"),
-                     "exact match, train (τ = 0)": span(accs["train"], ".3f"),
-                     "exact match, val (τ = 0)": span(accs["val"], ".3f"),
-                     "examples checked (train, val)": ", ".join(
-                         f"{min(limit or len(s), len(s)):,}" for s in dataset(data).values())})
+        rows.append(
+            {
+                "method": label,
+                "seeds": len(runs),
+                "train loss (final)": span([r.summary["final"]["train"] for r in runs], ".4f"),
+                "val loss (final)": span([r.summary["final"]["val"] for r in runs], ".4f"),
+                "exact match, train (τ = 0)": span(accs["train"], ".3f"),
+                "exact match, val (τ = 0)": span(accs["val"], ".3f"),
+                "examples checked (train, val)": ", ".join(
+                    f"{min(limit or len(s), len(s)):,}" for s in dataset(data).values()
+                ),
+            }
+        )
     return pd.DataFrame(rows).set_index("method")
+
 
 # --- ED-Inference and the temperature (03_inference) ---------------------------------------------------------------
 
@@ -343,12 +472,21 @@ def generate(model: FormalED, batch: Mapping[str, torch.Tensor], tau: float, *, 
     """ED-Inference on every source of a batch (a dict with z and z_valid), from a seeded generator."""
     dev = _device_of(model)
     g = torch.Generator().manual_seed(seed)
-    return ed_inference(model, batch["z"].to(dev), tau, z_valid=batch["z_valid"].to(dev), bos=BOS, eos=EOS, pad=PAD,
-                        generator=g)
+    return ed_inference(
+        model, batch["z"].to(dev), tau, z_valid=batch["z_valid"].to(dev), bos=BOS, eos=EOS, pad=PAD, generator=g
+    )
 
 
-def exact_match(model: FormalED, data: Seq2SeqDataConfig, split: str = "val", *, tau: float = 0.0,
-                limit: int | None = None, seed: int = 0, chunk: int = 2048) -> float:
+def exact_match(
+    model: FormalED,
+    data: Seq2SeqDataConfig,
+    split: str = "val",
+    *,
+    tau: float = 0.0,
+    limit: int | None = None,
+    seed: int = 0,
+    chunk: int = 2048,
+) -> float:
     """Fraction of the split's sources whose generated x is exactly [BOS] + the answer + [EOS]."""
     s = dataset(data)[split]
     n = len(s) if limit is None else min(limit, len(s))
@@ -366,12 +504,18 @@ def _ended(row: Sequence[int], cap: int) -> bool:
     if row[0] != BOS:
         return False
     if EOS in row:
-        return all(t == PAD for t in row[row.index(EOS) + 1:])
+        return all(t == PAD for t in row[row.index(EOS) + 1 :])
     return len(row) == cap
 
 
-def temperature_sweep(models_by_seed: Mapping[int, FormalED], data: Seq2SeqDataConfig,
-                      temperatures: Sequence[float], *, prompts: int, samples: int):
+def temperature_sweep(
+    models_by_seed: Mapping[int, FormalED],
+    data: Seq2SeqDataConfig,
+    temperatures: Sequence[float],
+    *,
+    prompts: int,
+    samples: int,
+):
     """For each seed's model and each τ: exact match, mean entropy of q, distinct outputs per source, share of
     generations stopped by the length cap, on the first ``prompts`` held-out sources, ``samples`` draws each."""
     import pandas as pd
@@ -386,23 +530,34 @@ def temperature_sweep(models_by_seed: Mapping[int, FormalED], data: Seq2SeqDataC
             gen = generate(model, batch, tau, seed=seed)
             xs = [tuple(r) for r in gen.x.tolist()]
             correct = [answer(r) == val.answers[i] for r, i in zip(xs, idx.tolist())]
-            distinct = [len(set(xs[k * samples:(k + 1) * samples])) / samples for k in range(n)]
+            distinct = [len(set(xs[k * samples : (k + 1) * samples])) / samples for k in range(n)]
             ended = [_ended(r, model.config.l_max) for r in xs]
-            rows.append({"seed": seed, "tau": tau, "exact match": sum(correct) / len(correct),
-                         "entropy of q (nats/token)": gen.entropy.mean().item(),
-                         "distinct outputs per source": sum(distinct) / n,
-                         "stopped by the cap": gen.capped.double().mean().item(),
-                         "ended at eos or the cap": sum(ended) / len(ended)})
+            rows.append(
+                {
+                    "seed": seed,
+                    "tau": tau,
+                    "exact match": sum(correct) / len(correct),
+                    "entropy of q (nats/token)": gen.entropy.mean().item(),
+                    "distinct outputs per source": sum(distinct) / n,
+                    "stopped by the cap": gen.capped.double().mean().item(),
+                    "ended at eos or the cap": sum(ended) / len(ended),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def sweep_series(sweep) -> tuple[list[str], dict[str, list[list[float]]]]:
     """The sweep as ``plots.sweep`` takes it: τ labels, and per quantity the per-seed values at each τ."""
     taus = sorted(sweep["tau"].unique())
-    names = {"exact match": "exact match", "entropy of q (nats/token)": "entropy of q (nats/token)",
-             "distinct outputs per source": "distinct outputs / draws"}
-    series = {title: [sweep[sweep["tau"] == t].sort_values("seed")[col].tolist() for t in taus]
-              for col, title in names.items()}
+    names = {
+        "exact match": "exact match",
+        "entropy of q (nats/token)": "entropy of q (nats/token)",
+        "distinct outputs per source": "distinct outputs / draws",
+    }
+    series = {
+        title: [sweep[sweep["tau"] == t].sort_values("seed")[col].tolist() for t in taus]
+        for col, title in names.items()
+    }
     return [tau_label(t) for t in taus], series
 
 
@@ -432,8 +587,9 @@ def _show(row: Sequence[int], correct: str) -> str:
     return f"{decode(body)}{'' if EOS in row else ' …(cap)'} ✗"
 
 
-def examples_table(model: FormalED, data: Seq2SeqDataConfig, temperatures: Sequence[float], *, n: int = 6,
-                   seed: int = 0):
+def examples_table(
+    model: FormalED, data: Seq2SeqDataConfig, temperatures: Sequence[float], *, n: int = 6, seed: int = 0
+):
     """Held-out sources of spread-out lengths, the correct answer and one sample at each τ (✓ when exact)."""
     import pandas as pd
 
@@ -468,17 +624,29 @@ def attention_panels(maps: torch.Tensor, source: Sequence[str], predicted: Seque
     L, H = maps.shape[:2]
     panels = []
     for layer in range(L):
-        heads = [(f"layer {layer + 1}, head {h + 1}", maps[layer, h]) for h in range(H)] if L * H <= 8 else \
-            [(f"layer {layer + 1}, mean of {H} heads", maps[layer].mean(0))]
+        heads = (
+            [(f"layer {layer + 1}, head {h + 1}", maps[layer, h]) for h in range(H)]
+            if L * H <= 8
+            else [(f"layer {layer + 1}, mean of {H} heads", maps[layer].mean(0))]
+        )
         for title, m in heads:
-            panels.append({"matrix": m.numpy(), "title": title, "xlabel": "source token z", "xticks": source,
-                           "ylabel": "token being written", "yticks": predicted})
+            panels.append(
+                {
+                    "matrix": m.numpy(),
+                    "title": title,
+                    "xlabel": "source token z",
+                    "xticks": source,
+                    "ylabel": "token being written",
+                    "yticks": predicted,
+                }
+            )
     return panels
 
 
 @torch.no_grad()
-def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 256, draws: int = 20_000,
-                       seed: int = 0):
+def temperature_checks(
+    model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 256, draws: int = 20_000, seed: int = 0
+):
     """q = tempered(p, τ) against what it should be, on the distributions p the model gives at every answer
     position of ``rows`` held-out examples; and ``draws`` samples at the least certain of those positions, tested
     against q with a Monte Carlo goodness-of-fit test (:func:`~lmcompanion.stats.goodness_of_fit_p`; at τ = 0:
@@ -512,9 +680,19 @@ def temperature_checks(model: FormalED, data: Seq2SeqDataConfig, *, rows: int = 
         hits = int((ys == p[r].argmax()).sum())
         pval = goodness_of_fit_p(torch.bincount(ys, minlength=V).numpy(), q[r].numpy(), seed=seed)  # NaN: one-hot q
         err = (q - target).abs().max().item()
-        out.append({"τ": tau_label(tau) if tau not in (1e-8, 1e8) else f"{tau:.0e}", "q should be": name,
-                    "max |q − that|": number(err), "non-finite entries of q": int((~torch.isfinite(q)).sum()),
-                    f"{draws:,} draws at the least certain position": (
-                        f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² {chance_text(pval)}"),
-                    "_tau": tau, "_err": err, "_p": pval, "_argmax_share": hits / draws})
+        out.append(
+            {
+                "τ": tau_label(tau) if tau not in (1e-8, 1e8) else f"{tau:.0e}",
+                "q should be": name,
+                "max |q − that|": number(err),
+                "non-finite entries of q": int((~torch.isfinite(q)).sum()),
+                f"{draws:,} draws at the least certain position": (
+                    f"{hits:,}/{draws:,} are the argmax" if math.isnan(pval) else f"χ² {chance_text(pval)}"
+                ),
+                "_tau": tau,
+                "_err": err,
+                "_p": pval,
+                "_argmax_share": hits / draws,
+            }
+        )
     return pd.DataFrame(out)

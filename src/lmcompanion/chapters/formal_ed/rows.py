@@ -32,5 +32,21 @@ ORDER = "Greedy (τ = 0) answers are more often right than uniform (τ = ∞) on
 
 ALL_CLAIMS = [AGREEMENT, UNI, FULL, TAU0, TAU1, TAUINF, TERMINATES, REDUCES, SOLVES, ORDER]
 
-__all__ = ["AGREEMENT", "ALL_CLAIMS", "ARMS", "CHAPTER", "FULL", "LITERAL", "NAME", "NOTEBOOK", "ORDER", "REDUCES",
-           "SOLVES", "TAU0", "TAU1", "TAUINF", "TERMINATES", "UNI"]
+__all__ = [
+    "AGREEMENT",
+    "ALL_CLAIMS",
+    "ARMS",
+    "CHAPTER",
+    "FULL",
+    "LITERAL",
+    "NAME",
+    "NOTEBOOK",
+    "ORDER",
+    "REDUCES",
+    "SOLVES",
+    "TAU0",
+    "TAU1",
+    "TAUINF",
+    "TERMINATES",
+    "UNI",
+]

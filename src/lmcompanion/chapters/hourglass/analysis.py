@@ -32,8 +32,9 @@ def lr_schedules(names: Sequence[str], profile: str):
     out = {}
     for name in names:
         t = experiments.config(name, profile, protocol=protocol).train
-        out[experiments.get(name).title] = [pd.DataFrame({"update": range(t.max_steps),
-                                                          "lr": [lr_at(s, t) for s in range(t.max_steps)]})]
+        out[experiments.get(name).title] = [
+            pd.DataFrame({"update": range(t.max_steps), "lr": [lr_at(s, t) for s in range(t.max_steps)]})
+        ]
     return out
 
 
@@ -90,11 +91,16 @@ def schedule_table(runs: Mapping[str, Sequence]):
             continue
         a, v = tables.final(runs[anchor], "val"), tables.final(runs[vanilla], "val")
         la, lv = last_token_values(runs[anchor]), last_token_values(runs[vanilla])
-        rows.append({"schedule": schedule, "448-96 anchor": stats.span(a, ".3f"),
-                     "vanilla transformer": stats.span(v, ".3f"),
-                     "anchor - vanilla": number(stats.mean(a) - stats.mean(v), sign="+"),
-                     "anchor - vanilla (last token)": number(stats.mean(la) - stats.mean(lv), sign="+"),
-                     "seeds": f"{len(a)} vs {len(v)}"})
+        rows.append(
+            {
+                "schedule": schedule,
+                "448-96 anchor": stats.span(a, ".3f"),
+                "vanilla transformer": stats.span(v, ".3f"),
+                "anchor - vanilla": number(stats.mean(a) - stats.mean(v), sign="+"),
+                "anchor - vanilla (last token)": number(stats.mean(la) - stats.mean(lv), sign="+"),
+                "seeds": f"{len(a)} vs {len(v)}",
+            }
+        )
     return pd.DataFrame(rows).set_index("schedule")
 
 
@@ -110,8 +116,10 @@ def head_input_parts(run, split: str = "val") -> dict[str, float]:
     def keep(name):
         return lambda module, args, out=None: seen[name].append((args[0] if out is None else out).float().square())
 
-    hooks = [model.drop.register_forward_hook(keep("embeddings")),
-             (model.lm_head if model.ln_f is None else model.ln_f).register_forward_pre_hook(keep("into the head"))]
+    hooks = [
+        model.drop.register_forward_hook(keep("embeddings")),
+        (model.lm_head if model.ln_f is None else model.ln_f).register_forward_pre_hook(keep("into the head")),
+    ]
     if model.decoders:
         hooks.append(model.decoders[-1].proj.register_forward_hook(keep("up-projection")))
     try:
@@ -155,8 +163,10 @@ def position_losses(run, split: str = "val", n_groups: int | None = None, device
     source = build_source(cfg.replace(data=cfg.data.replace(eval_last=None)))
     model = run.load_model(device)
     n_groups = n_groups or cfg.model.n_groups
-    per = [loss_by_group_position(model(b["idx"].to(device)).logits, b["targets"].to(device), n_groups).cpu()
-           for b in source.eval_batches(split, 0)]
+    per = [
+        loss_by_group_position(model(b["idx"].to(device)).logits, b["targets"].to(device), n_groups).cpu()
+        for b in source.eval_batches(split, 0)
+    ]
     return torch.cat(per).nanmean(dim=(0, 1))
 
 
@@ -192,12 +202,20 @@ def blind_spot_table(frames: Mapping[str, list], blind: int):
 
     rows = []
     for label, fs in frames.items():
+
         def agg(sel):
             return stats.span([float(f["loss"][sel(f["offset"])].mean()) for f in fs], ".3f")
+
         n = len(fs[0])
-        rows.append({"arm": label, f"offsets 0-{blind - 1}": agg(lambda o: o < blind),
-                     f"offsets {blind}-{n - 1}": agg(lambda o: o >= blind), "all positions": agg(lambda o: o >= 0),
-                     "last of the group": agg(lambda o: o == n - 1)})
+        rows.append(
+            {
+                "arm": label,
+                f"offsets 0-{blind - 1}": agg(lambda o: o < blind),
+                f"offsets {blind}-{n - 1}": agg(lambda o: o >= blind),
+                "all positions": agg(lambda o: o >= 0),
+                "last of the group": agg(lambda o: o == n - 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -215,8 +233,13 @@ def test_table(runs: Mapping[str, Sequence]):
     positions, the README's protocol) beside the validation loss, and the write-up's test number where it has one."""
     import pandas as pd
 
-    rows = [{"arm": label, "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
-             "test (final)": stats.span(tables.final(rs, "test"), ".3f"),
-             "write-up test": experiments.get(rs[0].config.name).published.get("test", "not reported")}
-            for label, rs in runs.items()]
+    rows = [
+        {
+            "arm": label,
+            "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
+            "test (final)": stats.span(tables.final(rs, "test"), ".3f"),
+            "write-up test": experiments.get(rs[0].config.name).published.get("test", "not reported"),
+        }
+        for label, rs in runs.items()
+    ]
     return pd.DataFrame(rows).set_index("arm")

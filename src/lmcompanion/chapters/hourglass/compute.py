@@ -52,11 +52,17 @@ def cost_table(runs: Mapping[str, Sequence]):
         name = cfg.name
         flops = cfg.flops()
         pub = experiments.get(name).published
-        rows.append({"arm": label, "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
-                     "updates": cfg.train.max_steps,
-                     "train minutes (ours)": stats.span([r.summary["train_time_s"] / 60 for r in rs], ".2f"),
-                     "train FLOPs (counted)": si(flops, "FLOP"),
-                     "write-up val": pub.get("val", ""), "write-up minutes": pub.get("minutes", "")})
+        rows.append(
+            {
+                "arm": label,
+                "val (final)": stats.span(tables.final(rs, "val"), ".3f"),
+                "updates": cfg.train.max_steps,
+                "train minutes (ours)": stats.span([r.summary["train_time_s"] / 60 for r in rs], ".2f"),
+                "train FLOPs (counted)": si(flops, "FLOP"),
+                "write-up val": pub.get("val", ""),
+                "write-up minutes": pub.get("minutes", ""),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -108,8 +114,12 @@ def gap_slopes(frames: Sequence) -> list[float]:
     """Per seed: the least-squares slope of the gap (attention - repeat) against log10 of the training FLOPs, in nats
     per tenfold compute; negative where attention pulls ahead as compute grows (NaN with fewer than
     :data:`MIN_POINTS` points)."""
-    return [float(np.polyfit(np.log10(f["FLOPs"].to_numpy()), f["gap"].to_numpy(), 1)[0]) if len(f) >= MIN_POINTS
-            else math.nan for f in frames]
+    return [
+        float(np.polyfit(np.log10(f["FLOPs"].to_numpy()), f["gap"].to_numpy(), 1)[0])
+        if len(f) >= MIN_POINTS
+        else math.nan
+        for f in frames
+    ]
 
 
 def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = REPEAT):
@@ -120,8 +130,11 @@ def mode_table(runs: Mapping[str, Sequence], attn: str = ANCHOR, repeat: str = R
     a, r = runs[attn], runs[repeat]
     frames = mode_gaps(a, r)
     at_end, final = end_of_repeat(a, r)
-    rows = {"attention, final": stats.span(tables.final(a, "val")), "repeat, final": stats.span(final),
-            "attention at the repeat runs' final FLOPs": stats.span(at_end)}
+    rows = {
+        "attention, final": stats.span(tables.final(a, "val")),
+        "repeat, final": stats.span(final),
+        "attention at the repeat runs' final FLOPs": stats.span(at_end),
+    }
     n = min(len(f) for f in frames)
     for k in range(n):
         flops = frames[0]["FLOPs"].iloc[k]
@@ -135,8 +148,9 @@ def learned_points(frames: Sequence, attn: Sequence) -> list:
     seed's loss at least :data:`lmcompanion.learning.MARGIN` below the validation unigram loss)."""
     level = learning.reference(attn[0].config, "val").level
     n = min(len(f) for f in frames)
-    keep = [k for k in range(n)
-            if all(level - f[m].iloc[k] >= learning.MARGIN for f in frames for m in ("attn", "repeat"))]
+    keep = [
+        k for k in range(n) if all(level - f[m].iloc[k] >= learning.MARGIN for f in frames for m in ("attn", "repeat"))
+    ]
     return [f.iloc[keep].reset_index(drop=True) for f in frames]
 
 
@@ -155,5 +169,7 @@ def experts_per_compute(runs: Mapping[str, Sequence], names: Sequence[str], base
     ``names`` that have runs, in order: for plots.sweep."""
     have_ = [n for n in names if runs.get(n)]
     counts = [experiments.config(n, "paper", device="cpu").model.nb_soft_experts for n in have_]
-    return counts, {"final": [tables.final(runs[n], "val") for n in have_],
-                    "at the no-expert model's final FLOPs": [at_compute_of(runs[n], runs[base]) for n in have_]}
+    return counts, {
+        "final": [tables.final(runs[n], "val") for n in have_],
+        "at the no-expert model's final FLOPs": [at_compute_of(runs[n], runs[base]) for n in have_],
+    }

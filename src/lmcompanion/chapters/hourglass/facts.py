@@ -24,11 +24,17 @@ def sources_table(names: Sequence[str]):
     that has such a number, with the plot's file."""
     import pandas as pd
 
-    rows = [{"arm": experiments.get(n).title,
-             "write-up numbers": ", ".join(f"{k} {experiments.get(n).published[k]}" for k in ex.PLOTTED
-                                           if k in experiments.get(n).published),
-             "read off (by its pixels, about ±0.02)": ex.PLOTS + ex.SOURCES[n]}
-            for n in dict.fromkeys(names) if n in ex.SOURCES]
+    rows = [
+        {
+            "arm": experiments.get(n).title,
+            "write-up numbers": ", ".join(
+                f"{k} {experiments.get(n).published[k]}" for k in ex.PLOTTED if k in experiments.get(n).published
+            ),
+            "read off (by its pixels, about ±0.02)": ex.PLOTS + ex.SOURCES[n],
+        }
+        for n in dict.fromkeys(names)
+        if n in ex.SOURCES
+    ]
     if not rows:
         return pd.DataFrame({"note": ["no arm of this page has a published loss"]})
     return pd.DataFrame(rows).set_index("arm")
@@ -36,10 +42,12 @@ def sources_table(names: Sequence[str]):
 
 def sources_note() -> str:
     """The sentence under :func:`sources_table`: the repository and commit the plots are read from."""
-    return (f"Every file is under `{ex.PLOTS}` in {ex.ORIGINAL} at commit {ex.PLOTS_COMMIT} (the README's commit; the "
-            f"same files at the head, {ex.HEAD_COMMIT}). The write-up prints no loss: these numbers are read off the "
-            "end of each curve (two epochs; one for the vanilla transformer), and the minutes off the wall-clock axis "
-            "of best_models.png (unspecified Colab hardware). Parameter counts are the write-up's text.")
+    return (
+        f"Every file is under `{ex.PLOTS}` in {ex.ORIGINAL} at commit {ex.PLOTS_COMMIT} (the README's commit; the "
+        f"same files at the head, {ex.HEAD_COMMIT}). The write-up prints no loss: these numbers are read off the "
+        "end of each curve (two epochs; one for the vanilla transformer), and the minutes off the wall-clock axis "
+        "of best_models.png (unspecified Colab hardware). Parameter counts are the write-up's text."
+    )
 
 
 # --- counted FLOPs ----------------------------------------------------------------------------------------------
@@ -65,11 +73,16 @@ def inference_table(names: Sequence[str], profile: str = "paper"):
     import pandas as pd
 
     train = {n: counted_flops(n, True, profile) for n in dict.fromkeys([VANILLA, *names])}
-    rows = [{"arm": experiments.get(n).title, "forward FLOPs per token": si(f, "FLOP"),
-             "inference FLOPs saved against the vanilla transformer": f"{number(100 * saved)}%",
-             "training FLOPs per token": si(train[n], "FLOP"),
-             "training FLOPs / the vanilla transformer's": number(train[n] / train[VANILLA])}
-            for n, (f, saved) in inference_flops(names, profile=profile).items()]
+    rows = [
+        {
+            "arm": experiments.get(n).title,
+            "forward FLOPs per token": si(f, "FLOP"),
+            "inference FLOPs saved against the vanilla transformer": f"{number(100 * saved)}%",
+            "training FLOPs per token": si(train[n], "FLOP"),
+            "training FLOPs / the vanilla transformer's": number(train[n] / train[VANILLA]),
+        }
+        for n, (f, saved) in inference_flops(names, profile=profile).items()
+    ]
     return pd.DataFrame(rows).set_index("arm")
 
 

@@ -66,32 +66,94 @@ def similar_margin() -> float:
 # Each: (claim, better (or, for a no-gain finding, the arm with the feature), worse (without it), notebook, both modes)
 FINDINGS = [
     (EXPERTS_HELP := "6 soft experts beat none", ANCHOR, H + "attn_448_96_base", "02_experts", True),
-    (FREQUENCY := "soft experts in every latent block beat every 4th (attention upsampling)",
-     H + "attn_448_96_e6_every1", ANCHOR, "02_experts", False),
+    (
+        FREQUENCY := "soft experts in every latent block beat every 4th (attention upsampling)",
+        H + "attn_448_96_e6_every1",
+        ANCHOR,
+        "02_experts",
+        False,
+    ),
     (MLP := "bigger expert MLPs help (d = n against d = n/6)", H + "attn_448_96_e6_mlp6", ANCHOR, "02_experts", True),
-    (MERGE_MAX := "the softmax merge of the experts beats a max merge", ANCHOR, H + "attn_448_96_e6_merge_max",
-     "02_experts", True),
-    (MERGE_MEAN := "the softmax merge of the experts beats a mean merge", ANCHOR, H + "attn_448_96_e6_merge_mean",
-     "02_experts", True),
-    (ENC_LENGTH := "a longer encoder sequence helps (512-32 against 384-32)", H + "attn_512_32_e6",
-     H + "attn_384_32_e6", "03_lengths", True),
-    (LATENT_LENGTH := "a longer latent sequence helps (448-96 against 448-32)", ANCHOR, H + "attn_448_32_e6",
-     "03_lengths", True),
-    (PERCEIVER_WORSE := "the transformer compressor beats the Perceiver compressor, which \"performs less well\"",
-     ANCHOR, H + "attn_448_96_e6_perceiver", "03_lengths", True),
-    (POSITIONS := "positions added after each compression and each upsampling help (without them the loss is higher)",
-     ANCHOR, H + "attn_448_96_e6_no_level_pos", "03_lengths", True),
-    (WIDE_ENC := "wider latent vectors in the encoders help (level-1 width 1.5x)", H + "attn_448_96_e6_wide_enc",
-     ANCHOR, "03_lengths", True),
-    (WIDE_LATENT := "wider latent vectors in the latent space help (latent width 1.5x)",
-     H + "attn_448_96_e6_wide_latent", ANCHOR, "03_lengths", True),
-    (DENSE := "DenseFormer helps with attention upsampling", H + "attn_448_96_e6_dense", ANCHOR, "04_upsampling",
-     False),
-    (DENSE_REPEAT := f"DenseFormer does not help with repeat upsampling (no gain: a gain under {similar_margin():g} "
-                     "nats)", H + "repeat_448_96_e6_dense", REPEAT, "04_upsampling", False),
-    (LATENT_LOSS := f"the latent reconstruction loss does not help (no gain, 12 experts: a gain under "
-                    f"{similar_margin():g} nats)", H + "attn_448_96_e12_latent", H + "attn_448_96_e12", "04_upsampling",
-     True),
+    (
+        MERGE_MAX := "the softmax merge of the experts beats a max merge",
+        ANCHOR,
+        H + "attn_448_96_e6_merge_max",
+        "02_experts",
+        True,
+    ),
+    (
+        MERGE_MEAN := "the softmax merge of the experts beats a mean merge",
+        ANCHOR,
+        H + "attn_448_96_e6_merge_mean",
+        "02_experts",
+        True,
+    ),
+    (
+        ENC_LENGTH := "a longer encoder sequence helps (512-32 against 384-32)",
+        H + "attn_512_32_e6",
+        H + "attn_384_32_e6",
+        "03_lengths",
+        True,
+    ),
+    (
+        LATENT_LENGTH := "a longer latent sequence helps (448-96 against 448-32)",
+        ANCHOR,
+        H + "attn_448_32_e6",
+        "03_lengths",
+        True,
+    ),
+    (
+        PERCEIVER_WORSE := 'the transformer compressor beats the Perceiver compressor, which "performs less well"',
+        ANCHOR,
+        H + "attn_448_96_e6_perceiver",
+        "03_lengths",
+        True,
+    ),
+    (
+        POSITIONS
+        := "positions added after each compression and each upsampling help (without them the loss is higher)",
+        ANCHOR,
+        H + "attn_448_96_e6_no_level_pos",
+        "03_lengths",
+        True,
+    ),
+    (
+        WIDE_ENC := "wider latent vectors in the encoders help (level-1 width 1.5x)",
+        H + "attn_448_96_e6_wide_enc",
+        ANCHOR,
+        "03_lengths",
+        True,
+    ),
+    (
+        WIDE_LATENT := "wider latent vectors in the latent space help (latent width 1.5x)",
+        H + "attn_448_96_e6_wide_latent",
+        ANCHOR,
+        "03_lengths",
+        True,
+    ),
+    (
+        DENSE := "DenseFormer helps with attention upsampling",
+        H + "attn_448_96_e6_dense",
+        ANCHOR,
+        "04_upsampling",
+        False,
+    ),
+    (
+        DENSE_REPEAT := f"DenseFormer does not help with repeat upsampling (no gain: a gain under {similar_margin():g} "
+        "nats)",
+        H + "repeat_448_96_e6_dense",
+        REPEAT,
+        "04_upsampling",
+        False,
+    ),
+    (
+        LATENT_LOSS := f"the latent reconstruction loss does not help (no gain, 12 experts: a gain under "
+        f"{similar_margin():g} nats)",
+        H + "attn_448_96_e12_latent",
+        H + "attn_448_96_e12",
+        "04_upsampling",
+        True,
+    ),
 ]
 NO_GAINS = (DENSE_REPEAT, LATENT_LOSS)
 
@@ -116,21 +178,25 @@ def finding_rows() -> list[tuple[str, str, str, str, str]]:
 
 
 # The write-up's own words, where a claim has no published number (the published column of its row).
-_LATENT_SIZE = ('"Increasing the size of MLPs also seems to help, as does increasing the size of the latent vectors in '
-                'the encoders or in the latent space"')
+_LATENT_SIZE = (
+    '"Increasing the size of MLPs also seems to help, as does increasing the size of the latent vectors in '
+    'the encoders or in the latent space"'
+)
 _MERGES = '"Merging via max and mean of the features was also considered, but ... this performed less well"'
 WORDS = {
     EXPERTS_HELP: '"The more experts there are, the better the results are up to a certain point"',
     MLP: '"Increasing the size of MLPs also seems to help"',
     FREQUENCY: '"Increasing the frequency of layers with soft experts also seems to help in the context of attention '
-               'upsampling"',
+    'upsampling"',
     PERCEIVER_WORSE: '"The Perceiver encoder is faster than the Transformer but performs less well"',
     POSITIONS: '"we add positional embeddings in each encoder layer after compression and in each decoder layer after '
-               'upsampling, which seems to have helped"',
-    WIDE_ENC: _LATENT_SIZE, WIDE_LATENT: _LATENT_SIZE,
+    'upsampling, which seems to have helped"',
+    WIDE_ENC: _LATENT_SIZE,
+    WIDE_LATENT: _LATENT_SIZE,
     ENC_LENGTH: '"large seq lengths in the encoder blocks or the latent blocks is better"',
     LATENT_LENGTH: '"large seq lengths in the encoder blocks or the latent blocks is better"',
-    MERGE_MAX: _MERGES, MERGE_MEAN: _MERGES,
+    MERGE_MAX: _MERGES,
+    MERGE_MEAN: _MERGES,
     DENSE: '"Using Denseformer in the latent blocks only helps for attention upsampling"',
     DENSE_REPEAT: '"Using Denseformer in the latent blocks only helps for attention upsampling"',
     LATENT_LOSS: '"The latent reconstruction loss employed in Mirasol does not help here"',
@@ -139,19 +205,28 @@ WORDS = {
 # The upsampling claims ("We can observe that models with attention upsampling take more time than those using the
 # repeat upsampling ... Although they have similar performance at the end of the repeat upsampling models trainings
 # ... the attention version scales better with compute"), on the 448-96 anchor in both modes.
-REPEAT_FASTER = ("repeat upsampling takes less time per training step than attention upsampling (448-96, 6 soft "
-                 "experts; timed side by side)")
-PERCEIVER_FASTER = ("the Perceiver compressor takes less time per training step than the transformer compressor "
-                    "(timed side by side)")
-SCALES_BETTER = ("attention upsampling scales better with compute: its lead over repeat grows with training FLOPs "
-                 "(the gap at the repeat runs' evaluations, per seed)")
+REPEAT_FASTER = (
+    "repeat upsampling takes less time per training step than attention upsampling (448-96, 6 soft "
+    "experts; timed side by side)"
+)
+PERCEIVER_FASTER = (
+    "the Perceiver compressor takes less time per training step than the transformer compressor (timed side by side)"
+)
+SCALES_BETTER = (
+    "attention upsampling scales better with compute: its lead over repeat grows with training FLOPs "
+    "(the gap at the repeat runs' evaluations, per seed)"
+)
 COUNT_BASE = "the base model without soft experts has 19.55M parameters (as the original counts)"
-SHARED_CHEAPER = ("... at lower cost: 1 shared expert of 6 costs fewer training FLOPs than none (counted at the "
-                  "write-up's sizes)")
-ATTN_COSTS_MORE = ("attention upsampling costs more than repeat (training FLOPs per token, counted at the write-up's "
-                   "sizes)")
-BLIND = ("in repeat mode the blind offsets of a group (which see their own group only through their own character) "
-         "predict worse than the offsets that see it")
+SHARED_CHEAPER = (
+    "... at lower cost: 1 shared expert of 6 costs fewer training FLOPs than none (counted at the write-up's sizes)"
+)
+ATTN_COSTS_MORE = (
+    "attention upsampling costs more than repeat (training FLOPs per token, counted at the write-up's sizes)"
+)
+BLIND = (
+    "in repeat mode the blind offsets of a group (which see their own group only through their own character) "
+    "predict worse than the offsets that see it"
+)
 COUNT_VANILLA = "the vanilla transformer has 20.48M parameters (as the original counts)"
 
 # "A lot faster": beyond the book's margin of a similar time (cost.SIMILAR, a factor 1.25 either way, fixed before any
@@ -167,8 +242,10 @@ def same_margin() -> float:
     return round(max(abs(experiments.get(n).published["val"] - vanilla) for n in (BEST_ATTN, BEST_REPEAT)), 3)
 
 
-SIMILAR_AT_END = (f"attention and repeat upsampling reach a similar validation loss at the end of the repeat runs "
-                  f"(within {similar_margin():.2f} nats; attention read at the repeat runs' final training FLOPs)")
+SIMILAR_AT_END = (
+    f"attention and repeat upsampling reach a similar validation loss at the end of the repeat runs "
+    f"(within {similar_margin():.2f} nats; attention read at the repeat runs' final training FLOPs)"
+)
 
 
 def _title(name: str) -> str:
@@ -179,61 +256,87 @@ def _title(name: str) -> str:
 # while achieving the same validation loss (at least 50% flops reduction at inference when we consider the attention
 # upsampling and even more with the repeat version)"
 LAST_32, LAST_TOKEN = "last 32", "last token"
-_SCORED = {LAST_32: "scored on the last 32 tokens of each window, as the README states",
-           LAST_TOKEN: "scored on the last token of each window, as the original code and its plots score"}
+_SCORED = {
+    LAST_32: "scored on the last 32 tokens of each window, as the README states",
+    LAST_TOKEN: "scored on the last token of each window, as the original code and its plots score",
+}
 
 
-BEST_LABEL = {BEST_ATTN: "the best attention model (384-32, 6 soft experts)",
-              BEST_REPEAT: "the best repeat model (512-32, 6 soft experts)"}
+BEST_LABEL = {
+    BEST_ATTN: "the best attention model (384-32, 6 soft experts)",
+    BEST_REPEAT: "the best repeat model (512-32, 6 soft experts)",
+}
 
 
 def same_loss_claim(model: str, scoring: str = LAST_32) -> str:
-    return (f"{BEST_LABEL[model]} reaches the same validation loss as the vanilla transformer (within "
-            f"{same_margin():.2f} nats either way; {_SCORED[scoring]})")
+    return (
+        f"{BEST_LABEL[model]} reaches the same validation loss as the vanilla transformer (within "
+        f"{same_margin():.2f} nats either way; {_SCORED[scoring]})"
+    )
 
 
 def faster_claim(model: str) -> str:
-    return (f"{BEST_LABEL[model]} is a lot faster than the vanilla transformer: under {LOT_FASTER:.1f} of its time per "
-            "training step (timed side by side)")
+    return (
+        f"{BEST_LABEL[model]} is a lot faster than the vanilla transformer: under {LOT_FASTER:.1f} of its time per "
+        "training step (timed side by side)"
+    )
 
 
 def fewer_flops_claim(model: str) -> str:
-    return (f"{BEST_LABEL[model]} is a lot cheaper than the vanilla transformer: under {LOT_FASTER:.1f} of its "
-            "training FLOPs per token (counted at the write-up's sizes)")
+    return (
+        f"{BEST_LABEL[model]} is a lot cheaper than the vanilla transformer: under {LOT_FASTER:.1f} of its "
+        "training FLOPs per token (counted at the write-up's sizes)"
+    )
 
 
 def inference_claim(model: str) -> str:
-    return (f"at least {INFERENCE_CUT:.0%} fewer FLOPs at inference than the vanilla transformer "
-            f"({_title(model)}; forward FLOPs per token, counted at the write-up's sizes)")
+    return (
+        f"at least {INFERENCE_CUT:.0%} fewer FLOPs at inference than the vanilla transformer "
+        f"({_title(model)}; forward FLOPs per token, counted at the write-up's sizes)"
+    )
 
 
-EVEN_MORE = ("even more with the repeat version: the best repeat model (512-32) saves a larger share of the vanilla "
-             "transformer's inference FLOPs than the best attention model (384-32); counted at the write-up's sizes")
-EVEN_MORE_SAME = ("even more with the repeat version, on one model: 448-96 with repeat upsampling saves a larger share "
-                  "of the vanilla transformer's inference FLOPs than with attention upsampling; counted at the "
-                  "write-up's sizes")
+EVEN_MORE = (
+    "even more with the repeat version: the best repeat model (512-32) saves a larger share of the vanilla "
+    "transformer's inference FLOPs than the best attention model (384-32); counted at the write-up's sizes"
+)
+EVEN_MORE_SAME = (
+    "even more with the repeat version, on one model: 448-96 with repeat upsampling saves a larger share "
+    "of the vanilla transformer's inference FLOPs than with attention upsampling; counted at the "
+    "write-up's sizes"
+)
 
 # the experts, per compute: "(generally until at least 6 you can expect good perf/compute)", a lower bound on the
 # number of experts worth their compute, tested at equal training FLOPs
-PER_COMPUTE = ("6 soft experts give good performance per compute: read at the training FLOPs where the model without "
-               "experts ends, the 6-expert model's validation loss is lower")
-PER_COMPUTE_TREND = ("up to 6 soft experts, each step up gives good performance per compute: the validation loss at "
-                     "the no-expert model's final training FLOPs falls from 0 through 2 and 4 to 6 experts (attention "
-                     "upsampling)")
-SHARED_MATCH = ("1 shared expert of 6 gives a similar validation loss to none, the classic variant (within "
-                f"{similar_margin():.2f} nats either way)")
+PER_COMPUTE = (
+    "6 soft experts give good performance per compute: read at the training FLOPs where the model without "
+    "experts ends, the 6-expert model's validation loss is lower"
+)
+PER_COMPUTE_TREND = (
+    "up to 6 soft experts, each step up gives good performance per compute: the validation loss at "
+    "the no-expert model's final training FLOPs falls from 0 through 2 and 4 to 6 experts (attention "
+    "upsampling)"
+)
+SHARED_MATCH = (
+    "1 shared expert of 6 gives a similar validation loss to none, the classic variant (within "
+    f"{similar_margin():.2f} nats either way)"
+)
 
 
 def schedule_claim(schedule: str) -> str:
-    return (f"(beyond the write-up) under {schedule}, the 448-96 anchor reaches the same validation loss as the "
-            f"vanilla transformer (within {same_margin():.2f} nats either way)")
+    return (
+        f"(beyond the write-up) under {schedule}, the 448-96 anchor reaches the same validation loss as the "
+        f"vanilla transformer (within {same_margin():.2f} nats either way)"
+    )
 
 
 def minutes_words(model: str) -> str:
     """The write-up's minutes for ``model`` and the vanilla transformer (best_models.png), per epoch."""
     m, v = experiments.get(model).published["minutes"], experiments.get(VANILLA).published["minutes"]
-    return (f'"a lot faster"; best_models.png: {m} min for two epochs against {v} for one (about '
-            f"{number(m / 2 / v)} of the time per epoch)")
+    return (
+        f'"a lot faster"; best_models.png: {m} min for two epochs against {v} for one (about '
+        f"{number(m / 2 / v)} of the time per epoch)"
+    )
 
 
 def published_pair_or_none(better: str, worse: str) -> str:

@@ -26,8 +26,7 @@ from ... import claims as claim_rows
 from ...claims import Context, Row, register as register_rows
 from ...formats import count, number
 from ...stats import span
-from ...verdicts import (CHECK, COMPUTED, COST, NOT_DECIDED, Verdict, arms_of, claim, exact, gate,
-                         trend)
+from ...verdicts import CHECK, COMPUTED, COST, NOT_DECIDED, Verdict, arms_of, claim, exact, gate, trend
 from ...experiments import mixer as exp
 from .. import verdict_forms as vf
 from . import analysis, compute, facts
@@ -54,8 +53,16 @@ DEEP = ["mixer/deep_d64", "mixer/flat_d1024_b32"]  # 64 layers of width 64 again
 SCALING = list(dict.fromkeys(LLAMA_D + LLAMA_B4 + FLAT_D + EXPANDED_D + BETWEEN + HEADS + ETA_3060 + BATCH + DEEP))
 PARALLEL = ["mixer/flat_d512", "mixer/parallel2_d512", "mixer/parallel4_d512"]
 POSITIONAL = ["mixer/flat_d1024", "mixer/positional_first", "mixer/positional_every"]
-V100 = ["mixer/llama_v100", "mixer/llama_v100_eta005", "mixer/llama_tuned", "mixer/kernel4", "mixer/extra_linear",
-        "mixer/heads2", "mixer/hybrid_sequential", "mixer/hybrid_parallel"]
+V100 = [
+    "mixer/llama_v100",
+    "mixer/llama_v100_eta005",
+    "mixer/llama_tuned",
+    "mixer/kernel4",
+    "mixer/extra_linear",
+    "mixer/heads2",
+    "mixer/hybrid_sequential",
+    "mixer/hybrid_parallel",
+]
 HYBRID_3060 = ["mixer/flat_d512", "mixer/llama_d512_h4", "mixer/hybrid_rtx3060"]
 GPT = ["mixer/flat_d512", "mixer/gpt_h16", "mixer/gpt", "mixer/gpt_h16_eta005", "mixer/gpt_eta005"]
 WIKIPEDIA = list(exp.WIKIPEDIA_ARMS)  # the book's setting: the headline's arms on Wikipedia (gpu and paper only)
@@ -104,8 +111,10 @@ def results(runs: Mapping[str, Sequence], table: bool = False):
         return pd.DataFrame({"note": ["these arms are not run at this profile (see the landing page)"]})
     published = experiments.published(list(runs))
     if table:
-        published = {label: {**pub, **{k: pub[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in pub}}
-                     for label, pub in published.items()}
+        published = {
+            label: {**pub, **{k: pub[f"table_{k}"] for k in ("train", "val") if f"table_{k}" in pub}}
+            for label, pub in published.items()
+        }
     return tables.results(by_title(runs), published=published)
 
 
@@ -121,8 +130,9 @@ def results(runs: Mapping[str, Sequence], table: bool = False):
 EQUAL_MARGIN = 1.02
 
 
-def similar(text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str],
-            fmt: str = ".3f") -> Verdict:
+def similar(
+    text: str, published: str, a: Sequence[float], b: Sequence[float], labels: tuple[str, str], fmt: str = ".3f"
+) -> Verdict:
     """The claim that two arms' losses are about equal, judged as the prologue's rule judges claims of similarity:
     two one-sided tests against ``EQUAL_MARGIN`` (:func:`lmcompanion.verdicts.similar` on a log scale): holds when
     the ratio of the arms' losses lies inside the margin on both sides, does not hold when it lies beyond it on one
@@ -171,8 +181,12 @@ def pair_row(p: Pair, runs: Mapping[str, Sequence]) -> Verdict:
     elif p.kind == "samples":
         n = compute.common_samples(runs[p.a], runs[p.b])
         if n is None:
-            return verdicts.not_decided(p.text, p.published, "no evaluation after the same number of samples",
-                                        "the two arms were never evaluated after the same number of sequences")
+            return verdicts.not_decided(
+                p.text,
+                p.published,
+                "no evaluation after the same number of samples",
+                "the two arms were never evaluated after the same number of sequences",
+            )
         a, b = compute.at_samples(runs[p.a], n, p.metric), compute.at_samples(runs[p.b], n, p.metric)
         at = f"{n:,} sequences"
     else:
@@ -201,12 +215,16 @@ def small_data(v: Verdict, runs: Mapping[str, Sequence], *names: str) -> Verdict
     most = max(experiments.passes(runs[n][0].config) or 0.0 for n in names)
     if most <= 1:
         return v
-    return dataclasses.replace(v, ours=f"{v.ours}; a small-data setting: {number(most)} passes over its "
-                                       f"{cfg.data.sequences_per_epoch(cfg.model):,} training stories")
+    return dataclasses.replace(
+        v,
+        ours=f"{v.ours}; a small-data setting: {number(most)} passes over its "
+        f"{cfg.data.sequences_per_epoch(cfg.model):,} training stories",
+    )
 
 
-def equal_time_row(text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence],
-                   quote: Sequence[vf.Quote] = ()) -> Verdict:
+def equal_time_row(
+    text: str, published: str, better: str, worse: str, runs: Mapping[str, Sequence], quote: Sequence[vf.Quote] = ()
+) -> Verdict:
     """The claim "``better`` reaches a lower validation loss than ``worse`` after the same training time", read on
     each run's curve at the comparison's equal time measured where the runs were made (the shortest run's,
     :func:`compute.equal_time`), both arms gated there; the write-up's effect from the numbers it quotes
@@ -216,13 +234,19 @@ def equal_time_row(text: str, published: str, better: str, worse: str, runs: Map
     a, b = compute.at_time(runs[better], t, "val"), compute.at_time(runs[worse], t, "val")
     labels = (_short(better), _short(worse))
     if any(math.isnan(x) for x in a + b):
-        return verdicts.not_decided(text, published, f"{labels[0]}: {span(a)}; {labels[1]}: {span(b)}",
-                                    "an arm has no evaluation before the equal time")
+        return verdicts.not_decided(
+            text,
+            published,
+            f"{labels[0]}: {span(a)}; {labels[1]}: {span(b)}",
+            "an arm has no evaluation before the equal time",
+        )
     v = claim(text, published, a, b, labels)
-    v = dataclasses.replace(v, ours=f"{v.ours} after {number(t)} s of training measured here",
-                            published_size=published_size(Pair(text, "fixed", better, worse, "", tuple(quote))))
-    return gate(v, arms_of(runs, "val", better, worse, values={better: a, worse: b},
-                           at=f"{number(t)} s of training"))
+    v = dataclasses.replace(
+        v,
+        ours=f"{v.ours} after {number(t)} s of training measured here",
+        published_size=published_size(Pair(text, "fixed", better, worse, "", tuple(quote))),
+    )
+    return gate(v, arms_of(runs, "val", better, worse, values={better: a, worse: b}, at=f"{number(t)} s of training"))
 
 
 def timed(rows: Sequence[Verdict], keep: bool = True) -> list[Verdict]:
@@ -247,7 +271,7 @@ def _ratio_claim(runs, fast: str, slow: str, text: str, published: str, lo: floa
 
 
 def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
-    """"there is minimal overfitting after 5.6 epochs ... for the mixer": each run's final validation loss no worse
+    """ "there is minimal overfitting after 5.6 epochs ... for the mixer": each run's final validation loss no worse
     than its validation loss at the evaluation nearest the run's middle, within the margin of equal losses (the
     no-worse form: "minimal", not "none"), the arm gated at both. Runs that see less than one pass over their data
     cannot overfit it: then not decided."""
@@ -257,12 +281,18 @@ def overfitting_row(runs: Mapping[str, Sequence]) -> Verdict:
     published = f"{_pub(name, 'train')}/{_pub(name, 'val')} (train/validation) after 5.6 epochs"
     v = vf.no_worse(text, published, final, middle, ("end", "middle"), EQUAL_MARGIN, ratio=True)
     passes = experiments.passes(rs[0].config)
-    v = dataclasses.replace(v, ours=f"{v.ours}; {number(passes)} passes over the training stories" if passes else v.ours)
-    v = gate(v, [learning.arm(_short(name), rs, "val", middle, "the middle evaluation"),
-                 learning.arm(_short(name), rs, "val", final)])
+    v = dataclasses.replace(
+        v, ours=f"{v.ours}; {number(passes)} passes over the training stories" if passes else v.ours
+    )
+    v = gate(
+        v,
+        [
+            learning.arm(_short(name), rs, "val", middle, "the middle evaluation"),
+            learning.arm(_short(name), rs, "val", final),
+        ],
+    )
     if passes is not None and passes < 1 and v.outcome != NOT_DECIDED:
-        v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (less than one pass over the data: overfitting cannot "
-                                           "show)")
+        v = dataclasses.replace(v, verdict=f"{NOT_DECIDED} (less than one pass over the data: overfitting cannot show)")
     return v
 
 
@@ -274,11 +304,16 @@ def _at_middle(run, split: str) -> float:
 
 def trend_row(label: str, names: Sequence[str], runs) -> Verdict:
     """The seed-mean final validation loss falls as d_model grows, every arm gated on it."""
-    pub = vf.quote([(f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published
-                     else ("val",)) for n in names if exp.ARMS[n].published],
-                   "validation, the table; d_model " + " and ".join(str(exp.ARMS[n].n_embed) for n in names
-                                                                    if not exp.ARMS[n].published)
-                   + " are the book's widths between the table's")
+    pub = vf.quote(
+        [
+            (f"d={exp.ARMS[n].n_embed}", n, ("table_val",) if "table_val" in exp.ARMS[n].published else ("val",))
+            for n in names
+            if exp.ARMS[n].published
+        ],
+        "validation, the table; d_model "
+        + " and ".join(str(exp.ARMS[n].n_embed) for n in names if not exp.ARMS[n].published)
+        + " are the book's widths between the table's",
+    )
     d = [exp.ARMS[n].n_embed for n in names]
     v = trend(rows_.trend_text(label), pub, d, [tables.final(runs[n], "val") for n in names], direction="down")
     return gate(v, arms_of(runs, "val", *names))
@@ -287,29 +322,39 @@ def trend_row(label: str, names: Sequence[str], runs) -> Verdict:
 def count_rows() -> list[Verdict]:
     counts = analysis.count_table()
     return [
-        exact(rows_.COUNTS,
-              f"{len(counts)} models (reference notes)", f"{int(counts['agree'].sum())} of {len(counts)} agree "
-              f"({int((counts['counted from'] != 'the original code').sum())} of them with the notes' count of a "
-              "design no original runs)", bool(counts["agree"].all())),
+        exact(
+            rows_.COUNTS,
+            f"{len(counts)} models (reference notes)",
+            f"{int(counts['agree'].sum())} of {len(counts)} agree "
+            f"({int((counts['counted from'] != 'the original code').sum())} of them with the notes' count of a "
+            "design no original runs)",
+            bool(counts["agree"].all()),
+        ),
     ]
 
 
 def liveness_rows() -> list[Verdict]:
     unread = {e: analysis.unread_weights(e) for e in (1, 2, 4)}
     return [
-        exact(rows_.LIVENESS, "the write-up's argument (figure)",
-              ", ".join(f"e={e}: {n:,} unread" for e, n in unread.items()) + " (one block, d = L = 64)",
-              unread[1] == 0 and unread[2] > 0 and unread[4] > unread[2], kind=COMPUTED),
+        exact(
+            rows_.LIVENESS,
+            "the write-up's argument (figure)",
+            ", ".join(f"e={e}: {n:,} unread" for e, n in unread.items()) + " (one block, d = L = 64)",
+            unread[1] == 0 and unread[2] > 0 and unread[4] > unread[2],
+            kind=COMPUTED,
+        ),
     ]
 
 
 def worked_example_rows() -> list[Verdict]:
     table = facts.worked_example_table()
     return [
-        exact(rows_.WORKED,
-              "m(W) = [[2, 1, 1], [0, 1, 4], [0, 0, 1]]; output tokens 2x0, x0 + x1, x0 + 4x1 + x2",
-              f"{int(table['agree'].sum())} of {len(table)} matrix rows agree (computed by MaskedTokenConv)",
-              bool(table["agree"].all())),
+        exact(
+            rows_.WORKED,
+            "m(W) = [[2, 1, 1], [0, 1, 4], [0, 0, 1]]; output tokens 2x0, x0 + x1, x0 + 4x1 + x2",
+            f"{int(table['agree'].sum())} of {len(table)} matrix rows agree (computed by MaskedTokenConv)",
+            bool(table["agree"].all()),
+        ),
     ]
 
 
@@ -322,21 +367,38 @@ def memory_rows(memory: Mapping | None = None) -> list[Verdict]:
     pub = analysis.MEMORY_PUBLISHED
     layers = [n for n in analysis.MEMORY_LAYERS if pub["transformer"][n][2] is not None]
     grow = {f: {n: memory[f].loc[n, 2048] - memory[f].loc[n, 512] for n in layers} for f in memory}
-    published = "; ".join(f"{n} layers: mixer +{pub['mixer'][n][2] - pub['mixer'][n][0]:,}, transformer "
-                          f"+{pub['transformer'][n][2] - pub['transformer'][n][0]:,} MB" for n in layers)
-    ours = "; ".join(f"{n} layers: mixer {number(grow['mixer'][n], sign='+')}, transformer "
-                     f"{number(grow['transformer'][n], sign='+')} MB"
-                     for n in layers)
+    published = "; ".join(
+        f"{n} layers: mixer +{pub['mixer'][n][2] - pub['mixer'][n][0]:,}, transformer "
+        f"+{pub['transformer'][n][2] - pub['transformer'][n][0]:,} MB"
+        for n in layers
+    )
+    ours = "; ".join(
+        f"{n} layers: mixer {number(grow['mixer'][n], sign='+')}, transformer "
+        f"{number(grow['transformer'][n], sign='+')} MB"
+        for n in layers
+    )
     return [
-        exact(rows_.MEMORY_LESS, "the memory tables of its Scaling Properties section", f"{'every' if below else 'not every'} "
-              "cell (counted, fp32)", below, kind=COMPUTED),
-        exact(rows_.MEMORY_GROWTH, published, ours + " (counted)",
-              all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers), kind=COMPUTED),
+        exact(
+            rows_.MEMORY_LESS,
+            "the memory tables of its Scaling Properties section",
+            f"{'every' if below else 'not every'} cell (counted, fp32)",
+            below,
+            kind=COMPUTED,
+        ),
+        exact(
+            rows_.MEMORY_GROWTH,
+            published,
+            ours + " (counted)",
+            all(grow["mixer"][n] < grow["transformer"][n] / 2 for n in layers),
+            kind=COMPUTED,
+        ),
     ]
 
 
-LOWER_BOUND = ("a count is a lower bound of the memory a GPU measures: it leaves out the CUDA context, the "
-               "allocator's slack and the library's workspace")
+LOWER_BOUND = (
+    "a count is a lower bound of the memory a GPU measures: it leaves out the CUDA context, the "
+    "allocator's slack and the library's workspace"
+)
 
 
 def _not_comparable(text: str, published: str, ours: str, why: str, form: str) -> Verdict:
@@ -358,20 +420,30 @@ def batch16_rows() -> list[Verdict]:
     g = {k: F.gib(k, 16) for k in (F.LLAMA128, F.MIXER256, F.LLAMA256, F.FLAT512)}
     r1, r2 = g[F.LLAMA128] / g[F.MIXER256], g[F.LLAMA256] / g[F.FLAT512]
     how = f"counted, fp16 mixed precision, {F.LLAMA_HEADS} heads"
-    below = (f"{LOWER_BOUND}; the write-up measured {pub['llama_d128'][1]:g} GB for the Llama our count puts at "
-             f"{number(g[F.LLAMA128])} GiB ({number(pub['llama_d128'][1] / g[F.LLAMA128])}x the count), so a ratio of "
-             "two counts bounds neither measured figure nor their ratio")
+    below = (
+        f"{LOWER_BOUND}; the write-up measured {pub['llama_d128'][1]:g} GB for the Llama our count puts at "
+        f"{number(g[F.LLAMA128])} GiB ({number(pub['llama_d128'][1] / g[F.LLAMA128])}x the count), so a ratio of "
+        "two counts bounds neither measured figure nor their ratio"
+    )
     return [
-        _not_comparable(rows_.BATCH16_LLAMA,
-                        f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB, a ratio above "
-                        f"{number(low)} (Training); {pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB, "
-                        f"{number(pub['llama_d128'][1] / pub['mixer_d256'][1])}x (Mixer Inference)",
-                        f"{number(g[F.LLAMA128])} vs {number(g[F.MIXER256])} GiB ({how}; lower bounds): "
-                        f"{number(r1)}x; with 32 heads {number(F.gib(F.LLAMA128, 16, 32))} GiB, "
-                        f"{number(F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256])}x", below, verdicts.AT_LEAST),
-        _not_comparable(rows_.BATCH16_DOUBLE, f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
-                        f"{number(g[F.LLAMA256])} vs {number(g[F.FLAT512])} GiB ({how}; lower bounds): {number(r2)}x",
-                        below, verdicts.AT_LEAST),
+        _not_comparable(
+            rows_.BATCH16_LLAMA,
+            f"more than {pub['llama_d128'][0]:g} GB vs {pub['mixer_d256'][0]:g} GB, a ratio above "
+            f"{number(low)} (Training); {pub['llama_d128'][1]:g} GB vs {pub['mixer_d256'][1]:g} GB, "
+            f"{number(pub['llama_d128'][1] / pub['mixer_d256'][1])}x (Mixer Inference)",
+            f"{number(g[F.LLAMA128])} vs {number(g[F.MIXER256])} GiB ({how}; lower bounds): "
+            f"{number(r1)}x; with 32 heads {number(F.gib(F.LLAMA128, 16, 32))} GiB, "
+            f"{number(F.gib(F.LLAMA128, 16, 32) / g[F.MIXER256])}x",
+            below,
+            verdicts.AT_LEAST,
+        ),
+        _not_comparable(
+            rows_.BATCH16_DOUBLE,
+            f"'more than double' the mixer's {pub['flat_d512'][0]:g} GB",
+            f"{number(g[F.LLAMA256])} vs {number(g[F.FLAT512])} GiB ({how}; lower bounds): {number(r2)}x",
+            below,
+            verdicts.AT_LEAST,
+        ),
     ]
 
 
@@ -382,17 +454,25 @@ def limit_rows() -> list[Verdict]:
     how much a count cannot say). A row holds only where every cell is confirmed; otherwise it is *not comparable*."""
     out = []
     for text, (words, cells) in facts.LIMIT_CELLS.items():
-        parts = [f"{m} at batch {b}: {number(facts.gib(m, b))} GiB ({'fits' if facts.fits(m, b) else 'does not fit'})"
-                 for m, b, _ in cells]
+        parts = [
+            f"{m} at batch {b}: {number(facts.gib(m, b))} GiB ({'fits' if facts.fits(m, b) else 'does not fit'})"
+            for m, b, _ in cells
+        ]
         ours = "; ".join(parts) + f" (counted, fp16 mixed precision, a lower bound, against {facts.GPU_GIB} GiB)"
         refuted = [(m, b) for m, b, should in cells if should and not facts.fits(m, b)]
         confirmed = all(not should and not facts.fits(m, b) for m, b, should in cells)
         if refuted or confirmed:
             out.append(exact(text, words, ours, not refuted, kind=COMPUTED))
         else:
-            out.append(_not_comparable(text, words, ours, f"{LOWER_BOUND}, so a count under {facts.GPU_GIB} GiB "
-                                                          "cannot show whether the model fits or not",
-                                       verdicts.EXACT_FORM))
+            out.append(
+                _not_comparable(
+                    text,
+                    words,
+                    ours,
+                    f"{LOWER_BOUND}, so a count under {facts.GPU_GIB} GiB cannot show whether the model fits or not",
+                    verdicts.EXACT_FORM,
+                )
+            )
     return out
 
 
@@ -406,15 +486,24 @@ def jl_rows() -> list[Verdict]:
 
 def width_estimate_rows() -> list[Verdict]:
     ok = facts.shapes_within()
-    closest = min(facts.STANDARD_SHAPES.items(), key=lambda kv: max(abs(kv[1](d) / p - 1)
-                                                                    for d, p in facts.WIDTH_ESTIMATES.items()))
+    closest = min(
+        facts.STANDARD_SHAPES.items(),
+        key=lambda kv: max(abs(kv[1](d) / p - 1) for d, p in facts.WIDTH_ESTIMATES.items()),
+    )
     counts = " / ".join(f"{number(closest[1](d) / 1e6)}M" for d in facts.WIDTH_ESTIMATES)
     return [
-        exact(rows_.WIDTHS,
-              " and ".join(f"{p / 1e6:,.0f} million (width {d:,})" for d, p in facts.WIDTH_ESTIMATES.items()),
-              (f"within {facts.ABOUT:.0%} at both widths: {', '.join(ok)}" if ok else
-               f"no declared standard shape within {facts.ABOUT:.0%} at both widths; the closest, "
-               f"{closest[0]}: {counts}"), bool(ok), kind=COMPUTED),
+        exact(
+            rows_.WIDTHS,
+            " and ".join(f"{p / 1e6:,.0f} million (width {d:,})" for d, p in facts.WIDTH_ESTIMATES.items()),
+            (
+                f"within {facts.ABOUT:.0%} at both widths: {', '.join(ok)}"
+                if ok
+                else f"no declared standard shape within {facts.ABOUT:.0%} at both widths; the closest, "
+                f"{closest[0]}: {counts}"
+            ),
+            bool(ok),
+            kind=COMPUTED,
+        ),
     ]
 
 
@@ -431,9 +520,15 @@ def _jl(i: int) -> Callable[[Context], Verdict]:
 
 
 def _pair(p: Pair) -> Row:
-    return Row(p.text, p.notebook, lambda ctx: pair_row(p, ctx.runs), arms=(p.a, p.b),
-               published=p.published, extension=p.extension,
-               gap=(p.a, p.b, p.metric))
+    return Row(
+        p.text,
+        p.notebook,
+        lambda ctx: pair_row(p, ctx.runs),
+        arms=(p.a, p.b),
+        published=p.published,
+        extension=p.extension,
+        gap=(p.a, p.b, p.metric),
+    )
 
 
 def _rows() -> list[Row]:
@@ -441,30 +536,58 @@ def _rows() -> list[Row]:
     out = [_pair(p) for p in PAIRS]
     out.append(Row(OVERFIT[0], "01_mixer_vs_llama", lambda ctx: overfitting_row(ctx.runs), arms=(OVERFIT[1],)))
     for text, fast, slow, published, bounds, notebook, _ in SPEED:
-        decide = ((lambda ctx, t=text, f=fast, s=slow, p=published: _speed_claim(ctx.runs, f, s, t, p)) if bounds is None
-                  else (lambda ctx, t=text, f=fast, s=slow, p=published, b=bounds: _ratio_claim(ctx.runs, f, s, t, p, *b)))
+        decide = (
+            (lambda ctx, t=text, f=fast, s=slow, p=published: _speed_claim(ctx.runs, f, s, t, p))
+            if bounds is None
+            else (lambda ctx, t=text, f=fast, s=slow, p=published, b=bounds: _ratio_claim(ctx.runs, f, s, t, p, *b))
+        )
         out.append(Row(text, notebook, decide, arms=(fast, slow), kind=COST, published=published))
     for text, better, worse, parts, notebook, _ in EQUAL_TIME:
         published = vf.quote(parts, "validation after the same 12 hours on one RTX 3060")
-        out.append(Row(text, notebook, lambda ctx, t=text, b=better, w=worse, p=published, q=parts: equal_time_row(
-            t, p, b, w, ctx.runs, q), arms=(better, worse), published=published))
+        out.append(
+            Row(
+                text,
+                notebook,
+                lambda ctx, t=text, b=better, w=worse, p=published, q=parts: equal_time_row(t, p, b, w, ctx.runs, q),
+                arms=(better, worse),
+                published=published,
+            )
+        )
     for text, faster, slower, notebook, _ in HEADS_TIME:
-        out.append(Row(text, notebook, lambda ctx, t=text, f=faster, w=slower: cost.time_lower(
-            t, rows_.HEADS_TIME_QUOTE, ctx.timing(f, w), f, w, ctx.runs), arms=(faster, slower), kind=COST,
-            timed=(faster, slower), published=rows_.HEADS_TIME_QUOTE))
+        out.append(
+            Row(
+                text,
+                notebook,
+                lambda ctx, t=text, f=faster, w=slower: cost.time_lower(
+                    t, rows_.HEADS_TIME_QUOTE, ctx.timing(f, w), f, w, ctx.runs
+                ),
+                arms=(faster, slower),
+                kind=COST,
+                timed=(faster, slower),
+                published=rows_.HEADS_TIME_QUOTE,
+            )
+        )
     for label, names in TRENDS.items():
-        out.append(Row(rows_.trend_text(label), "03_scaling", lambda ctx, lab=label, ns=names: trend_row(lab, ns, ctx.runs),
-                       arms=tuple(names)))
-    out += [Row(rows_.COUNTS, "03_scaling", _one(count_rows), kind=CHECK),
-            Row(rows_.WORKED, "02_flat_vs_expanded", _one(worked_example_rows), kind=CHECK),
-            Row(rows_.LIVENESS, "02_flat_vs_expanded", _one(liveness_rows), kind=COMPUTED),
-            Row(rows_.MEMORY_LESS, "06_memory", lambda ctx: _memory(ctx, 0), kind=COMPUTED),
-            Row(rows_.MEMORY_GROWTH, "06_memory", lambda ctx: _memory(ctx, 1), kind=COMPUTED),
-            Row(rows_.BATCH16_LLAMA, "06_memory", _one(batch16_rows, 0), kind=COMPUTED),
-            Row(rows_.BATCH16_DOUBLE, "06_memory", _one(batch16_rows, 1), kind=COMPUTED),
-            *[Row(text, "06_memory", _one(limit_rows, i), kind=COMPUTED) for i, text in enumerate(rows_.LIMITS)],
-            Row(rows_.WIDTHS, "08_dimensions", _one(width_estimate_rows), kind=COMPUTED),
-            *[Row(text, "08_dimensions", _jl(i), kind=COMPUTED) for i, text in enumerate(rows_.JL)]]
+        out.append(
+            Row(
+                rows_.trend_text(label),
+                "03_scaling",
+                lambda ctx, lab=label, ns=names: trend_row(lab, ns, ctx.runs),
+                arms=tuple(names),
+            )
+        )
+    out += [
+        Row(rows_.COUNTS, "03_scaling", _one(count_rows), kind=CHECK),
+        Row(rows_.WORKED, "02_flat_vs_expanded", _one(worked_example_rows), kind=CHECK),
+        Row(rows_.LIVENESS, "02_flat_vs_expanded", _one(liveness_rows), kind=COMPUTED),
+        Row(rows_.MEMORY_LESS, "06_memory", lambda ctx: _memory(ctx, 0), kind=COMPUTED),
+        Row(rows_.MEMORY_GROWTH, "06_memory", lambda ctx: _memory(ctx, 1), kind=COMPUTED),
+        Row(rows_.BATCH16_LLAMA, "06_memory", _one(batch16_rows, 0), kind=COMPUTED),
+        Row(rows_.BATCH16_DOUBLE, "06_memory", _one(batch16_rows, 1), kind=COMPUTED),
+        *[Row(text, "06_memory", _one(limit_rows, i), kind=COMPUTED) for i, text in enumerate(rows_.LIMITS)],
+        Row(rows_.WIDTHS, "08_dimensions", _one(width_estimate_rows), kind=COMPUTED),
+        *[Row(text, "08_dimensions", _jl(i), kind=COMPUTED) for i, text in enumerate(rows_.JL)],
+    ]
     return sorted(out, key=lambda r: rows_.SECTIONS.index(rows_.section_of(r.text)))
 
 
@@ -482,10 +605,58 @@ def training_rows(runs: Mapping[str, Sequence], profile: str | None = None) -> l
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
 ledger.register(CHAPTER, CLAIMS)
 
-__all__ = ["BATCH", "CHAPTER", "DEEP", "ETA_3060", "EXPANDED_D", "FIRST", "FLAT_D", "FLAT_EXPANDED", "GENERATION",
-           "GPT", "HEADLINE", "HEADS", "HYBRID_3060", "LLAMA_D", "MAIN", "NOTEBOOK_ARMS", "OVERFIT", "PAIRS",
-           "PARALLEL", "POSITIONAL", "Pair", "ROWS", "equal_time_row", "trend_row", "SCALING", "SPEED", "TIMED", "V100", "analysis", "batch16_rows",
-           "CLAIMS", "BETWEEN", "LLAMA_B4", "by_title", "compute", "count_rows", "facts", "jl_rows",
-           "limit_rows", "liveness_rows",
-           "memory_rows", "notebook_estimates", "overfitting_row", "pair_row", "published_size", "results", "similar", "timed",
-           "training_rows", "width_estimate_rows", "worked_example_rows", "WIKIPEDIA", "small_data"]
+__all__ = [
+    "BATCH",
+    "CHAPTER",
+    "DEEP",
+    "ETA_3060",
+    "EXPANDED_D",
+    "FIRST",
+    "FLAT_D",
+    "FLAT_EXPANDED",
+    "GENERATION",
+    "GPT",
+    "HEADLINE",
+    "HEADS",
+    "HYBRID_3060",
+    "LLAMA_D",
+    "MAIN",
+    "NOTEBOOK_ARMS",
+    "OVERFIT",
+    "PAIRS",
+    "PARALLEL",
+    "POSITIONAL",
+    "Pair",
+    "ROWS",
+    "equal_time_row",
+    "trend_row",
+    "SCALING",
+    "SPEED",
+    "TIMED",
+    "V100",
+    "analysis",
+    "batch16_rows",
+    "CLAIMS",
+    "BETWEEN",
+    "LLAMA_B4",
+    "by_title",
+    "compute",
+    "count_rows",
+    "facts",
+    "jl_rows",
+    "limit_rows",
+    "liveness_rows",
+    "memory_rows",
+    "notebook_estimates",
+    "overfitting_row",
+    "pair_row",
+    "published_size",
+    "results",
+    "similar",
+    "timed",
+    "training_rows",
+    "width_estimate_rows",
+    "worked_example_rows",
+    "WIKIPEDIA",
+    "small_data",
+]

@@ -82,16 +82,30 @@ def count_table(names: Sequence[str] = ()) -> pd.DataFrame:
     rows = []
     for label, name, changes, original in exp.ORIGINAL_COUNTS:
         ours = models.num_params(_model_at_paper(name, changes))
-        rows.append({"model (write-up size)": label, "ours": f"{ours:,}",
-                     "independent count": f"{independent_count(name, changes):,}", "reference count": f"{original:,}",
-                     "counted from": "the notes' reading of the design (no runnable original)"
-                     if name in NO_RUNNABLE_ORIGINAL else "the original code",
-                     "agree": ours == independent_count(name, changes) == original})
+        rows.append(
+            {
+                "model (write-up size)": label,
+                "ours": f"{ours:,}",
+                "independent count": f"{independent_count(name, changes):,}",
+                "reference count": f"{original:,}",
+                "counted from": "the notes' reading of the design (no runnable original)"
+                if name in NO_RUNNABLE_ORIGINAL
+                else "the original code",
+                "agree": ours == independent_count(name, changes) == original,
+            }
+        )
     for name in names:
         ours = models.num_params(_model_at_paper(name, {}))
-        rows.append({"model (write-up size)": name, "ours": f"{ours:,}",
-                     "independent count": f"{independent_count(name):,}", "reference count": "", "counted from": "",
-                     "agree": ours == independent_count(name)})
+        rows.append(
+            {
+                "model (write-up size)": name,
+                "ours": f"{ours:,}",
+                "independent count": f"{independent_count(name):,}",
+                "reference count": "",
+                "counted from": "",
+                "agree": ours == independent_count(name),
+            }
+        )
     return pd.DataFrame(rows).set_index("model (write-up size)")
 
 
@@ -107,17 +121,24 @@ def liveness_table(d: int = 512, L: int = 512, expansions: Sequence[int | None] 
         cfg = MixerConfig(n_embed=d, n_layer=1, context_size=L, expansion=e)
         model = models.build(cfg, device="meta")
         c = token_weight_census(model)
-        rows.append({"token mixing": "flat" if e is None else f"expanded, e={e}", "weights": f"{c['total']:,}",
-                     "zeroed by the mask": f"{c['masked']:,}", "kept but never read": f"{c['unread']:,}",
-                     "live (can get a gradient)": f"{c['live']:,}",
-                     "live share": number(c["live"] / c["total"])})
+        rows.append(
+            {
+                "token mixing": "flat" if e is None else f"expanded, e={e}",
+                "weights": f"{c['total']:,}",
+                "zeroed by the mask": f"{c['masked']:,}",
+                "kept but never read": f"{c['unread']:,}",
+                "live (can get a gradient)": f"{c['live']:,}",
+                "live share": number(c["live"] / c["total"]),
+            }
+        )
     return pd.DataFrame(rows).set_index("token mixing")
 
 
 def unread_weights(e: int | None, d: int = 64, L: int = 64) -> int:
     """Token-mixing weights kept by the mask but never read (one block)."""
-    return token_weight_census(models.build(MixerConfig(n_embed=d, n_layer=1, context_size=L, expansion=e),
-                                            device="meta"))["unread"]
+    return token_weight_census(
+        models.build(MixerConfig(n_embed=d, n_layer=1, context_size=L, expansion=e), device="meta")
+    )["unread"]
 
 
 # --- training memory against context (the write-up's two tables) --------------------------------------------------
@@ -130,10 +151,16 @@ GPU_GB = 12  # the RTX 3060 the write-up measured on
 # The write-up's tables (MB of device memory, one unbatched forward and backward pass without the LM head; None:
 # out of memory on its 12 GB GPU), quoted from its "Memory" section.
 MEMORY_PUBLISHED = {
-    "mixer": {4: (2071, 2341, 2637, 3573, 6491), 8: (2431, 2869, 3425, 5111, 10527),
-              16: (2695, 3159, 3811, 5879, None)},
-    "transformer": {4: (2323, 3275, 6809, None, None), 8: (3176, 4800, 10126, None, None),
-                    16: (4876, 7750, None, None, None)},
+    "mixer": {
+        4: (2071, 2341, 2637, 3573, 6491),
+        8: (2431, 2869, 3425, 5111, 10527),
+        16: (2695, 3159, 3811, 5879, None),
+    },
+    "transformer": {
+        4: (2323, 3275, 6809, None, None),
+        8: (3176, 4800, 10126, None, None),
+        16: (4876, 7750, None, None, None),
+    },
 }
 
 
@@ -149,9 +176,13 @@ def memory_counts(key: str = "one_pass") -> dict[str, pd.DataFrame]:
     out = {}
     for family in ("mixer", "transformer"):
         out[family] = pd.DataFrame(
-            [[training_memory(memory_config(family, n, T))[key] / 2**20 for T in MEMORY_CONTEXTS]
-             for n in MEMORY_LAYERS], index=pd.Index(MEMORY_LAYERS, name="layers"),
-            columns=pd.Index(MEMORY_CONTEXTS, name="context"))
+            [
+                [training_memory(memory_config(family, n, T))[key] / 2**20 for T in MEMORY_CONTEXTS]
+                for n in MEMORY_LAYERS
+            ],
+            index=pd.Index(MEMORY_LAYERS, name="layers"),
+            columns=pd.Index(MEMORY_CONTEXTS, name="context"),
+        )
     return out
 
 
@@ -203,9 +234,16 @@ def memory_measured(limit_gb: float | None = None) -> dict[str, pd.DataFrame] | 
     out = {}
     for family in ("mixer", "transformer"):
         out[family] = pd.DataFrame(
-            [[measure_memory_cuda(family, n, T) if counted[family].loc[n, T] < 0.9 * limit else float("nan")
-              for T in MEMORY_CONTEXTS] for n in MEMORY_LAYERS],
-            index=pd.Index(MEMORY_LAYERS, name="layers"), columns=pd.Index(MEMORY_CONTEXTS, name="context"))
+            [
+                [
+                    measure_memory_cuda(family, n, T) if counted[family].loc[n, T] < 0.9 * limit else float("nan")
+                    for T in MEMORY_CONTEXTS
+                ]
+                for n in MEMORY_LAYERS
+            ],
+            index=pd.Index(MEMORY_LAYERS, name="layers"),
+            columns=pd.Index(MEMORY_CONTEXTS, name="context"),
+        )
     return out
 
 
@@ -239,10 +277,16 @@ def hybrid_init_table(names: Sequence[str], profile: str) -> pd.DataFrame:
             torch.manual_seed(0)
             model = models.build(cfg)
             bias = torch.cat([b.mixer.bias.detach().abs() for b in model.blocks])
-            rows.append({"experiment": name, "profile": where, "context L": cfg.context_size,
-                         "embedding std": number(model.wte.weight.detach().std().item()),
-                         "mean |conv bias|": number(bias.mean().item()),
-                         "bias / embedding": f"{number((bias.mean() / model.wte.weight.detach().std()).item())}x"})
+            rows.append(
+                {
+                    "experiment": name,
+                    "profile": where,
+                    "context L": cfg.context_size,
+                    "embedding std": number(model.wte.weight.detach().std().item()),
+                    "mean |conv bias|": number(bias.mean().item()),
+                    "bias / embedding": f"{number((bias.mean() / model.wte.weight.detach().std()).item())}x",
+                }
+            )
     return pd.DataFrame(rows).set_index(["experiment", "profile"])
 
 
@@ -251,24 +295,27 @@ def hybrid_init_table(names: Sequence[str], profile: str) -> pd.DataFrame:
 # The write-up's two prompts (its validation-story inputs; "<unk> tokens are newlines"), quoted.
 PROMPTS = {
     "the orange ball": (
-        'Once upon a time, there was a little boy named Tim. Tim had a big, orange ball. He loved his ball '
+        "Once upon a time, there was a little boy named Tim. Tim had a big, orange ball. He loved his ball "
         "very much. One day, Tim met a girl named Sue. Sue had a pretty doll. Tim liked Sue's doll, and Sue"
         " liked Tim's orange ball.<unk>Tim and Sue thought about a trade. They would trade the ball for the"
         ' doll. Tim was not sure. He loved his orange ball. Sue said, "I promise to take care of your ball.'
-        ' You can play with it when you'),
+        " You can play with it when you"
+    ),
     "the ball game": (
-        'One day, a little boy named Tim went to play with his friend, Sam. They wanted to play a game with'
-        ' a ball. The game was to see who could get the best score.<unk>Tim threw the ball and Sam tried to'
-        ' catch it. Sam missed the ball and it went far away. Sam was angry. He said, "I don\'t like this '
+        "One day, a little boy named Tim went to play with his friend, Sam. They wanted to play a game with"
+        " a ball. The game was to see who could get the best score.<unk>Tim threw the ball and Sam tried to"
+        " catch it. Sam missed the ball and it went far away. Sam was angry. He said, \"I don't like this "
         'game. I want to lie down and rest."<unk>Tim said, "Okay, let\'s lie down and rest. Then we can try'
         ' again to get a good score." They lay down under a big tree and looked at the sky. They saw birds '
-        'flying and clouds moving.<unk>After a while, they got up and'),
+        "flying and clouds moving.<unk>After a while, they got up and"
+    ),
 }
 # "The actual next 50 tokens to this input (generated by ChatGPT)", quoted (the first prompt's continuation).
 ACTUAL_NEXT = (
     'want." Tim said, "I promise to take care of your doll too."<unk>They did the trade. Tim played '
     "with the doll, and Sue played with the orange ball. But then, Sue's big dog came. The dog saw the "
-    'orange ball and thought it was a toy. The dog bit the ball and it popped')
+    "orange ball and thought it was a toy. The dog bit the ball and it popped"
+)
 
 
 @dataclass(frozen=True)
@@ -286,36 +333,70 @@ class Sample:
 # Every completion the write-up prints, in its order ("Mixer Inference", "Flat Mixers Train Faster", "Scaling
 # Properties"), with the arm whose model has its shape.
 SAMPLES = (
-    Sample("its mixer, d_model=256, n=8 (1.8 GB vRAM for 16-bit training)", "mixer/expanded_d256", "the orange ball",
-           'come back."<unk>Tim thought about it and agreed. Sue gave the ball back to Tim. They played '
-           'together, and Tim was very happy. Sue was happy too. They learned that sharing can make everyone '
-           'happy. And that is how the orange ball can bring happiness to everyone.', "Mixer Inference"),
-    Sample("its Llama, d_model=128, n=8 (10.7 GB vRAM for 16-bit training)", "mixer/llama_d128", "the orange ball",
-           '\'ll find your ball."<unk>Tim was happy. He said, "Thank you, Sue. You are a good friend. You are '
-           'a good friend." Sue gave Tim a new ball. Tim gave Sue a new ball. Sush was blue and shiny. Sush, '
-           'Spot, and Spot. They played with their ball', "Mixer Inference"),
-    Sample("its masked mixer (d_model=256)", "mixer/expanded_d256", "the ball game",
-           'played a game of tag. Tim was fast, but Sam was faster. They ran and ran until they reached the '
-           'finish line. Tim was tired but happy. Sam said, "Good job, Sam!" Sam smiled and said, "Good job, '
-           'Tim!" They both smiled and hugged each other.', "Mixer Inference"),
-    Sample("its transformer (d_model=128)", "mixer/llama_d128", "the ball game",
-           'went home. They sat down on the grass and closed their eyes. They closed their eyes and fell '
-           'asleep. Tim dreamed of the snow he found his way home. He felt safe and happy in his new score. He'
-           ' knew that he could always count on his score again. And he lived happily ever after.', "Mixer Inference"),
-    Sample("the trained d_model=1024, n=8 flat mixer", "mixer/flat_d1024", "the ball game",
-           'played a game of catch. Tim threw the ball to Sam, and Sam caught it. They laughed and played '
-           'until the sun went down.<unk>At the end of the day, Tim and Sam were tired but happy. They went '
-           'home and took a nap. They dreamed of playing catch again tomorrow. And they did.',
-           "Flat Mixers Train Faster"),
-    Sample("a 64-dimension model with 64 layers (2.867 evaluation loss)", "mixer/deep_d64", "the ball game",
-           'played. They saw a man who had fallen down the street. Tim said, "Time to go home, please." Tim '
-           'said, "It\'s okay to be scared, but we have to be careful." Tim nodded and they went home. They '
-           'played in the big field and had fun. They had a great time playing in the snow.', "Scaling Properties"),
-    Sample("a 1024-dimension model with 8 layers (1.837 evaluation loss)", "mixer/flat_d1024_b32", "the ball game",
-           'played a game. They took turns throwing the ball to each other. Tim was good at catching the ball.'
-           ' Sam was good at catching the ball. They laughed and played until it was time to go home.<unk>The '
-           "moral of the story is that playing games is fun, but sometimes it's good to try new things and "
-           'have fun with friends.', "Scaling Properties"),
+    Sample(
+        "its mixer, d_model=256, n=8 (1.8 GB vRAM for 16-bit training)",
+        "mixer/expanded_d256",
+        "the orange ball",
+        'come back."<unk>Tim thought about it and agreed. Sue gave the ball back to Tim. They played '
+        "together, and Tim was very happy. Sue was happy too. They learned that sharing can make everyone "
+        "happy. And that is how the orange ball can bring happiness to everyone.",
+        "Mixer Inference",
+    ),
+    Sample(
+        "its Llama, d_model=128, n=8 (10.7 GB vRAM for 16-bit training)",
+        "mixer/llama_d128",
+        "the orange ball",
+        '\'ll find your ball."<unk>Tim was happy. He said, "Thank you, Sue. You are a good friend. You are '
+        'a good friend." Sue gave Tim a new ball. Tim gave Sue a new ball. Sush was blue and shiny. Sush, '
+        "Spot, and Spot. They played with their ball",
+        "Mixer Inference",
+    ),
+    Sample(
+        "its masked mixer (d_model=256)",
+        "mixer/expanded_d256",
+        "the ball game",
+        "played a game of tag. Tim was fast, but Sam was faster. They ran and ran until they reached the "
+        'finish line. Tim was tired but happy. Sam said, "Good job, Sam!" Sam smiled and said, "Good job, '
+        'Tim!" They both smiled and hugged each other.',
+        "Mixer Inference",
+    ),
+    Sample(
+        "its transformer (d_model=128)",
+        "mixer/llama_d128",
+        "the ball game",
+        "went home. They sat down on the grass and closed their eyes. They closed their eyes and fell "
+        "asleep. Tim dreamed of the snow he found his way home. He felt safe and happy in his new score. He"
+        " knew that he could always count on his score again. And he lived happily ever after.",
+        "Mixer Inference",
+    ),
+    Sample(
+        "the trained d_model=1024, n=8 flat mixer",
+        "mixer/flat_d1024",
+        "the ball game",
+        "played a game of catch. Tim threw the ball to Sam, and Sam caught it. They laughed and played "
+        "until the sun went down.<unk>At the end of the day, Tim and Sam were tired but happy. They went "
+        "home and took a nap. They dreamed of playing catch again tomorrow. And they did.",
+        "Flat Mixers Train Faster",
+    ),
+    Sample(
+        "a 64-dimension model with 64 layers (2.867 evaluation loss)",
+        "mixer/deep_d64",
+        "the ball game",
+        'played. They saw a man who had fallen down the street. Tim said, "Time to go home, please." Tim '
+        'said, "It\'s okay to be scared, but we have to be careful." Tim nodded and they went home. They '
+        "played in the big field and had fun. They had a great time playing in the snow.",
+        "Scaling Properties",
+    ),
+    Sample(
+        "a 1024-dimension model with 8 layers (1.837 evaluation loss)",
+        "mixer/flat_d1024_b32",
+        "the ball game",
+        "played a game. They took turns throwing the ball to each other. Tim was good at catching the ball."
+        " Sam was good at catching the ball. They laughed and played until it was time to go home.<unk>The "
+        "moral of the story is that playing games is fun, but sometimes it's good to try new things and "
+        "have fun with friends.",
+        "Scaling Properties",
+    ),
 )
 GENERATED = 50  # the write-up's "50 tokens" (49 iterations of its loop, n = 50)
 
@@ -339,12 +420,26 @@ def samples_table(runs: Mapping[str, Sequence], n: int = GENERATED) -> pd.DataFr
     rows = []
     for s in SAMPLES:
         rs = runs.get(s.arm) or []
-        rows.append({"section": s.section, "prompt": s.prompt, "the write-up's model": s.model,
-                     "the write-up's completion": s.completion, "ours: experiment": s.arm,
-                     "ours: completion": complete(rs[0], s.prompt, n) if rs else "(not run at this profile)"})
-    rows.append({"section": "Mixer Inference", "prompt": "the orange ball",
-                 "the write-up's model": "the actual next 50 tokens (generated by ChatGPT)",
-                 "the write-up's completion": ACTUAL_NEXT, "ours: experiment": "", "ours: completion": ""})
+        rows.append(
+            {
+                "section": s.section,
+                "prompt": s.prompt,
+                "the write-up's model": s.model,
+                "the write-up's completion": s.completion,
+                "ours: experiment": s.arm,
+                "ours: completion": complete(rs[0], s.prompt, n) if rs else "(not run at this profile)",
+            }
+        )
+    rows.append(
+        {
+            "section": "Mixer Inference",
+            "prompt": "the orange ball",
+            "the write-up's model": "the actual next 50 tokens (generated by ChatGPT)",
+            "the write-up's completion": ACTUAL_NEXT,
+            "ours: experiment": "",
+            "ours: completion": "",
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -356,8 +451,15 @@ def prompt_table(run, n: int = GENERATED, prompts: Mapping[str, str] = PROMPTS) 
     rows = []
     for name, text in prompts.items():
         window, kept = stories.prompt_window(tok, text, L, k)
-        rows.append({"prompt": name, "prompt tokens": len(tok.encode(text.replace("<unk>", "\n"))),
-                     "kept in the window": kept, "window": L, "generated": k - 1})
+        rows.append(
+            {
+                "prompt": name,
+                "prompt tokens": len(tok.encode(text.replace("<unk>", "\n"))),
+                "kept in the window": kept,
+                "window": L,
+                "generated": k - 1,
+            }
+        )
     return pd.DataFrame(rows).set_index("prompt")
 
 
@@ -380,16 +482,44 @@ def jl_dimension(log10_m: float, eps: float = 1.0) -> float:
 def jl_table(eps: Sequence[float] = (1.0, 0.5, 0.1)) -> pd.DataFrame:
     rows = []
     for what, log10_m, pub in JL_PUBLISHED:
-        row = {"points m": what, "log10 m": number(log10_m), "write-up": pub,
-               "8 ln m (eps = 1)": count(jl_dimension(log10_m)), "ln m": number(log10_m * math.log(10))}
+        row = {
+            "points m": what,
+            "log10 m": number(log10_m),
+            "write-up": pub,
+            "8 ln m (eps = 1)": count(jl_dimension(log10_m)),
+            "ln m": number(log10_m * math.log(10)),
+        }
         for e in eps[1:]:
             row[f"eps = {e:g}"] = count(jl_dimension(log10_m, e))
         rows.append(row)
     return pd.DataFrame(rows).set_index("points m")
 
 
-__all__ = ["ACTUAL_NEXT", "GENERATED", "JL_PUBLISHED", "MEMORY_CONTEXTS", "MEMORY_LAYERS", "MEMORY_PUBLISHED",
-           "PROMPTS", "SAMPLES", "Sample", "complete", "count_table", "hybrid_init_table", "growth_table",
-           "independent_count", "jl_dimension", "jl_table", "liveness_table", "measure_memory_cuda", "memory_config",
-           "memory_counts", "memory_figure", "memory_measured", "memory_table", "prompt_table", "samples_table",
-           "unread_weights"]
+__all__ = [
+    "ACTUAL_NEXT",
+    "GENERATED",
+    "JL_PUBLISHED",
+    "MEMORY_CONTEXTS",
+    "MEMORY_LAYERS",
+    "MEMORY_PUBLISHED",
+    "PROMPTS",
+    "SAMPLES",
+    "Sample",
+    "complete",
+    "count_table",
+    "hybrid_init_table",
+    "growth_table",
+    "independent_count",
+    "jl_dimension",
+    "jl_table",
+    "liveness_table",
+    "measure_memory_cuda",
+    "memory_config",
+    "memory_counts",
+    "memory_figure",
+    "memory_measured",
+    "memory_table",
+    "prompt_table",
+    "samples_table",
+    "unread_weights",
+]

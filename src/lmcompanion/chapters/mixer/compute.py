@@ -19,7 +19,6 @@ from ...formats import number, si
 from ...stats import span
 
 
-
 # --- what a run computes ----------------------------------------------------------------------------------------
 
 
@@ -46,19 +45,22 @@ def arm_table(names: Sequence[str], profile: str) -> pd.DataFrame:
         paper = experiments.config(name, "paper", device="cpu")
         m = cfg.model
         heads = getattr(m, "n_head", 1)
-        rows.append({
-            "experiment": name,
-            "write-up label": experiments.get(name).title,
-            "model here": f"{m.family} d={m.n_embed} n={m.n_layer} L={m.context_size}" + (f" h={heads}" if heads > 1 else ""),
-            "batch": cfg.train.global_batch,
-            "lr": f"{cfg.train.lr:g}",
-            "params here": f"{models.num_params(m):,}",
-            "params (write-up size)": f"{models.num_params(paper.model):,}",
-            "FLOPs/step (counted)": si(cfg.flops_per_step(), "FLOP"),
-            "steps": f"{cfg.train.max_steps:,}",
-            "share of the budget": number(cfg.train.max_steps * cfg.flops_per_step() / budget),
-            "sequences seen": f"{cfg.train.max_steps * cfg.train.global_batch:,}",
-        })
+        rows.append(
+            {
+                "experiment": name,
+                "write-up label": experiments.get(name).title,
+                "model here": f"{m.family} d={m.n_embed} n={m.n_layer} L={m.context_size}"
+                + (f" h={heads}" if heads > 1 else ""),
+                "batch": cfg.train.global_batch,
+                "lr": f"{cfg.train.lr:g}",
+                "params here": f"{models.num_params(m):,}",
+                "params (write-up size)": f"{models.num_params(paper.model):,}",
+                "FLOPs/step (counted)": si(cfg.flops_per_step(), "FLOP"),
+                "steps": f"{cfg.train.max_steps:,}",
+                "share of the budget": number(cfg.train.max_steps * cfg.flops_per_step() / budget),
+                "sequences seen": f"{cfg.train.max_steps * cfg.train.global_batch:,}",
+            }
+        )
     return pd.DataFrame(rows).set_index("experiment")
 
 
@@ -72,21 +74,28 @@ def proportions_table(names: Sequence[str], profile: str, reference: str = "mixe
     for name in names:
         here, paper = (experiments.config(name, p, device="cpu") for p in (profile, "paper"))
         m, w = here.model, paper.model
-        heads = (f"{getattr(m, 'n_head', 1)} x {m.n_embed // getattr(m, 'n_head', 1)} / "
-                 f"{getattr(w, 'n_head', 1)} x {w.n_embed // getattr(w, 'n_head', 1)}") if m.family != "mixer" else ""
-        rows.append({
-            "experiment": name,
-            "runs here": "yes" if experiments.runs_at(name, profile) else f"no (not at {profile})",
-            "width": f"{m.n_embed} = {number(m.n_embed / w.n_embed)} of {w.n_embed}",
-            "blocks": f"{m.n_layer} of {w.n_layer}",
-            "context L": f"{m.context_size} of {w.context_size}",
-            "L / d here (write-up)": f"{number(m.context_size / m.n_embed)} ({number(w.context_size / w.n_embed)})",
-            "heads x head size here / write-up": heads,
-            "batch": f"{here.train.global_batch} of {paper.train.global_batch}",
-            "steps here": f"{here.train.max_steps:,}",
-            f"steps / {reference.split('/')[-1]}'s here (write-up)":
-                f"{number(here.train.max_steps / ref_here)} ({number(paper.train.max_steps / ref_paper)})",
-        })
+        heads = (
+            (
+                f"{getattr(m, 'n_head', 1)} x {m.n_embed // getattr(m, 'n_head', 1)} / "
+                f"{getattr(w, 'n_head', 1)} x {w.n_embed // getattr(w, 'n_head', 1)}"
+            )
+            if m.family != "mixer"
+            else ""
+        )
+        rows.append(
+            {
+                "experiment": name,
+                "runs here": "yes" if experiments.runs_at(name, profile) else f"no (not at {profile})",
+                "width": f"{m.n_embed} = {number(m.n_embed / w.n_embed)} of {w.n_embed}",
+                "blocks": f"{m.n_layer} of {w.n_layer}",
+                "context L": f"{m.context_size} of {w.context_size}",
+                "L / d here (write-up)": f"{number(m.context_size / m.n_embed)} ({number(w.context_size / w.n_embed)})",
+                "heads x head size here / write-up": heads,
+                "batch": f"{here.train.global_batch} of {paper.train.global_batch}",
+                "steps here": f"{here.train.max_steps:,}",
+                f"steps / {reference.split('/')[-1]}'s here (write-up)": f"{number(here.train.max_steps / ref_here)} ({number(paper.train.max_steps / ref_paper)})",
+            }
+        )
     return pd.DataFrame(rows).set_index("experiment")
 
 
@@ -94,13 +103,16 @@ def budget_table(profile: str) -> pd.DataFrame:
     """The compute budget of a profile: counted training FLOPs per run, and where the number comes from."""
     budget = exp.budget(profile)
     if exp.scale(profile).budget is None:
-        where = (f"the write-up's 2-parallel d=512 mixer in its 12 h on an RTX 3060: {exp.ANCHOR_STEPS:,} steps x "
-                 f"{si(exp.flops_per_step(exp.ANCHOR, 'paper'), 'FLOP')} (counted)")
+        where = (
+            f"the write-up's 2-parallel d=512 mixer in its 12 h on an RTX 3060: {exp.ANCHOR_STEPS:,} steps x "
+            f"{si(exp.flops_per_step(exp.ANCHOR, 'paper'), 'FLOP')} (counted)"
+        )
     else:
         where = f"set for the {profile} profile (experiments/mixer.py, SCALES)"
-    return pd.DataFrame({"value": [si(budget, "FLOP"), where,
-                                   "every arm: steps = budget // counted FLOPs per step"]},
-                        index=pd.Index(["budget per run", "source", "rule"], name=profile))
+    return pd.DataFrame(
+        {"value": [si(budget, "FLOP"), where, "every arm: steps = budget // counted FLOPs per step"]},
+        index=pd.Index(["budget per run", "source", "rule"], name=profile),
+    )
 
 
 # --- figures ----------------------------------------------------------------------------------------------------
@@ -125,19 +137,29 @@ def _unigram(runs: Mapping[str, Sequence]) -> tuple[str, dict[str, float]]:
 def loss_vs_compute(runs: Mapping[str, Sequence]):
     """Evaluation loss against counted training FLOPs, one line per arm (mean over seeds, min-max band), and the
     unigram loss dashed."""
-    return plots.curves({k: [curve(r) for r in rs] for k, rs in runs.items()}, "PFLOP",
-                        {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training compute (PFLOP, counted)", ylabel="cross-entropy (nats/token)", logx=True,
-                        reference=_unigram(runs))
+    return plots.curves(
+        {k: [curve(r) for r in rs] for k, rs in runs.items()},
+        "PFLOP",
+        {"train": "train loss (eval mode)", "val": "validation loss"},
+        xlabel="training compute (PFLOP, counted)",
+        ylabel="cross-entropy (nats/token)",
+        logx=True,
+        reference=_unigram(runs),
+    )
 
 
 def loss_vs_time(runs: Mapping[str, Sequence]):
     """Evaluation loss against training time measured on this machine (each arm at its mean seconds per step), and
     the unigram loss dashed."""
-    return plots.curves({k: _with_time(rs) for k, rs in runs.items()}, "seconds",
-                        {"train": "train loss (eval mode)", "val": "validation loss"},
-                        xlabel="training time measured here (s)", ylabel="cross-entropy (nats/token)", logx=True,
-                        reference=_unigram(runs))
+    return plots.curves(
+        {k: _with_time(rs) for k, rs in runs.items()},
+        "seconds",
+        {"train": "train loss (eval mode)", "val": "validation loss"},
+        xlabel="training time measured here (s)",
+        ylabel="cross-entropy (nats/token)",
+        logx=True,
+        reference=_unigram(runs),
+    )
 
 
 def scaling_figure(runs: Mapping[str, Sequence], families: Mapping[str, Sequence[str]], split: str = "val"):
@@ -227,19 +249,27 @@ def equal_steps_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
         step = common_step(runs[a], runs[b])
         for name in (a, b):
             pub = experiments.get(name).published
-            rows.append({"pair": f"{a.split('/')[-1]} vs {b.split('/')[-1]}", "arm": name.split("/")[-1],
-                         "equal steps: step": step,
-                         "equal steps: train": span(at_step(runs[name], step, "train")),
-                         "equal steps: val": span(at_step(runs[name], step, "val")),
-                         "equal compute: steps": runs[name][0].summary["steps"],
-                         "equal compute: val": span([r.summary["final"]["val"] for r in runs[name]]),
-                         "write-up (equal steps)": _published_equal(pub)})
+            rows.append(
+                {
+                    "pair": f"{a.split('/')[-1]} vs {b.split('/')[-1]}",
+                    "arm": name.split("/")[-1],
+                    "equal steps: step": step,
+                    "equal steps: train": span(at_step(runs[name], step, "train")),
+                    "equal steps: val": span(at_step(runs[name], step, "val")),
+                    "equal compute: steps": runs[name][0].summary["steps"],
+                    "equal compute: val": span([r.summary["final"]["val"] for r in runs[name]]),
+                    "write-up (equal steps)": _published_equal(pub),
+                }
+            )
     return pd.DataFrame(rows).set_index(["pair", "arm"])
 
 
 def _published_equal(pub: Mapping) -> str:
-    parts = [f"{k.replace('_', ' ')} {v}" for k, v in pub.items()
-             if k.endswith(("_equal_steps", "_one_epoch", "_half_epoch"))]
+    parts = [
+        f"{k.replace('_', ' ')} {v}"
+        for k, v in pub.items()
+        if k.endswith(("_equal_steps", "_one_epoch", "_half_epoch"))
+    ]
     return "; ".join(parts)
 
 
@@ -249,11 +279,16 @@ def equal_time_table(runs: Mapping[str, Sequence]) -> pd.DataFrame:
     t = equal_time(runs)
     rows = []
     for name, rs in runs.items():
-        rows.append({"arm": name.split("/")[-1], "seconds/step (measured)": span([seconds_per_step(r) for r in rs], ".4f"),
-                     "tokens/s (measured)": span([r.summary["tokens_per_s"] for r in rs], ".0f"),
-                     "effective GFLOP/s": span([r.config.flops_per_step() / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
-                     f"train at {number(t)} s": span(at_time(rs, t, "train")),
-                     f"val at {number(t)} s": span(at_time(rs, t, "val"))})
+        rows.append(
+            {
+                "arm": name.split("/")[-1],
+                "seconds/step (measured)": span([seconds_per_step(r) for r in rs], ".4f"),
+                "tokens/s (measured)": span([r.summary["tokens_per_s"] for r in rs], ".0f"),
+                "effective GFLOP/s": span([r.config.flops_per_step() / seconds_per_step(r) / 1e9 for r in rs], ".1f"),
+                f"train at {number(t)} s": span(at_time(rs, t, "train")),
+                f"val at {number(t)} s": span(at_time(rs, t, "val")),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -264,11 +299,16 @@ def speed_ratio_table(runs: Mapping[str, Sequence], pairs: Sequence[tuple[str, s
         if not (runs.get(fast) and runs.get(slow)):
             continue
         measured = stats.mean([seconds_per_step(r) for r in runs[slow]]) / stats.mean(
-            [seconds_per_step(r) for r in runs[fast]])
+            [seconds_per_step(r) for r in runs[fast]]
+        )
         counted = runs[slow][0].config.flops_per_step() / runs[fast][0].config.flops_per_step()
-        rows.append({"pair": f"{slow.split('/')[-1]} / {fast.split('/')[-1]}",
-                     "time per step, measured here": f"{number(measured)}x",
-                     "FLOPs per step, counted": f"{number(counted)}x"})
+        rows.append(
+            {
+                "pair": f"{slow.split('/')[-1]} / {fast.split('/')[-1]}",
+                "time per step, measured here": f"{number(measured)}x",
+                "FLOPs per step, counted": f"{number(counted)}x",
+            }
+        )
     return pd.DataFrame(rows).set_index("pair")
 
 
@@ -286,9 +326,17 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     rows: dict[str, dict] = {}
     for run in experiments.plan(list(names or exp.ARMS), profile, device="cpu", needs=False):
         cfg, minutes = run.config, run.minutes()
-        row = rows.setdefault(run.name, {"experiment": run.name, "runs": 0, "steps": cfg.train.max_steps,
-                                         FLOPS: cfg.flops(),
-                                         "minutes per run (estimate)": minutes, MINUTES: 0.0})
+        row = rows.setdefault(
+            run.name,
+            {
+                "experiment": run.name,
+                "runs": 0,
+                "steps": cfg.train.max_steps,
+                FLOPS: cfg.flops(),
+                "minutes per run (estimate)": minutes,
+                MINUTES: 0.0,
+            },
+        )
         row["runs"] += 1
         row[MINUTES] += minutes
     df = pd.DataFrame(list(rows.values())).set_index("experiment")
@@ -299,6 +347,24 @@ def time_estimate(profile: str, names: Sequence[str] | None = None) -> pd.DataFr
     return df
 
 
-__all__ = ["arm_table", "proportions_table", "at_samples", "at_step", "at_time", "common_samples", "budget_table", "common_step", "curve", "equal_steps_table",
-           "equal_time", "equal_time_table", "loss_vs_compute", "loss_vs_time", "scaling_figure",
-           "MINUTES", "seconds_per_step", "speed_ratio_table", "time_estimate"]
+__all__ = [
+    "arm_table",
+    "proportions_table",
+    "at_samples",
+    "at_step",
+    "at_time",
+    "common_samples",
+    "budget_table",
+    "common_step",
+    "curve",
+    "equal_steps_table",
+    "equal_time",
+    "equal_time_table",
+    "loss_vs_compute",
+    "loss_vs_time",
+    "scaling_figure",
+    "MINUTES",
+    "seconds_per_step",
+    "speed_ratio_table",
+    "time_estimate",
+]

@@ -57,9 +57,15 @@ def worked_example_table() -> pd.DataFrame:
     rows = []
     for name, printed in WORKED_EXAMPLE.items():
         for i, row in enumerate(printed):
-            rows.append({"matrix": name, "row": i, "write-up": " ".join(f"{v:g}" for v in row),
-                         "computed": " ".join(f"{v:g}" for v in ours[name][i]),
-                         "agree": bool(np.array_equal(np.asarray(row, float), ours[name][i].astype(float)))})
+            rows.append(
+                {
+                    "matrix": name,
+                    "row": i,
+                    "write-up": " ".join(f"{v:g}" for v in row),
+                    "computed": " ".join(f"{v:g}" for v in ours[name][i]),
+                    "agree": bool(np.array_equal(np.asarray(row, float), ours[name][i].astype(float))),
+                }
+            )
     return pd.DataFrame(rows).set_index(["matrix", "row"])
 
 
@@ -113,8 +119,10 @@ STANDARD_SHAPES = {
     "GPT-2 XL shape (48 layers)": lambda d: gpt2_params(d, 48),
     "Llama 2 7B shape (32 layers)": lambda d: llama2_params(d),
 }
-FOUND_SHAPE = ("found by search: 32 layers of $16 d^2$ (attention, SwiGLU of inner width 4d), untied embeddings "
-               "of 50,257 tokens", lambda d: 32 * (16 * d * d + 2 * d) + d + 2 * 50257 * d)
+FOUND_SHAPE = (
+    "found by search: 32 layers of $16 d^2$ (attention, SwiGLU of inner width 4d), untied embeddings of 50,257 tokens",
+    lambda d: 32 * (16 * d * d + 2 * d) + d + 2 * 50257 * d,
+)
 
 
 def width_estimates_table() -> pd.DataFrame:
@@ -133,8 +141,11 @@ def width_estimates_table() -> pd.DataFrame:
 
 def shapes_within(tolerance: float = ABOUT) -> list[str]:
     """The declared standard shapes whose counts at both widths are within ``tolerance`` of the write-up's."""
-    return [label for label, count in STANDARD_SHAPES.items()
-            if all(abs(count(d) / pub - 1) <= tolerance for d, pub in WIDTH_ESTIMATES.items())]
+    return [
+        label
+        for label, count in STANDARD_SHAPES.items()
+        if all(abs(count(d) / pub - 1) <= tolerance for d, pub in WIDTH_ESTIMATES.items())
+    ]
 
 
 # --- training memory as the write-up trained ("Training", "Mixer Inference", "Flat Mixers Train Faster") ---------
@@ -176,14 +187,24 @@ MEMORY_QUOTED = {
 # The limits behind the write-up's batch choices: per row, the (model, batch) cells and whether each fits in 12 GB,
 # with the write-up's words
 LIMIT_CELLS = {
-    rows_.LIMIT_D256: ("'The largest 8-layer transformer that will fit in 12GB vRAM (at 512 token context with a "
-                       "16-size minibatch) has a $d_{model}=256$'", ((LLAMA256, 16, True), (LLAMA512, 16, False))),
-    rows_.LIMIT_D512: ("'A transformer of size ($d_{model}=512, \\; n = 8$) with a batch size of 8 can just barely "
-                       "fit in the allotted 12 GB vRAM'", ((LLAMA512, 8, True), (LLAMA512, 16, False))),
-    rows_.LIMIT_D1024: ("'$d_{model}=1024$ (which requires a reduction to a batch size of 4 for our vRAM "
-                        "stipulations)'", ((LLAMA1024, 4, True), (LLAMA1024, 8, False))),
-    rows_.LIMIT_B32: ("'increase the minibatch size to 32 samples (the largest power of two that fits in the allotted "
-                      "12GB vRAM)'", ((FLAT1024, 32, True), (FLAT1024, 64, False))),
+    rows_.LIMIT_D256: (
+        "'The largest 8-layer transformer that will fit in 12GB vRAM (at 512 token context with a "
+        "16-size minibatch) has a $d_{model}=256$'",
+        ((LLAMA256, 16, True), (LLAMA512, 16, False)),
+    ),
+    rows_.LIMIT_D512: (
+        "'A transformer of size ($d_{model}=512, \\; n = 8$) with a batch size of 8 can just barely "
+        "fit in the allotted 12 GB vRAM'",
+        ((LLAMA512, 8, True), (LLAMA512, 16, False)),
+    ),
+    rows_.LIMIT_D1024: (
+        "'$d_{model}=1024$ (which requires a reduction to a batch size of 4 for our vRAM stipulations)'",
+        ((LLAMA1024, 4, True), (LLAMA1024, 8, False)),
+    ),
+    rows_.LIMIT_B32: (
+        "'increase the minibatch size to 32 samples (the largest power of two that fits in the allotted 12GB vRAM)'",
+        ((FLAT1024, 32, True), (FLAT1024, 64, False)),
+    ),
 }
 
 
@@ -243,13 +264,17 @@ def memory_table(measured: Mapping[tuple[str, int], float] | None = None) -> pd.
     rows = []
     for label, batch in memory_cells():
         m = counted(label, batch)
-        row = {"model (8 blocks, 512 tokens)": label, "batch": batch,
-               "write-up (GB)": MEMORY_QUOTED[(label, batch)],
-               "counted, fp16 mixed precision (GiB)": number(m["training_step"] / 2**30),
-               "of which weights, gradients, AdamW (GiB)":
-                   number((m["parameters"] + m["gradients"] + m["optimizer_state"]) / 2**30),
-               f"fits in {GPU_GIB} GiB (counted)": "yes" if fits(label, batch) else "no",
-               "Llama with 32 heads (GiB)": number(gib(label, batch, 32)) if label.startswith("Llama") else ""}
+        row = {
+            "model (8 blocks, 512 tokens)": label,
+            "batch": batch,
+            "write-up (GB)": MEMORY_QUOTED[(label, batch)],
+            "counted, fp16 mixed precision (GiB)": number(m["training_step"] / 2**30),
+            "of which weights, gradients, AdamW (GiB)": number(
+                (m["parameters"] + m["gradients"] + m["optimizer_state"]) / 2**30
+            ),
+            f"fits in {GPU_GIB} GiB (counted)": "yes" if fits(label, batch) else "no",
+            "Llama with 32 heads (GiB)": number(gib(label, batch, 32)) if label.startswith("Llama") else "",
+        }
         if measured is not None:
             v = measured.get((label, batch), float("nan"))
             row["measured here (GB)"] = "did not fit" if math.isnan(v) else number(v)
@@ -276,8 +301,31 @@ def unigram_of(runs: Sequence, split: str = "val") -> float:
     return data.unigram_loss(runs[0].config, split)
 
 
-__all__ = ["ABOUT", "AMP", "BATCH16_GB", "FOUND_SHAPE", "GPU_GIB", "LIMIT_CELLS", "MEMORY_MODELS", "MEMORY_QUOTED",
-           "STANDARD_SHAPES", "WIDTH_ESTIMATES", "WORKED_EXAMPLE", "counted", "fits", "gib", "gpt2_params",
-           "llama2_params", "measure_training_cuda", "memory_cells", "memory_measured", "memory_table",
-           "shapes_within", "unigram_of", "width_estimates_table", "worked_example", "worked_example_figure",
-           "worked_example_table"]
+__all__ = [
+    "ABOUT",
+    "AMP",
+    "BATCH16_GB",
+    "FOUND_SHAPE",
+    "GPU_GIB",
+    "LIMIT_CELLS",
+    "MEMORY_MODELS",
+    "MEMORY_QUOTED",
+    "STANDARD_SHAPES",
+    "WIDTH_ESTIMATES",
+    "WORKED_EXAMPLE",
+    "counted",
+    "fits",
+    "gib",
+    "gpt2_params",
+    "llama2_params",
+    "measure_training_cuda",
+    "memory_cells",
+    "memory_measured",
+    "memory_table",
+    "shapes_within",
+    "unigram_of",
+    "width_estimates_table",
+    "worked_example",
+    "worked_example_figure",
+    "worked_example_table",
+]

@@ -28,13 +28,51 @@ from ...formats import number
 from ...verdicts import HOLDS, NOT_DECIDED, TRAINING, Verdict, arms_of, claim, exact, gate
 from .. import verdict_forms as vf
 from . import analysis
-from .analysis import (autoencoder_table, baselines, best_evaluation, bm25_top1, chance, check_exportable,
-                       cosine_top1, curves, directions, export, fit_table, geometry, metric_top1, norm_spread,
-                       norms_table, pairs_of, pairs_summary, pairs_table, query_reach, query_share, rerun_estimate,
-                       results, shared_share, sphere_level)
+from .analysis import (
+    autoencoder_table,
+    baselines,
+    best_evaluation,
+    bm25_top1,
+    chance,
+    check_exportable,
+    cosine_top1,
+    curves,
+    directions,
+    export,
+    fit_table,
+    geometry,
+    metric_top1,
+    norm_spread,
+    norms_table,
+    pairs_of,
+    pairs_summary,
+    pairs_table,
+    query_reach,
+    query_share,
+    rerun_estimate,
+    results,
+    shared_share,
+    sphere_level,
+)
 from .claims import CLAIMS
-from .rows import (ALL_CLAIMS, BM25, CHAPTER, CONTROLS, FITS, HEADLINE, LEARNS, MAIN, METRICS, MORE_PAIRS, PROTOCOL,
-                   RUN_NAMES, SPECS, TRAINING_PAIRS, WIKI, Spec)
+from .rows import (
+    ALL_CLAIMS,
+    BM25,
+    CHAPTER,
+    CONTROLS,
+    FITS,
+    HEADLINE,
+    LEARNS,
+    MAIN,
+    METRICS,
+    MORE_PAIRS,
+    PROTOCOL,
+    RUN_NAMES,
+    SPECS,
+    TRAINING_PAIRS,
+    WIKI,
+    Spec,
+)
 
 # --- the verdicts -----------------------------------------------------------------------------------------------
 
@@ -84,8 +122,9 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
         a, b = _values(row, runs, row.a), _values(row, runs, row.b)
         split = "train" if row.kind == "lower_train_peak" else "test"
         at = "final" if row.kind == "lower" else "the best test evaluation"
-        return gate(claim(text, pub, a, b, labels), arms_of(runs, split, row.a, row.b,
-                                                            values={row.a: a, row.b: b}, at=at))
+        return gate(
+            claim(text, pub, a, b, labels), arms_of(runs, split, row.a, row.b, values={row.a: a, row.b: b}, at=at)
+        )
     if row.kind == "no_gain":
         a, b = tables.final(runs[row.a], "test"), tables.final(runs[row.b], "test")
         return gate(vf.no_gain(text, pub, a, b, labels), _control(row, runs))
@@ -115,14 +154,18 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
         k = runs[row.a][0].config.model.context_size - 1
         bm = [bm25_top1(r) for r in runs[row.a]]
         v = vf.not_below(text, pub, bm, 2 / k, "twice chance", fmt=".3f")
-        return dataclasses.replace(v, ours=f"BM25 top-1 {stats.span(bm, '.2f')} among {k} candidates; the "
-                                           f"matcher's {stats.span(tables.final(runs[row.a], 'test_acc'), '.3f')}; "
-                                           f"chance {number(1 / k)}")
+        return dataclasses.replace(
+            v,
+            ours=f"BM25 top-1 {stats.span(bm, '.2f')} among {k} candidates; the "
+            f"matcher's {stats.span(tables.final(runs[row.a], 'test_acc'), '.3f')}; "
+            f"chance {number(1 / k)}",
+        )
     if row.kind == "off_sphere":
         spread = [norm_spread(r) for r in runs[row.a]]
         v = vf.not_below(text, pub, spread, sphere_level(runs[row.a][0]), "Gaussian vectors of this width")
-        embedder = _embedder_arm(runs[row.a], f"{_short(experiments.get(row.a).build('cpu').data.embedder)} (the "
-                                               "embedder)")
+        embedder = _embedder_arm(
+            runs[row.a], f"{_short(experiments.get(row.a).build('cpu').data.embedder)} (the embedder)"
+        )
         if embedder is None:
             return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (the embedder's loss is not recorded in these runs)")
         return gate(v, [embedder])
@@ -130,25 +173,41 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
         mixer = [1 - metric_top1(r, "cosine") for r in runs[row.a]]
         transformer = [1 - metric_top1(r, "cosine") for r in runs[row.b]]
         v = claim(text, pub, transformer, mixer, ("transformer cosine top-1 error", "mixer cosine top-1 error"))
-        embedders = [_embedder_arm(runs[n], f"{experiments.get(n).build('cpu').data.embedder.split('/')[-1]} (the "
-                                             "embedder)") for n in (row.a, row.b)]
+        embedders = [
+            _embedder_arm(runs[n], f"{experiments.get(n).build('cpu').data.embedder.split('/')[-1]} (the embedder)")
+            for n in (row.a, row.b)
+        ]
         if any(e is None for e in embedders):
-            return dataclasses.replace(v, verdict=f"{NOT_DECIDED} (the embedders' losses are not recorded in these "
-                                                  "runs)")
+            return dataclasses.replace(
+                v, verdict=f"{NOT_DECIDED} (the embedders' losses are not recorded in these runs)"
+            )
         return gate(v, embedders)
     if row.kind in ("learns", "fits"):  # checks of the protocol: every seed half a nat below chance, or the row fails
         split = "test" if row.kind == "learns" else "train"
-        shown = [a if split == "test" else dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})")
-                 for a in arms_of(runs, split, *row.names)]
+        shown = [
+            a if split == "test" else dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})")
+            for a in arms_of(runs, split, *row.names)
+        ]
         ok = all(a.learned for a in shown)
         return dataclasses.replace(exact(text, pub, learning.summary(shown), ok), arms=tuple(shown))
     raise ValueError(f"unknown row kind {row.kind!r}")
 
 
-ROWS = register_rows(CHAPTER, [
-    Row(r.text, r.notebook, lambda ctx, r=r: row_verdict(r, ctx.runs), arms=r.names, published=r.published,
-        kind=r.group, extension=r.extension)
-    for r in SPECS])
+ROWS = register_rows(
+    CHAPTER,
+    [
+        Row(
+            r.text,
+            r.notebook,
+            lambda ctx, r=r: row_verdict(r, ctx.runs),
+            arms=r.names,
+            published=r.published,
+            kind=r.group,
+            extension=r.extension,
+        )
+        for r in SPECS
+    ],
+)
 
 
 def lead(rows: Sequence[Mapping]) -> str:
@@ -172,24 +231,34 @@ def lead(rows: Sequence[Mapping]) -> str:
     learned = [label for label, a in gated.items() if a.learned]
     below = [d for a in gated.values() for d in a.distances if math.isfinite(d)]
     if learned:
-        matchers = (f"{len(learned)} of the {len(gated)} matcher arms trained on embeddings have left chance on their "
-                    f"test pairs ({', '.join(learned)})")
+        matchers = (
+            f"{len(learned)} of the {len(gated)} matcher arms trained on embeddings have left chance on their "
+            f"test pairs ({', '.join(learned)})"
+        )
     else:
-        matchers = (f"none of the {len(gated)} matcher arms trained on embeddings has left chance on its test pairs: "
-                    f"their final test cross-entropy is never more than {number(max(0.0, max(below)))} nats below "
-                    f"chance (ln K), where the learning gate needs {learning.MARGIN:g}")
-    text = (f"**This build's clearest result (`{bm['profile']}`).** BM25 on the texts alone, a baseline the write-up "
-            f"does not have, finds the true story far more often than chance on the headline matcher's own test "
-            f"items ({bm['ours']}), while {matchers}.")
+        matchers = (
+            f"none of the {len(gated)} matcher arms trained on embeddings has left chance on its test pairs: "
+            f"their final test cross-entropy is never more than {number(max(0.0, max(below)))} nats below "
+            f"chance (ln K), where the learning gate needs {learning.MARGIN:g}"
+        )
+    text = (
+        f"**This build's clearest result (`{bm['profile']}`).** BM25 on the texts alone, a baseline the write-up "
+        f"does not have, finds the true story far more often than chance on the headline matcher's own test "
+        f"items ({bm['ours']}), while {matchers}."
+    )
     checks = {r["claim"]: r for r in rows if r["claim"] in (FITS, LEARNS)}
     if FITS in checks:
         fit = checks[FITS]
-        text += (f" The headline's matchers {'fit' if fit['outcome'] == HOLDS else 'do not all fit'} their training "
-                 f"pairs ({fit['ours']})")
+        text += (
+            f" The headline's matchers {'fit' if fit['outcome'] == HOLDS else 'do not all fit'} their training "
+            f"pairs ({fit['ours']})"
+        )
         if LEARNS in checks:
             ctl = checks[LEARNS]
-            text += (f", and the positive control {'learns' if ctl['outcome'] == HOLDS else 'does not learn'} a match "
-                     f"that is there ({ctl['ours']})")
+            text += (
+                f", and the positive control {'learns' if ctl['outcome'] == HOLDS else 'does not learn'} a match "
+                f"that is there ({ctl['ours']})"
+            )
         text += "."
     return text
 
@@ -199,9 +268,50 @@ claim_rows.register_lead(CHAPTER, lead)
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
 ledger.register(CHAPTER, CLAIMS)
 
-__all__ = ["ALL_CLAIMS", "BM25", "CHAPTER", "CLAIMS", "CONTROLS", "FITS", "HEADLINE", "LEARNS", "MAIN", "METRICS",
-           "MORE_PAIRS", "PROTOCOL", "ROWS", "RUN_NAMES", "SPECS", "TRAINING_PAIRS", "WIKI", "Spec", "analysis",
-           "autoencoder_table", "baselines", "best_evaluation", "bm25_top1", "chance", "check_exportable",
-           "cosine_top1", "curves", "directions", "export", "fit_table", "geometry", "lead", "metric_top1",
-           "norm_spread", "norms_table", "pairs_of", "pairs_summary", "pairs_table", "query_reach", "query_share",
-           "rerun_estimate", "results", "row_verdict", "shared_share", "sphere_level"]
+__all__ = [
+    "ALL_CLAIMS",
+    "BM25",
+    "CHAPTER",
+    "CLAIMS",
+    "CONTROLS",
+    "FITS",
+    "HEADLINE",
+    "LEARNS",
+    "MAIN",
+    "METRICS",
+    "MORE_PAIRS",
+    "PROTOCOL",
+    "ROWS",
+    "RUN_NAMES",
+    "SPECS",
+    "TRAINING_PAIRS",
+    "WIKI",
+    "Spec",
+    "analysis",
+    "autoencoder_table",
+    "baselines",
+    "best_evaluation",
+    "bm25_top1",
+    "chance",
+    "check_exportable",
+    "cosine_top1",
+    "curves",
+    "directions",
+    "export",
+    "fit_table",
+    "geometry",
+    "lead",
+    "metric_top1",
+    "norm_spread",
+    "norms_table",
+    "pairs_of",
+    "pairs_summary",
+    "pairs_table",
+    "query_reach",
+    "query_share",
+    "rerun_estimate",
+    "results",
+    "row_verdict",
+    "shared_share",
+    "sphere_level",
+]

@@ -62,16 +62,27 @@ def pairs_summary(cfg):
     import pandas as pd
 
     got = pairs_of(cfg)
-    kind = {"extractive": "extractive sentence (a SUBSTITUTE for the write-up's Llama-3 summaries)",
-            "instruct": "TinyStoriesInstruct 'Summary:' (GPT-written, not the write-up's Llama-3 summaries)",
-            "lead": "an article's first sentence (the book's own setting: the write-up has none)"}[cfg.data.queries]
+    kind = {
+        "extractive": "extractive sentence (a SUBSTITUTE for the write-up's Llama-3 summaries)",
+        "instruct": "TinyStoriesInstruct 'Summary:' (GPT-written, not the write-up's Llama-3 summaries)",
+        "lead": "an article's first sentence (the book's own setting: the write-up has none)",
+    }[cfg.data.queries]
     ecfg = rexp.embedder_run_config(cfg)
     corpus = "Wikipedia (both WikiExtractor files)" if cfg.data.queries == "lead" else ecfg.data.corpus
-    return pd.DataFrame([{"split": s, "pairs": len(ps), "queries": kind, "corpus": corpus,
-                          "query words (median)": int(statistics.median([len(p.query.split()) for p in ps])),
-                          "story words (median)": int(statistics.median([len(p.story.split()) for p in ps])),
-                          "embedder context (tokens)": ecfg.model.context_size} for s, ps in got.items()]
-                        ).set_index("split")
+    return pd.DataFrame(
+        [
+            {
+                "split": s,
+                "pairs": len(ps),
+                "queries": kind,
+                "corpus": corpus,
+                "query words (median)": int(statistics.median([len(p.query.split()) for p in ps])),
+                "story words (median)": int(statistics.median([len(p.story.split()) for p in ps])),
+                "embedder context (tokens)": ecfg.model.context_size,
+            }
+            for s, ps in got.items()
+        ]
+    ).set_index("split")
 
 
 # --- results ----------------------------------------------------------------------------------------------------
@@ -90,15 +101,22 @@ def results(runs: Mapping[str, Sequence], names: Sequence[str] | None = None):
             continue
         exp = experiments.get(name)
         n_ctx = rs[0].config.model.context_size
-        rows.append({"arm": exp.title, "candidates": n_ctx - 1, "seeds": len(rs),
-                     "train CE": stats.span(tables.final(rs, "train"), ".3f"),
-                     "test CE": stats.span(tables.final(rs, "test"), ".3f"),
-                     "test top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
-                     "best test CE": stats.span([float(best_evaluation(r)["test"]) for r in rs], ".3f"),
-                     "train CE at best": stats.span([float(best_evaluation(r)["train"]) for r in rs], ".3f"),
-                     "chance CE": number(chance(n_ctx)), "chance top-1": number(1 / (n_ctx - 1)),
-                     "write-up train/test (final)": _pair(exp.published, "train", "test"),
-                     "write-up train/test (peak)": _pair(exp.published, "peak_train", "peak_test")})
+        rows.append(
+            {
+                "arm": exp.title,
+                "candidates": n_ctx - 1,
+                "seeds": len(rs),
+                "train CE": stats.span(tables.final(rs, "train"), ".3f"),
+                "test CE": stats.span(tables.final(rs, "test"), ".3f"),
+                "test top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
+                "best test CE": stats.span([float(best_evaluation(r)["test"]) for r in rs], ".3f"),
+                "train CE at best": stats.span([float(best_evaluation(r)["train"]) for r in rs], ".3f"),
+                "chance CE": number(chance(n_ctx)),
+                "chance top-1": number(1 / (n_ctx - 1)),
+                "write-up train/test (final)": _pair(exp.published, "train", "test"),
+                "write-up train/test (peak)": _pair(exp.published, "peak_train", "peak_test"),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -119,8 +137,9 @@ def curves(runs: Mapping[str, Sequence], names: Sequence[str]):
     groups = {experiments.get(n).title: runs[n] for n in names if runs.get(n)}
     n_ctx = sorted({rs[0].config.model.context_size for rs in groups.values()})
     reference = [(f"chance (ln {n - 1})", chance(n)) for n in n_ctx]  # one line per candidate count shown
-    fig = plots.loss_curves(groups, splits=("train", "test"), reference=reference,
-                            ylabel="cross-entropy (nats per query)")
+    fig = plots.loss_curves(
+        groups, splits=("train", "test"), reference=reference, ylabel="cross-entropy (nats per query)"
+    )
     if not groups:  # every arm of the figure is left out at this profile (the registry's line says where they run)
         fig.text(0.5, 0.5, "no arm of this figure runs at this profile", ha="center", va="center")
     return fig
@@ -130,9 +149,18 @@ def autoencoder_table(runs: Sequence):
     """The autoencoder's final reconstruction cross-entropy (train and held-out stories), one row per seed."""
     import pandas as pd
 
-    return pd.DataFrame([{"seed": r.seed, "steps": r.summary["steps"], "train CE": number(r.summary["final"]["train"]),
-                          "held-out CE": number(r.summary["final"]["val"]), "params": f"{r.summary['params']:,}"}
-                         for r in runs]).set_index("seed")
+    return pd.DataFrame(
+        [
+            {
+                "seed": r.seed,
+                "steps": r.summary["steps"],
+                "train CE": number(r.summary["final"]["train"]),
+                "held-out CE": number(r.summary["final"]["val"]),
+                "params": f"{r.summary['params']:,}",
+            }
+            for r in runs
+        ]
+    ).set_index("seed")
 
 
 # --- baselines --------------------------------------------------------------------------------------------------
@@ -150,8 +178,10 @@ def _source(run):
 @functools.lru_cache(maxsize=8)
 def _load_embeddings(path: str, sha256: str) -> dict[str, torch.Tensor]:
     if checkpoint.file_sha256(Path(path)) != sha256:
-        raise CheckpointError(f"{path} is not the embeddings file its run recorded (missing, damaged or replaced): "
-                              "delete the run folder and re-execute the notebook")
+        raise CheckpointError(
+            f"{path} is not the embeddings file its run recorded (missing, damaged or replaced): "
+            "delete the run folder and re-execute the notebook"
+        )
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
@@ -175,8 +205,9 @@ def metric_top1(run, metric: str = "cosine") -> float:
     index, rows, labels = src.eval_draws("test")
     q, c = emb["query_test"][index], emb["target_test"][rows[:, 1:]]  # (n, d), (n, k, d)
     if metric == "cosine":
-        scores = torch.einsum("nd,nkd->nk", torch.nn.functional.normalize(q, dim=-1),
-                              torch.nn.functional.normalize(c, dim=-1))
+        scores = torch.einsum(
+            "nd,nkd->nk", torch.nn.functional.normalize(q, dim=-1), torch.nn.functional.normalize(c, dim=-1)
+        )
     elif metric in ("l1", "l2"):
         scores = -torch.linalg.vector_norm(c - q[:, None], ord=1 if metric == "l1" else 2, dim=-1)
     else:
@@ -199,8 +230,10 @@ def bm25_top1(run) -> float:
     index, rows, labels = src.eval_draws("test")
     test = pairs_of(run.config)["test"]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([p.story for p in test], stopwords="en", return_ids=False, show_progress=False),
-                    show_progress=False)
+    retriever.index(
+        bm25s.tokenize([p.story for p in test], stopwords="en", return_ids=False, show_progress=False),
+        show_progress=False,
+    )
     hits = 0
     for i, row, label in zip(index.tolist(), rows[:, 1:], labels.tolist()):
         words = bm25s.tokenize([test[i].query], stopwords="en", return_ids=False, show_progress=False)[0]
@@ -212,9 +245,11 @@ def bm25_top1(run) -> float:
 def check_exportable(name: str, what: str) -> None:
     """Stop unless experiment ``name`` is a retrieval arm (trained by the matcher's procedure)."""
     if experiments.get(name).procedure != "match":
-        raise LMCError(f"{what} is not a run of a retrieval arm ({name} is trained by "
-                       f"{experiments.get(name).procedure!r}): name a retrieval/... experiment or its run folder "
-                       "(python -m lmcompanion list --chapter retrieval)")
+        raise LMCError(
+            f"{what} is not a run of a retrieval arm ({name} is trained by "
+            f"{experiments.get(name).procedure!r}): name a retrieval/... experiment or its run folder "
+            "(python -m lmcompanion list --chapter retrieval)"
+        )
 
 
 def export(run, path: Path | str) -> Path:
@@ -233,15 +268,25 @@ def export(run, path: Path | str) -> Path:
     index, rows, labels = src.eval_draws("test")
     test = pairs_of(run.config)["test"]
     final = run.summary["final"]
-    ours = {"run": run.path.name, "matcher_test_ce": final["test"], "matcher_test_top1": final["test_acc"],
-            "cosine_top1": cosine_top1(run), "bm25_top1": bm25_top1(run),
-            "chance_ce": chance(run.config.model.context_size),
-            "norm_spread": norm_spread(run), "embeddings_sha256": run.summary["embeddings"]["sha256"]}
-    arrays = {**{k: v.numpy() for k, v in emb.items()}, "test_query": index.numpy(),
-              "test_candidates": rows[:, 1:].numpy(), "test_label": labels.numpy(),
-              "test_query_text": np.array([p.query for p in test]),
-              "test_story_text": np.array([p.story for p in test]),
-              "ours": np.array(json.dumps(ours))}
+    ours = {
+        "run": run.path.name,
+        "matcher_test_ce": final["test"],
+        "matcher_test_top1": final["test_acc"],
+        "cosine_top1": cosine_top1(run),
+        "bm25_top1": bm25_top1(run),
+        "chance_ce": chance(run.config.model.context_size),
+        "norm_spread": norm_spread(run),
+        "embeddings_sha256": run.summary["embeddings"]["sha256"],
+    }
+    arrays = {
+        **{k: v.numpy() for k, v in emb.items()},
+        "test_query": index.numpy(),
+        "test_candidates": rows[:, 1:].numpy(),
+        "test_label": labels.numpy(),
+        "test_query_text": np.array([p.query for p in test]),
+        "test_story_text": np.array([p.story for p in test]),
+        "ours": np.array(json.dumps(ours)),
+    }
     path = Path(path)
     paths.atomic_write(path, lambda f: np.savez(f, **arrays))  # whole or not at all: a reader never sees part of it
     return path
@@ -277,12 +322,20 @@ def norms_table(runs: Mapping[str, Sequence], names: Sequence[str]):
         mean_norm = []
         for r in rs:
             _, emb = _source(r)
-            mean_norm.append(float(torch.linalg.vector_norm(
-                torch.cat([emb["query_test"], emb["target_test"]]).double(), dim=-1).mean()))
-        rows.append({"arm": experiments.get(name).title, "width": rs[0].config.model.n_embed,
-                     "mean norm": stats.span(mean_norm, ".3g"),
-                     "norm spread (sd / mean)": stats.span([norm_spread(r) for r in rs], ".3f"),
-                     "Gaussian vectors of this width": number(sphere_level(rs[0]))})
+            mean_norm.append(
+                float(
+                    torch.linalg.vector_norm(torch.cat([emb["query_test"], emb["target_test"]]).double(), dim=-1).mean()
+                )
+            )
+        rows.append(
+            {
+                "arm": experiments.get(name).title,
+                "width": rs[0].config.model.n_embed,
+                "mean norm": stats.span(mean_norm, ".3g"),
+                "norm spread (sd / mean)": stats.span([norm_spread(r) for r in rs], ".3f"),
+                "Gaussian vectors of this width": number(sphere_level(rs[0])),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -298,12 +351,19 @@ def baselines(runs: Mapping[str, Sequence], names: Sequence[str]):
         if not rs:
             continue
         n_ctx = rs[0].config.model.context_size
-        rows.append({"arm": experiments.get(name).title, "candidates": n_ctx - 1,
-                     "matcher top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
-                     **{f"{m if m == 'cosine' else m.upper()} top-1": stats.span([metric_top1(r, m) for r in rs], ".3f")
-                        for m in METRICS},
-                     "BM25 top-1": stats.span([bm25_top1(r) for r in rs], ".3f"),
-                     "chance": number(1 / (n_ctx - 1))})
+        rows.append(
+            {
+                "arm": experiments.get(name).title,
+                "candidates": n_ctx - 1,
+                "matcher top-1": stats.span(tables.final(rs, "test_acc"), ".3f"),
+                **{
+                    f"{m if m == 'cosine' else m.upper()} top-1": stats.span([metric_top1(r, m) for r in rs], ".3f")
+                    for m in METRICS
+                },
+                "BM25 top-1": stats.span([bm25_top1(r) for r in rs], ".3f"),
+                "chance": number(1 / (n_ctx - 1)),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -320,14 +380,14 @@ def shared_share(x: torch.Tensor) -> float:
     same vector; about 1/d for d features when no direction is common)."""
     ln = _layer_norm(x)
     unit = torch.nn.functional.normalize(ln.mean(0), dim=0)
-    return float(((ln @ unit) ** 2 / (ln ** 2).sum(-1)).mean())
+    return float(((ln @ unit) ** 2 / (ln**2).sum(-1)).mean())
 
 
 def directions(x: torch.Tensor) -> float:
     """In how many directions embeddings vary: the participation ratio of the eigenvalues of their covariance,
     (sum l)^2 / sum l^2 (d when they vary alike in every direction, 1 when in one)."""
     eig = torch.linalg.eigvalsh(torch.cov(x.double().T)).clamp(min=0)
-    return float(eig.sum() ** 2 / (eig ** 2).sum())
+    return float(eig.sum() ** 2 / (eig**2).sum())
 
 
 def geometry(runs: Mapping[str, Sequence], names: Sequence[str]):
@@ -343,11 +403,20 @@ def geometry(runs: Mapping[str, Sequence], names: Sequence[str]):
         if not rs:
             continue
         embs = [_source(r)[1] for r in rs]
-        rows.append({"arm": experiments.get(name).title, "width": rs[0].config.model.n_embed,
-                     **{f"shared share, {what}": stats.span([shared_share(e[f"{key}_train"]) for e in embs], ".3f")
-                        for what, key in (("queries", "query"), ("stories", "target"))},
-                     **{f"directions, {what}": stats.span([directions(e[f"{key}_train"]) for e in embs], ".1f")
-                        for what, key in (("queries", "query"), ("stories", "target"))}})
+        rows.append(
+            {
+                "arm": experiments.get(name).title,
+                "width": rs[0].config.model.n_embed,
+                **{
+                    f"shared share, {what}": stats.span([shared_share(e[f"{key}_train"]) for e in embs], ".3f")
+                    for what, key in (("queries", "query"), ("stories", "target"))
+                },
+                **{
+                    f"directions, {what}": stats.span([directions(e[f"{key}_train"]) for e in embs], ".1f")
+                    for what, key in (("queries", "query"), ("stories", "target"))
+                },
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -363,7 +432,7 @@ def query_share(model, x: torch.Tensor) -> float:
         w = block.conv.weight[..., 0]  # (n_ctx out, n_ctx in)
         total = torch.einsum("jt,btd->bjd", w, ln)[:, 1:]  # (B, n_ctx - 1, d): at the candidate rows
         query = w[1:, 0, None, None].transpose(0, 1) * ln[:, :1]  # (B, n_ctx - 1, d)
-    return float((query ** 2).sum() / (total ** 2).sum())
+    return float((query**2).sum() / (total**2).sum())
 
 
 def query_reach(runs: Mapping[str, Sequence], names: Sequence[str]):
@@ -379,8 +448,10 @@ def query_reach(runs: Mapping[str, Sequence], names: Sequence[str]):
         if not rs or rs[0].config.model.kind != "mixer":
             continue
         run, shares = rs[0], {}
-        for label, init, whiten in (("write-up's initialisation, embeddings as they are", "default", False),
-                                    ("book's initialisation, whitened embeddings", "query", True)):
+        for label, init, whiten in (
+            ("write-up's initialisation, embeddings as they are", "default", False),
+            ("book's initialisation, whitened embeddings", "query", True),
+        ):
             cfg = run.config
             data = dataclasses.replace(cfg.data, whiten=whiten)
             emb = _source(run)[1]
@@ -388,9 +459,14 @@ def query_reach(runs: Mapping[str, Sequence], names: Sequence[str]):
             x = src.eval_inputs("test")
             torch.manual_seed(cfg.seed)
             shares[label] = query_share(models.build(dataclasses.replace(cfg.model, init=init)), x)
-        rows.append({"arm": experiments.get(name).title, "candidates": run.config.model.candidates,
-                     **{f"query's share: {k}": number(v) for k, v in shares.items()},
-                     "one row of n_ctx, for scale": number(1 / run.config.model.context_size)})
+        rows.append(
+            {
+                "arm": experiments.get(name).title,
+                "candidates": run.config.model.candidates,
+                **{f"query's share: {k}": number(v) for k, v in shares.items()},
+                "one row of n_ctx, for scale": number(1 / run.config.model.context_size),
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
@@ -407,16 +483,23 @@ def fit_table(runs: Mapping[str, Sequence], names: Sequence[str]):
             continue
         level = chance(rs[0].config.model.context_size)
         below = {split: [level - v for v in tables.final(rs, split)] for split in ("train", "test")}
-        rows.append({"arm": experiments.get(name).title, "seeds": len(rs), "steps": rs[0].summary["steps"],
-                     "chance": number(level),
-                     "train: nats below chance": stats.span(below["train"], ".2f"),
-                     "test: nats below chance": stats.span(below["test"], ".2f"),
-                     "training pairs fitted": "yes" if min(below["train"]) >= learning.MARGIN else "no",
-                     "test pairs learned": "yes" if min(below["test"]) >= learning.MARGIN else "no"})
+        rows.append(
+            {
+                "arm": experiments.get(name).title,
+                "seeds": len(rs),
+                "steps": rs[0].summary["steps"],
+                "chance": number(level),
+                "train: nats below chance": stats.span(below["train"], ".2f"),
+                "test: nats below chance": stats.span(below["test"], ".2f"),
+                "training pairs fitted": "yes" if min(below["train"]) >= learning.MARGIN else "no",
+                "test pairs learned": "yes" if min(below["test"]) >= learning.MARGIN else "no",
+            }
+        )
     return pd.DataFrame(rows).set_index("arm")
 
 
 # --- the cost of the paper profile -----------------------------------------------------------------------------
+
 
 def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
     """Estimated time of the matcher runs planned at ``profile`` (:func:`lmcompanion.experiments.plan`, each
@@ -428,18 +511,55 @@ def rerun_estimate(profile: str = "paper", names: Sequence[str] = RUN_NAMES):
     rows: dict[str, dict] = {}
     for run in experiments.plan(list(names), profile, device="cpu", needs=False):
         cfg = run.config
-        row = rows.setdefault(run.name, {"experiment": run.name, "steps": f"{cfg.train.max_steps:,}",
-                                         "FLOPs/run": si(cfg.flops(), "FLOP"), "runs": 0, "minutes": 0.0})
+        row = rows.setdefault(
+            run.name,
+            {
+                "experiment": run.name,
+                "steps": f"{cfg.train.max_steps:,}",
+                "FLOPs/run": si(cfg.flops(), "FLOP"),
+                "runs": 0,
+                "minutes": 0.0,
+            },
+        )
         row["runs"] += 1
         row["minutes"] += run.minutes()
     total = sum(r["minutes"] for r in rows.values()) / 60
-    df = pd.DataFrame([{**{k: v for k, v in r.items() if k != "minutes"},
-                        "estimated hours/run (H100)": number(r["minutes"] / r["runs"] / 60),
-                        "estimated hours, all runs": number(r["minutes"] / 60)} for r in rows.values()])
+    df = pd.DataFrame(
+        [
+            {
+                **{k: v for k, v in r.items() if k != "minutes"},
+                "estimated hours/run (H100)": number(r["minutes"] / r["runs"] / 60),
+                "estimated hours, all runs": number(r["minutes"] / 60),
+            }
+            for r in rows.values()
+        ]
+    )
     return df.set_index("experiment"), total
 
 
-__all__ = ["autoencoder_table", "baselines", "best_evaluation", "bm25_top1", "chance", "check_exportable",
-           "cosine_top1", "curves", "directions", "export", "fit_table", "geometry", "metric_top1", "norm_spread",
-           "norms_table", "pairs_of", "pairs_summary", "pairs_table", "query_reach", "query_share", "rerun_estimate",
-           "results", "shared_share", "sphere_level"]
+__all__ = [
+    "autoencoder_table",
+    "baselines",
+    "best_evaluation",
+    "bm25_top1",
+    "chance",
+    "check_exportable",
+    "cosine_top1",
+    "curves",
+    "directions",
+    "export",
+    "fit_table",
+    "geometry",
+    "metric_top1",
+    "norm_spread",
+    "norms_table",
+    "pairs_of",
+    "pairs_summary",
+    "pairs_table",
+    "query_reach",
+    "query_share",
+    "rerun_estimate",
+    "results",
+    "shared_share",
+    "sphere_level",
+]

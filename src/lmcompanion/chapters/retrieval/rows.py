@@ -20,9 +20,15 @@ CHAPTER = "retrieval"
 # --- the arms ---------------------------------------------------------------------------------------------------
 MAIN = tuple(f"retrieval/{f}_d{d}_c{p}" for d in (512, 1024) for p in (32, 128) for f in ("flat", "llama"))
 MORE_PAIRS = ("retrieval/flat_d512_c32_550k", "retrieval/flat_d512_c128_550k")  # the paper profile only
-CONTROLS = ("retrieval/flat_d512_c32", "retrieval/untrained_d512_c32", "retrieval/untrained_d512_c128",
-            "retrieval/autoencoder_d512_c32", "retrieval/llama_d1024_c32",
-            "retrieval/transformer_matcher_llama_d1024_c32", "retrieval/transformer_matcher_batch_axis_llama_d1024_c32")
+CONTROLS = (
+    "retrieval/flat_d512_c32",
+    "retrieval/untrained_d512_c32",
+    "retrieval/untrained_d512_c128",
+    "retrieval/autoencoder_d512_c32",
+    "retrieval/llama_d1024_c32",
+    "retrieval/transformer_matcher_llama_d1024_c32",
+    "retrieval/transformer_matcher_batch_axis_llama_d1024_c32",
+)
 # The book's own arms: the positive control and the diagnosis's baseline at the write-up's initialisation and inputs
 # (shown with the headline's arms), and the Wikipedia setting.
 HEADLINE = ("retrieval/flat_d1024_c32", "retrieval/llama_d1024_c32")
@@ -91,124 +97,273 @@ class Spec:
 
 SPECS = [
     # beyond the write-up: the protocol's checks (the book's own rows, counted apart)
-    Spec("beyond the write-up: under the protocol every matcher here is trained with, the matcher learns a match that "
-         "is there: on noisy copies (each story's embedding its query's plus noise; 31 candidates, the d_model=1024 "
-         "width) every seed's test loss ends at least half a nat below chance (a positive control)", "learns",
-         R + "noisy_copy_d1024_c32", note="the write-up has no such control", notebook="02_mixer_vs_transformer",
-         group=CHECK, extension=True),
-    Spec("beyond the write-up: under that protocol the headline's matchers fit their training pairs: every seed's "
-         "final training loss at least half a nat below chance (31 candidates, d_model=1024, mixer and transformer "
-         "embeddings)", "fits", R + "flat_d1024_c32", R + "llama_d1024_c32",
-         (("mixer", R + "flat_d1024_c32", ("train",)), ("transformer", R + "llama_d1024_c32", ("peak_train",))),
-         "train; the transformer's at its peak", notebook="02_mixer_vs_transformer",
-         group=CHECK, extension=True),
+    Spec(
+        "beyond the write-up: under the protocol every matcher here is trained with, the matcher learns a match that "
+        "is there: on noisy copies (each story's embedding its query's plus noise; 31 candidates, the d_model=1024 "
+        "width) every seed's test loss ends at least half a nat below chance (a positive control)",
+        "learns",
+        R + "noisy_copy_d1024_c32",
+        note="the write-up has no such control",
+        notebook="02_mixer_vs_transformer",
+        group=CHECK,
+        extension=True,
+    ),
+    Spec(
+        "beyond the write-up: under that protocol the headline's matchers fit their training pairs: every seed's "
+        "final training loss at least half a nat below chance (31 candidates, d_model=1024, mixer and transformer "
+        "embeddings)",
+        "fits",
+        R + "flat_d1024_c32",
+        R + "llama_d1024_c32",
+        (("mixer", R + "flat_d1024_c32", ("train",)), ("transformer", R + "llama_d1024_c32", ("peak_train",))),
+        "train; the transformer's at its peak",
+        notebook="02_mixer_vs_transformer",
+        group=CHECK,
+        extension=True,
+    ),
     # beyond the write-up: BM25, a baseline it does not have (the book's own row, counted apart)
-    Spec("beyond the write-up: BM25 on the texts finds the true story at least twice as often as chance (top-1, 31 "
-         "candidates, the matchers' own test items)", "bm25", R + "flat_d1024_c32",
-         note="the write-up has no such baseline", notebook="01_pairs_and_baselines", group=COMPUTED, extension=True),
+    Spec(
+        "beyond the write-up: BM25 on the texts finds the true story at least twice as often as chance (top-1, 31 "
+        "candidates, the matchers' own test items)",
+        "bm25",
+        R + "flat_d1024_c32",
+        note="the write-up has no such baseline",
+        notebook="01_pairs_and_baselines",
+        group=COMPUTED,
+        extension=True,
+    ),
     # the metrics on the embeddings themselves
-    Spec("on a trained mixer's embeddings cosine similarity retrieves worse than a trained matcher (top-1, "
-         "d_model=1024, 31 candidates)", "metric", R + "flat_d1024_c32", metric="cosine",
-         note="'a trained mixer performs very poorly when a cosine distance metric is used' (no number)"),
-    Spec("cosine similarity retrieves better from a transformer's embeddings than from a mixer's (top-1, "
-         "d_model=1024, 31 candidates)", "cosine_better", R + "flat_d1024_c32", R + "llama_d1024_c32",
-         note="'an aligment between this metric on the output and ... the transformer model'; 'No such guarantees are "
-              "present for the mixer' (no number)"),
-    Spec("on a trained mixer's embeddings L1 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
-         "candidates)", "metric", R + "flat_d1024_c32", metric="l1",
-         note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)"),
-    Spec("on a trained mixer's embeddings L2 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
-         "candidates)", "metric", R + "flat_d1024_c32", metric="l2",
-         note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)"),
-    Spec("a trained mixer's embeddings (d_model=1024) do not lie on a high-dimensional sphere: their norms spread more "
-         "than those of random Gaussian vectors of the same width", "off_sphere", R + "flat_d1024_c32",
-         note="'the mixer's last layer does not form a manifold resembling a high-dimensional sphere' (no number)",
-         notebook="01_pairs_and_baselines"),
+    Spec(
+        "on a trained mixer's embeddings cosine similarity retrieves worse than a trained matcher (top-1, "
+        "d_model=1024, 31 candidates)",
+        "metric",
+        R + "flat_d1024_c32",
+        metric="cosine",
+        note="'a trained mixer performs very poorly when a cosine distance metric is used' (no number)",
+    ),
+    Spec(
+        "cosine similarity retrieves better from a transformer's embeddings than from a mixer's (top-1, "
+        "d_model=1024, 31 candidates)",
+        "cosine_better",
+        R + "flat_d1024_c32",
+        R + "llama_d1024_c32",
+        note="'an aligment between this metric on the output and ... the transformer model'; 'No such guarantees are "
+        "present for the mixer' (no number)",
+    ),
+    Spec(
+        "on a trained mixer's embeddings L1 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
+        "candidates)",
+        "metric",
+        R + "flat_d1024_c32",
+        metric="l1",
+        note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)",
+    ),
+    Spec(
+        "on a trained mixer's embeddings L2 distance retrieves worse than a trained matcher (top-1, d_model=1024, 31 "
+        "candidates)",
+        "metric",
+        R + "flat_d1024_c32",
+        metric="l2",
+        note="'$L^1$ or $L^2$ distance ... is also very inaccurate' (no number)",
+    ),
+    Spec(
+        "a trained mixer's embeddings (d_model=1024) do not lie on a high-dimensional sphere: their norms spread more "
+        "than those of random Gaussian vectors of the same width",
+        "off_sphere",
+        R + "flat_d1024_c32",
+        note="'the mixer's last layer does not form a manifold resembling a high-dimensional sphere' (no number)",
+        notebook="01_pairs_and_baselines",
+    ),
     # d_model 1024, 31 candidates
-    Spec("with 31 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
-         "each at its best evaluation", "lower_peak", R + "flat_d1024_c32", R + "llama_d1024_c32",
-         (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
-         "train/test; the transformer's at its peak, the mixer's not said to be one"),
-    Spec("with 31 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
-         "lower", R + "flat_d1024_c32", R + "llama_d1024_c32",
-         (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
-         "train/test; the transformer's final loss is not given, only its peak"),
+    Spec(
+        "with 31 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
+        "each at its best evaluation",
+        "lower_peak",
+        R + "flat_d1024_c32",
+        R + "llama_d1024_c32",
+        (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
+        "train/test; the transformer's at its peak, the mixer's not said to be one",
+    ),
+    Spec(
+        "with 31 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
+        "lower",
+        R + "flat_d1024_c32",
+        R + "llama_d1024_c32",
+        (("mixer", R + "flat_d1024_c32", TT), ("transformer", R + "llama_d1024_c32", PEAK)),
+        "train/test; the transformer's final loss is not given, only its peak",
+    ),
     # d_model 1024, 127 candidates
-    Spec("with 127 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
-         "each at its best evaluation", "lower_peak", R + "flat_d1024_c128", R + "llama_d1024_c128",
-         (("mixer", R + "flat_d1024_c128", TT), ("transformer", R + "llama_d1024_c128", PEAK)),
-         "train/test; the transformer's at its peak, the mixer's final and still falling"),
-    Spec("with 127 candidates, mixer embeddings (d_model=1024) reach a lower train loss than transformer embeddings, "
-         "each at its best test evaluation", "lower_train_peak", R + "flat_d1024_c128", R + "llama_d1024_c128",
-         (("mixer", R + "flat_d1024_c128", ("train",)), ("transformer", R + "llama_d1024_c128", ("peak_train",))),
-         "train, the transformer's at its peak"),
-    Spec("with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
-         "lower", R + "flat_d1024_c128", R + "llama_d1024_c128",
-         (("mixer", R + "flat_d1024_c128", ("test",)), ("transformer", R + "llama_d1024_c128", ("test",))),
-         "test, both final: 'the training run ends at 2.98 test loss'"),
-    Spec("with mixer embeddings and 127 candidates the test loss still falls at the end of training",
-         "still_falling", R + "flat_d1024_c128", quote=(("mixer", R + "flat_d1024_c128", ("test",)),),
-         note="test; 'the test loss continues to decrease even after 200 epochs'"),
-    Spec("with transformer embeddings and 127 candidates the matcher overfits: its test loss rises from its best more "
-         "than with mixer embeddings", "rises_more", R + "flat_d1024_c128", R + "llama_d1024_c128",
-         (("transformer", R + "llama_d1024_c128", ("peak_test", "test")),), "test, its peak and its end"),
+    Spec(
+        "with 127 candidates, mixer embeddings (d_model=1024) reach a lower test loss than transformer embeddings, "
+        "each at its best evaluation",
+        "lower_peak",
+        R + "flat_d1024_c128",
+        R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", TT), ("transformer", R + "llama_d1024_c128", PEAK)),
+        "train/test; the transformer's at its peak, the mixer's final and still falling",
+    ),
+    Spec(
+        "with 127 candidates, mixer embeddings (d_model=1024) reach a lower train loss than transformer embeddings, "
+        "each at its best test evaluation",
+        "lower_train_peak",
+        R + "flat_d1024_c128",
+        R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", ("train",)), ("transformer", R + "llama_d1024_c128", ("peak_train",))),
+        "train, the transformer's at its peak",
+    ),
+    Spec(
+        "with 127 candidates, mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings",
+        "lower",
+        R + "flat_d1024_c128",
+        R + "llama_d1024_c128",
+        (("mixer", R + "flat_d1024_c128", ("test",)), ("transformer", R + "llama_d1024_c128", ("test",))),
+        "test, both final: 'the training run ends at 2.98 test loss'",
+    ),
+    Spec(
+        "with mixer embeddings and 127 candidates the test loss still falls at the end of training",
+        "still_falling",
+        R + "flat_d1024_c128",
+        quote=(("mixer", R + "flat_d1024_c128", ("test",)),),
+        note="test; 'the test loss continues to decrease even after 200 epochs'",
+    ),
+    Spec(
+        "with transformer embeddings and 127 candidates the matcher overfits: its test loss rises from its best more "
+        "than with mixer embeddings",
+        "rises_more",
+        R + "flat_d1024_c128",
+        R + "llama_d1024_c128",
+        (("transformer", R + "llama_d1024_c128", ("peak_test", "test")),),
+        "test, its peak and its end",
+    ),
     # d_model 512, 31 candidates: the best transformer of the RTX 3060's 12 hours
-    Spec("with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 transformer's",
-         "lower", R + "flat_d512_c32", R + "llama_d512_c32",
-         (("transformer", R + "llama_d512_c32", ("test",)), ("mixer", R + "flat_d512_c32", TT)),
-         "the transformer's train and test 'at 3.43', the mixer's train/test; final"),
-    Spec("the best 3060 transformer's embeddings (d_model=512) give virtually no learning with 31 candidates",
-         "not_below", R + "llama_d512_c32", quote=(("transformer", R + "llama_d512_c32", ("test",)),),
-         note="train and test; the level is chance, ln 31", control=R + "flat_d512_c32"),
+    Spec(
+        "with 31 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 transformer's",
+        "lower",
+        R + "flat_d512_c32",
+        R + "llama_d512_c32",
+        (("transformer", R + "llama_d512_c32", ("test",)), ("mixer", R + "flat_d512_c32", TT)),
+        "the transformer's train and test 'at 3.43', the mixer's train/test; final",
+    ),
+    Spec(
+        "the best 3060 transformer's embeddings (d_model=512) give virtually no learning with 31 candidates",
+        "not_below",
+        R + "llama_d512_c32",
+        quote=(("transformer", R + "llama_d512_c32", ("test",)),),
+        note="train and test; the level is chance, ln 31",
+        control=R + "flat_d512_c32",
+    ),
     # 550k pairs (the paper profile only)
-    Spec("with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 31 candidates",
-         "lower", R + "flat_d512_c32_550k", R + "flat_d512_c32",
-         (("200k pairs", R + "flat_d512_c32", ("test_200k",)), ("550k pairs", R + "flat_d512_c32_550k", ("test",))),
-         "test"),
-    Spec("with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 127 candidates",
-         "lower", R + "flat_d512_c128_550k", R + "flat_d512_c128",
-         (("550k pairs", R + "flat_d512_c128_550k", ("test",)),), "test; no number for 200k pairs"),
+    Spec(
+        "with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 31 candidates",
+        "lower",
+        R + "flat_d512_c32_550k",
+        R + "flat_d512_c32",
+        (("200k pairs", R + "flat_d512_c32", ("test_200k",)), ("550k pairs", R + "flat_d512_c32_550k", ("test",))),
+        "test",
+    ),
+    Spec(
+        "with 550k pairs instead of 200k the mixer's (d_model=512) test loss falls further with 127 candidates",
+        "lower",
+        R + "flat_d512_c128_550k",
+        R + "flat_d512_c128",
+        (("550k pairs", R + "flat_d512_c128_550k", ("test",)),),
+        "test; no number for 200k pairs",
+    ),
     # untrained embeddings
-    Spec("a trained mixer's embeddings beat an untrained mixer's (d_model=512, 31 candidates)", "lower",
-         R + "flat_d512_c32", R + "untrained_d512_c32",
-         (("trained", R + "flat_d512_c32", ("test",)), ("untrained", R + "untrained_d512_c32", ("test_floor",))),
-         "test; the untrained's 'not below'"),
-    Spec("an untrained mixer's embeddings (d_model=512) give practically no learning with 127 candidates",
-         "not_below", R + "untrained_d512_c128", note="no number; the level is chance, ln 127",
-         control=R + "flat_d512_c128"),
-    Spec("an untrained mixer's embeddings (d_model=512) overfit with 31 candidates: the train loss ends below the "
-         "test loss", "overfits", R + "untrained_d512_c32", note="'severe overfitting' (no number)"),
-    Spec("an untrained mixer's embeddings (d_model=512) give a test loss not below 3.2 with 31 candidates",
-         "not_below", R + "untrained_d512_c32", quote=(("untrained", R + "untrained_d512_c32", ("test_floor",)),),
-         note="'loss not below 3.2'", level=3.2, control=R + "flat_d512_c32"),
+    Spec(
+        "a trained mixer's embeddings beat an untrained mixer's (d_model=512, 31 candidates)",
+        "lower",
+        R + "flat_d512_c32",
+        R + "untrained_d512_c32",
+        (("trained", R + "flat_d512_c32", ("test",)), ("untrained", R + "untrained_d512_c32", ("test_floor",))),
+        "test; the untrained's 'not below'",
+    ),
+    Spec(
+        "an untrained mixer's embeddings (d_model=512) give practically no learning with 127 candidates",
+        "not_below",
+        R + "untrained_d512_c128",
+        note="no number; the level is chance, ln 127",
+        control=R + "flat_d512_c128",
+    ),
+    Spec(
+        "an untrained mixer's embeddings (d_model=512) overfit with 31 candidates: the train loss ends below the "
+        "test loss",
+        "overfits",
+        R + "untrained_d512_c32",
+        note="'severe overfitting' (no number)",
+    ),
+    Spec(
+        "an untrained mixer's embeddings (d_model=512) give a test loss not below 3.2 with 31 candidates",
+        "not_below",
+        R + "untrained_d512_c32",
+        quote=(("untrained", R + "untrained_d512_c32", ("test_floor",)),),
+        note="'loss not below 3.2'",
+        level=3.2,
+        control=R + "flat_d512_c32",
+    ),
     # the autoencoder
-    Spec("an autoencoder's embeddings are no better than an untrained mixer's for retrieval learning (d_model=512, 31 "
-         "candidates)", "no_gain", R + "autoencoder_d512_c32", R + "untrained_d512_c32", note="no number",
-         control=R + "flat_d512_c32"),
-    Spec("a CLM-trained mixer's embeddings beat a mixer autoencoder's (d_model=512, 31 candidates)", "lower",
-         R + "flat_d512_c32", R + "autoencoder_d512_c32", (("CLM-trained", R + "flat_d512_c32", ("test",)),),
-         "test; no number for the autoencoder"),
+    Spec(
+        "an autoencoder's embeddings are no better than an untrained mixer's for retrieval learning (d_model=512, 31 "
+        "candidates)",
+        "no_gain",
+        R + "autoencoder_d512_c32",
+        R + "untrained_d512_c32",
+        note="no number",
+        control=R + "flat_d512_c32",
+    ),
+    Spec(
+        "a CLM-trained mixer's embeddings beat a mixer autoencoder's (d_model=512, 31 candidates)",
+        "lower",
+        R + "flat_d512_c32",
+        R + "autoencoder_d512_c32",
+        (("CLM-trained", R + "flat_d512_c32", ("test",)),),
+        "test; no number for the autoencoder",
+    ),
     # a transformer as the matcher
-    Spec("on a transformer's embeddings a bidirectional mixer matches better than a bidirectional transformer "
-         "(d_model=1024, 31 candidates)", "lower", R + "llama_d1024_c32", R + "transformer_matcher_llama_d1024_c32",
-         note="'far worse than the bidirectional mixer' (no number)"),
-    Spec("on a transformer's embeddings a bidirectional mixer matches better than the original's transformer matcher "
-         "(attention across the batch axis; d_model=1024, 31 candidates)", "lower", R + "llama_d1024_c32",
-         R + "transformer_matcher_batch_axis_llama_d1024_c32",
-         note="'far worse than the bidirectional mixer' (no number)"),
-    Spec("a bidirectional transformer matcher learns practically nothing from a transformer's embeddings "
-         "(d_model=1024, 31 candidates)", "not_below", R + "transformer_matcher_llama_d1024_c32",
-         note="'practically no learning occurs' (no number); the level is chance, ln 31",
-         control=R + "llama_d1024_c32"),
+    Spec(
+        "on a transformer's embeddings a bidirectional mixer matches better than a bidirectional transformer "
+        "(d_model=1024, 31 candidates)",
+        "lower",
+        R + "llama_d1024_c32",
+        R + "transformer_matcher_llama_d1024_c32",
+        note="'far worse than the bidirectional mixer' (no number)",
+    ),
+    Spec(
+        "on a transformer's embeddings a bidirectional mixer matches better than the original's transformer matcher "
+        "(attention across the batch axis; d_model=1024, 31 candidates)",
+        "lower",
+        R + "llama_d1024_c32",
+        R + "transformer_matcher_batch_axis_llama_d1024_c32",
+        note="'far worse than the bidirectional mixer' (no number)",
+    ),
+    Spec(
+        "a bidirectional transformer matcher learns practically nothing from a transformer's embeddings "
+        "(d_model=1024, 31 candidates)",
+        "not_below",
+        R + "transformer_matcher_llama_d1024_c32",
+        note="'practically no learning occurs' (no number); the level is chance, ln 31",
+        control=R + "llama_d1024_c32",
+    ),
     # beyond the write-up: the book's own setting, 4 (gpu) or 13 (paper) times the gpu profile's story pairs
-    Spec("beyond the write-up: on Wikipedia leads (an article's first sentence against the rest of its body: 8,000 "
-         "pairs at gpu, 26,000 at paper), mixer embeddings (d_model=1024) end at a lower test loss than transformer "
-         "embeddings (31 candidates)", "lower", R + "wiki_flat_d1024_c32", R + "wiki_llama_d1024_c32",
-         note="the book's own setting: the write-up has none", notebook="02_mixer_vs_transformer", extension=True),
+    Spec(
+        "beyond the write-up: on Wikipedia leads (an article's first sentence against the rest of its body: 8,000 "
+        "pairs at gpu, 26,000 at paper), mixer embeddings (d_model=1024) end at a lower test loss than transformer "
+        "embeddings (31 candidates)",
+        "lower",
+        R + "wiki_flat_d1024_c32",
+        R + "wiki_llama_d1024_c32",
+        note="the book's own setting: the write-up has none",
+        notebook="02_mixer_vs_transformer",
+        extension=True,
+    ),
     # embedding models of various sizes
-    Spec("with 127 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 "
-         "transformer's", "lower", R + "flat_d512_c128", R + "llama_d512_c128",
-         note="'for embedding models of various sizes' (no number)"),
+    Spec(
+        "with 127 candidates, mixer embeddings (d_model=512) end at a lower test loss than the best 3060 transformer's",
+        "lower",
+        R + "flat_d512_c128",
+        R + "llama_d512_c128",
+        note="'for embedding models of various sizes' (no number)",
+    ),
 ]
 
 ALL_CLAIMS = [r.text for r in SPECS]
@@ -216,5 +371,21 @@ BM25 = next(r.text for r in SPECS if r.kind == "bm25")  # the book's baseline ro
 LEARNS = next(r.text for r in SPECS if r.kind == "learns")  # the positive control's row (retrieval.lead)
 FITS = next(r.text for r in SPECS if r.kind == "fits")  # the headline's matchers on their training pairs
 
-__all__ = ["ALL_CLAIMS", "BM25", "CHAPTER", "CONTROLS", "FITS", "HEADLINE", "LEARNS", "MAIN", "METRICS", "MORE_PAIRS",
-           "PROTOCOL", "RUN_NAMES", "SPECS", "Spec", "TRAINING_PAIRS", "WIKI"]
+__all__ = [
+    "ALL_CLAIMS",
+    "BM25",
+    "CHAPTER",
+    "CONTROLS",
+    "FITS",
+    "HEADLINE",
+    "LEARNS",
+    "MAIN",
+    "METRICS",
+    "MORE_PAIRS",
+    "PROTOCOL",
+    "RUN_NAMES",
+    "SPECS",
+    "Spec",
+    "TRAINING_PAIRS",
+    "WIKI",
+]
