@@ -52,10 +52,24 @@ profile = "cpu"  # smoke | cpu | gpu | paper
 # %%
 import pandas as pd
 
-from lmcompanion import contents
+from lmcompanion.chapters import toy
 
-pd.DataFrame([(c.order, c.name, c.title) for c in contents.chapters()], columns=["order", "name", "title"])
+pd.DataFrame(toy.analysis.chapters(), columns=["order", "name", "title"])
 """
+
+# Step 4: the chapter's shape. It trains nothing, so it decides no row; its one ledger claim says why it is untested.
+PACKAGE = {
+    "rows.py": '"""The toy chapter\'s rows as data: none (it trains nothing)."""\n\nSPECS: list = []\n',
+    "claims.py": '"""The toy chapter\'s ledger."""\n\nfrom ...ledger import Claim\n\n'
+    'CLAIMS = [Claim("toy", "a chapter lists the book\'s chapters", "Toy", reason="a toy: nothing to test")]\n',
+    "analysis.py": '"""The toy chapter\'s analyses."""\n\nfrom ... import contents\n\n\n'
+    "def chapters() -> list[tuple[int, str, str]]:\n"
+    "    return [(c.order, c.name, c.title) for c in contents.chapters()]\n",
+    "__init__.py": '"""The toy chapter."""\n\nfrom ...claims import register as register_rows\n'
+    "from ...ledger import register\nfrom . import analysis\nfrom .claims import CLAIMS\nfrom .rows import SPECS\n\n"
+    'ROWS = register_rows("toy", SPECS)\nregister("toy", CLAIMS)\n\n'
+    '__all__ = ["CLAIMS", "ROWS", "analysis"]\n',
+}
 
 LANDING = "# Toy chapter\n\nA chapter added by following the README's steps. Its one page lists the book's chapters.\n"
 
@@ -123,9 +137,11 @@ def test_a_chapter_added_by_the_readme_s_steps_builds_its_page(tmp_path):
     }
     python = [sys.executable, "-m", "lmcompanion"]
 
-    # steps 1, 5 and 6: the declaration, the notebook, the landing page
+    # steps 1, 4, 5 and 6: the declaration, the chapter's package, the notebook, the landing page
     (repo / "src/lmcompanion/chapters/toy").mkdir()
     (repo / "src/lmcompanion/chapters/toy/chapter.toml").write_text(DECLARATION, encoding="utf-8")
+    for name, text in PACKAGE.items():  # step 4
+        (repo / "src/lmcompanion/chapters/toy" / name).write_text(text, encoding="utf-8")
     (repo / "notebooks/toy").mkdir()
     (repo / "notebooks/toy/01_toy.py").write_text(NOTEBOOK, encoding="utf-8")
     (repo / "book/toy").mkdir()
@@ -149,6 +165,9 @@ def test_a_chapter_added_by_the_readme_s_steps_builds_its_page(tmp_path):
     assert "| Toy chapter | a toy chapter, added by the README's steps in a test | `notebooks/toy/` |" in (
         repo / "README.md"
     ).read_text(encoding="utf-8")
+
+    # the declaration checks: one shape, nothing declared twice, the book's files agree
+    _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_contents.py"], repo, env)
 
     # the book, restricted to the intro, the prologue and the toy chapter, built from the smoke executions as
     # `make smoke-book` builds it

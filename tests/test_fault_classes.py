@@ -116,6 +116,10 @@ DOORS = {
         output=["export-retrieval", "retrieval/flat_d512_c32", "--profile", "smoke", "-o", "{out}"],
     ),
     "pages": Door(["pages", "{dir}", "{out}"], output=["pages", "{executed}", "{out}/pages"]),
+    "contents": Door(
+        ["contents"],
+        output="with --write, the repository's _toc.yml, intro and README, each whole (paths.atomic_write)",
+    ),
     "bench": Door(
         ["bench", "ar_ed/baseline", "--profile", "smoke"],
         (["bench", "ar_ed/baseline", "--profile", "smoke", "--steps", "100000"], 14.0),

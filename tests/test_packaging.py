@@ -37,6 +37,7 @@ USED_ELSEWHERE = {
     "nbval": ("Makefile", "--nbval"),
     "pytest": ("Makefile", "pytest"),
     "pytest-xdist": ("Makefile", "--numprocesses"),  # make unit and make nbval on every core
+    "ruff": ("Makefile", "ruff check"),  # make lint: the formatter and the linter
 }
 
 

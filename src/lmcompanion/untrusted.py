@@ -497,6 +497,8 @@ CAMPAIGN_CHECK = Format(
             "device": {"type": "string"},
             "ok": {"type": "boolean"},
             "items": {"type": "object"},
+            "families": {"type": "array", "items": {"type": "string"}},
+            "compiled": {"type": "array", "items": {"type": "string"}},
         },
     },
 )
