@@ -96,3 +96,25 @@ def test_the_scorecard_links_to_the_ledger_and_the_book_lists_it():
 def test_the_page_is_written_with_the_others(tmp_path):
     pages.write_pages(REFS, tmp_path)
     assert (tmp_path / "claims.md").read_text() == pages.ledger_page(REFS)
+
+
+def test_a_ledger_is_checked_against_its_chapter_s_rows(monkeypatch):
+    """claims.register_ledger refuses a claim naming no row of the chapter, and a row of the write-up's that no claim
+    names (the book's own rows, ``extension``, and the chapter's ``unnamed`` need none)."""
+    from lmcompanion import claims
+
+    monkeypatch.setattr(claims, "ROWS", {})
+    monkeypatch.setattr(ledger, "LEDGER", {})
+    claims.register(
+        "probe",
+        [claims.Row("the write-up's row", "01", None), claims.Row("the book's own row", "01", None, extension=True)],
+    )
+    named = Claim("probe", "a sentence", "a section", row="the write-up's row")
+    with pytest.raises(KeyError, match="does not declare"):
+        claims.register_ledger("probe", [named, Claim("probe", "another", "a section", row="no such row")])
+    with pytest.raises(KeyError, match="no ledger claim names"):
+        claims.register_ledger("probe", [Claim("probe", "a sentence", "a section", reason="not tested")])
+    claims.register_ledger(
+        "probe", [Claim("probe", "a sentence", "a section", reason="not tested")], unnamed=("the write-up's row",)
+    )
+    assert ledger.LEDGER["probe"][0].reason == "not tested"

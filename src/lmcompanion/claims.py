@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from . import experiments
+from . import experiments, ledger
 from .errors import LMCError
 from .train.store import NoRunFiles
 from .verdicts import KINDS, NOT_DECIDED, TRAINING, Verdict, between, gap_trend, have, not_decided, sized, with_trend
@@ -269,6 +269,21 @@ def timed_claims(chapter: str) -> list[str]:
     return [r.text for r in rows(chapter) if r.timed]
 
 
+def register_ledger(chapter: str, claims: Sequence[ledger.Claim], unnamed: Sequence[str] = ()) -> list[ledger.Claim]:
+    """Register a chapter's ledger (:mod:`lmcompanion.ledger`, the write-up's claims in its order), after its rows,
+    checked against them: every row a claim names is one of the chapter's rows, and every row of the write-up's
+    (not the book's own, ``extension``) is named by a claim, but the rows of ``unnamed`` (the chapter says why)."""
+    texts = {r.text for r in rows(chapter)}
+    named = {c.row for c in claims if c.row is not None}
+    unknown = sorted(named - texts)
+    if unknown:
+        raise KeyError(f"the {chapter} ledger names rows the chapter does not declare: {unknown}")
+    lonely = sorted({r.text for r in rows(chapter) if not r.extension} - named - set(unnamed))
+    if lonely:
+        raise KeyError(f"{chapter} rows of the write-up's that no ledger claim names: {lonely}")
+    return ledger.register(chapter, list(claims))
+
+
 __all__ = [
     "Context",
     "Extra",
@@ -282,6 +297,7 @@ __all__ = [
     "lead",
     "register",
     "register_lead",
+    "register_ledger",
     "rows",
     "timed_claims",
     "timed_pairs",

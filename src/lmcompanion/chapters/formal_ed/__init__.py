@@ -25,10 +25,9 @@ import math
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from ...claims import Context, Row, register as register_rows
+from ...claims import Context, Row, register as register_rows, register_ledger
 from ...experiments.formal_ed import INF
 from ...formats import number
-from ...ledger import register
 from ...stats import span
 from ...train import Run
 from ...verdicts import AT_LEAST, CHECK, INCONCLUSIVE, Verdict, arms_of, below, chance_text, claim, exact, gate
@@ -253,7 +252,7 @@ ROWS = register_rows(
 )
 
 # The write-up's claims, in its order; each names the verdict row of notebooks/formal_ed/03_inference that tests it.
-register(CHAPTER, CLAIMS)
+register_ledger(CHAPTER, CLAIMS)
 
 __all__ = [
     "AGREEMENT",

@@ -25,7 +25,6 @@ from ... import claims as claim_rows
 from ...claims import Row, register as register_rows
 from ...experiments import hourglass as ex
 from ...formats import number, si
-from ...ledger import register
 from ...verdicts import (
     CHECK,
     COMPUTED,
@@ -660,16 +659,7 @@ TIMED = tuple(claim_rows.timed_pairs(CHAPTER))  # (the claimed-faster arm, the o
 
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
-register(CHAPTER, CLAIMS)
-_ROWS = {r.text for r in ROWS}
-_unknown = sorted({c.row for c in CLAIMS if c.row} - _ROWS)
-if _unknown:
-    raise KeyError(f"the hourglass ledger names rows the chapter does not declare: {_unknown}")
-# every row is named by a claim of the ledger (the two schedule rows by the protocol statements' reasons: they are
-# the book's extension)
-_unnamed = sorted(_ROWS - {c.row for c in CLAIMS if c.row} - {schedule_claim(s) for s in SCHEDULES})
-if _unnamed:
-    raise KeyError(f"hourglass rows no ledger claim names: {_unnamed}")
+claim_rows.register_ledger(CHAPTER, CLAIMS)
 
 
 __all__ = [

@@ -21,7 +21,7 @@ import math
 from typing import Mapping, Sequence
 
 from ... import claims as claim_rows
-from ... import experiments, learning, ledger, stats, tables
+from ... import experiments, learning, stats, tables
 from ...claims import Row, register as register_rows
 from ...experiments import retrieval as rexp
 from ...formats import number
@@ -266,7 +266,7 @@ def lead(rows: Sequence[Mapping]) -> str:
 claim_rows.register_lead(CHAPTER, lead)
 
 # The write-up's claims, each with the row above that tests it or the reason it is not tested (the ledger page).
-ledger.register(CHAPTER, CLAIMS)
+claim_rows.register_ledger(CHAPTER, CLAIMS)
 
 __all__ = [
     "ALL_CLAIMS",
