@@ -260,11 +260,8 @@ def expected(relative: str, current: str) -> str:
 
 def stale(root: Path) -> list[str]:
     """The files of :data:`SYNCED` under the repository ``root`` that disagree with the declarations."""
-    return [
-        rel
-        for rel in SYNCED
-        if (root / rel).read_text(encoding="utf-8") != expected(rel, (root / rel).read_text(encoding="utf-8"))
-    ]
+    texts = {rel: (root / rel).read_text(encoding="utf-8") for rel in SYNCED}
+    return [rel for rel, text in texts.items() if text != expected(rel, text)]
 
 
 __all__ = [

@@ -81,11 +81,8 @@ _LEADING = re.compile(r"^(?:≈ )?(\d[\d,]*(?:\.\d+)?)")
 def write_up_passes(name: str) -> tuple[float | None, str]:
     """The passes the write-up's runs of experiment ``name`` made over their training data, as a number (None where
     the write-up ran no such experiment or its data's size is unknown), and the data kind's text of it ("≈ 3.12 (of
-    2,000,000 stories)"), from the ``paper`` profile's config."""
-    if name in experiments.mixer.WIKIPEDIA_ARMS:
-        return None, "no experiment in the write-up (the book's setting)"
-    cfg = experiments.config(name, "paper", device="cpu")
-    text = cfg.data.write_up_passes(cfg)
+    2,000,000 stories)", :func:`write_up_passes_text`), from the ``paper`` profile's config."""
+    text = write_up_passes_text(experiments.config(name, "paper", device="cpu"))
     m = _LEADING.match(text)
     return (float(m.group(1).replace(",", "")) if m else None), text
 
