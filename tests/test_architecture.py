@@ -182,6 +182,78 @@ def test_every_data_kind_declares_what_the_book_asks_of_it_outside_its_run_key()
         assert "lmcompanion.data.kinds" not in fingerprint.closure(data.module_of(kind)), kind
 
 
+STOP_SIGNALS = {"SIGINT", "SIGTERM", "SIGHUP"}
+
+
+def signal_tables(source: str) -> list[str]:
+    """Where ``source`` builds a table of the stop signals or maps one to its exception: a signal's name as a string
+    (``getattr(signal, "SIGTERM")``, ``Signals["SIGHUP"]``), a tuple, list, set or dict of two or more of them
+    (``(signal.SIGINT, signal.SIGTERM)``), or a :class:`~lmcompanion.errors.Terminated` built. Using one signal
+    (``signum == signal.SIGINT``, ``os.kill(pid, signal.SIGTERM)``) is none of these."""
+
+    def is_signal(node) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in STOP_SIGNALS) or (
+            isinstance(node, ast.Name) and node.id in STOP_SIGNALS
+        )
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and node.value in STOP_SIGNALS:
+            found.append(f"line {node.lineno}: the name {node.value!r}")
+        elements = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else None
+        elements = node.keys if isinstance(node, ast.Dict) else elements
+        if elements is not None and sum(is_signal(e) for e in elements) >= 2:
+            found.append(f"line {node.lineno}: a {type(node).__name__.lower()} of signals")
+        func = getattr(node, "func", None)
+        if isinstance(node, ast.Call) and getattr(func, "id", getattr(func, "attr", None)) == "Terminated":
+            found.append(f"line {node.lineno}: a Terminated built")
+    return found
+
+
+def test_the_signals_that_stop_a_command_or_a_run_are_one_table():
+    """The stop signals and the exception each raises are listed once, in ``errors`` (the trainer's handler and the
+    command line's policy once kept a copy each): no other module names them as strings, lists two of them or builds
+    the exception itself."""
+    assert len(signal_tables(fingerprint._source("lmcompanion.errors"))) >= 4  # the three names and the mapping
+    # the trainer's former copy is found, so the scan can fail
+    old_trainer = textwrap.dedent(
+        """
+        SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+        SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        def exception(self):
+            return KeyboardInterrupt() if self.signum == signal.SIGINT else Terminated(self.signum)
+        if signum == signal.SIGINT:
+            os.kill(pid, signal.SIGTERM)
+        """
+    )
+    assert sorted(signal_tables(old_trainer)) == [
+        "line 2: the name 'SIGHUP'",
+        "line 2: the name 'SIGINT'",
+        "line 2: the name 'SIGTERM'",
+        "line 3: a tuple of signals",
+        "line 5: a Terminated built",
+    ]
+    found = {m: signal_tables(fingerprint._source(m)) for m in MODULES if m != "lmcompanion.errors"}
+    found = {m: f for m, f in found.items() if f}
+    assert not found, f"use errors.SIGNALS and errors.signal_exception instead: {found}"
+
+
+def test_no_runs_key_covers_the_command_lines_signal_policy():
+    """The trainer reads the stop signals from ``errors``, which its runs' keys cover already, never from
+    ``signals``: editing the command line's signal policy retrains no run."""
+    from lmcompanion import errors, signals
+
+    assert trainer.SIGNALS is errors.SIGNALS is signals.SIGNALS and signals.exception is errors.signal_exception
+    formal = experiments.config("formal_ed/adamw", "smoke")
+    for modules in (
+        fingerprint.closure("lmcompanion.train.trainer"),
+        run.spec(tiny_run()).modules,
+        _literal_spec(formal).modules,
+    ):
+        assert "lmcompanion.errors" in modules and "lmcompanion.train.trainer" in modules
+        assert "lmcompanion.signals" not in modules
+
+
 def test_the_import_graph_has_no_cycles():
     graph = {m: module_level_imports(m) for m in MODULES}
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle

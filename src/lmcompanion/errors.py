@@ -2,7 +2,13 @@
 
 Every user-facing failure in the package raises one of these, so the CLI and the notebooks can show a
 short message (what is wrong and how to fix it) instead of a traceback from deep inside a library.
+
+A signal that stops a command or a run is one too (:data:`SIGNALS`, :func:`signal_exception`): the table lives here,
+below both the command line's signal policy (:mod:`lmcompanion.signals`) and the trainer, so that both read one table
+and the trainer's run key never covers the policy's code.
 """
+
+import signal
 
 
 class LMCError(Exception):
@@ -36,3 +42,14 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
+
+
+# The signals that stop a command or a run (those this platform has): Ctrl-C, SIGTERM (a scheduler, ``timeout``) and
+# SIGHUP (a closing terminal).
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def signal_exception(signum: int) -> KeyboardInterrupt:
+    """The exception a signal of :data:`SIGNALS` raises: KeyboardInterrupt for SIGINT, :class:`Terminated` (naming
+    it) for the others."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)

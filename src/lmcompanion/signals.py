@@ -9,7 +9,10 @@ terminal) all mean the same: stop, keep what was computed, say what was kept, an
   raised when the section ends. While a run trains, the trainer's own handler
   (:class:`lmcompanion.train.trainer.Interrupts`) takes over with the same meaning at a finer grain: the current step,
   its evaluation and a checkpoint finish first; a second signal stops at once, but never inside an update or a
-  checkpoint write. When the trainer returns, this handler is back.
+  checkpoint write. When the trainer returns, this handler is back. Both read one table of the signals and their
+  exceptions, :mod:`lmcompanion.errors`'s ``SIGNALS`` and ``signal_exception`` (here ``SIGNALS`` and
+  :func:`exception`): every run's key covers that module already, and no run's key covers this one, so editing
+  this policy retrains nothing.
 - **What was kept** is noted where it is known (:func:`note`: the run that was stopped, and its checkpoint if it has
   one), and :func:`message` says exactly that: one message, true, with the command that resumes.
 - **Child processes** stop with their parent: a pool forwards each signal to its workers (:func:`forward`; a worker
@@ -29,9 +32,9 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import Terminated
+from .errors import SIGNALS
+from .errors import signal_exception as exception  # the one table of signals and their exceptions
 
-SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 GRACE_S = 60.0  # how long a child may take to finish its step and checkpoint after the signal, before SIGKILL
 
 
@@ -46,11 +49,6 @@ class _State:
 
 
 _state = _State()
-
-
-def exception(signum: int) -> KeyboardInterrupt:
-    """The exception a signal raises: KeyboardInterrupt for SIGINT, :class:`Terminated` (naming it) for the others."""
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def signum_of(exc: BaseException) -> int:

@@ -44,7 +44,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from .. import data as data_mod
 from .. import models
-from ..errors import CheckpointError, ConfigError, OutOfMemory, Terminated, TrainingDiverged
+from ..errors import SIGNALS, CheckpointError, ConfigError, OutOfMemory, TrainingDiverged, signal_exception
 from . import checkpoint, distributed
 from .schedules import lr_at
 from .seeding import seed_everything
@@ -221,14 +221,12 @@ def evaluate(model, source, step: int, device: torch.device, amp, d: distributed
 # Interrupts and metrics
 
 
-SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
 class Interrupts:
     """SIGINT, SIGTERM and SIGHUP handling: the first signal asks the loop to stop after the current step; a second
     one stops at once, except inside :meth:`critical`, where it is deferred to the section's end. SIGINT raises
-    KeyboardInterrupt, the others :class:`~lmcompanion.errors.Terminated` (a KeyboardInterrupt naming the signal).
-    Outside the main thread (where signals cannot be caught) it does nothing."""
+    KeyboardInterrupt, the others :class:`~lmcompanion.errors.Terminated` (a KeyboardInterrupt naming the signal):
+    the signals and their exceptions are the one table of :mod:`lmcompanion.errors`, which the command line's policy
+    reads too. Outside the main thread (where signals cannot be caught) it does nothing."""
 
     def __enter__(self):
         self.count, self.depth, self.signum, self._old = 0, 0, signal.SIGINT, {}
@@ -243,7 +241,7 @@ class Interrupts:
             raise self.exception()
 
     def exception(self) -> KeyboardInterrupt:
-        return KeyboardInterrupt() if self.signum == signal.SIGINT else Terminated(self.signum)
+        return signal_exception(self.signum)
 
     @property
     def stop_requested(self) -> bool:
