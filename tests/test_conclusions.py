@@ -11,6 +11,8 @@ import pytest
 
 from lmcompanion import claims, experiments, models, pages, verdicts
 from lmcompanion.chapters import scale
+from lmcompanion.config import WriteUpPasses
+from lmcompanion.errors import ConfigError
 from lmcompanion.formats import count
 
 HEADLINE = "the flat mixer (d=512) reaches a lower validation loss than the optimal transformer (d=512)"
@@ -85,17 +87,35 @@ def test_the_data_caveat_is_said_where_the_recorded_runs_pass_over_their_data_mo
     assert scale.passes_caveat(["mixer/flat_d512", "mixer/llama_d512"], "gpu") == ""
 
 
-def test_the_write_up_s_passes_are_read_from_its_data_s_own_words(monkeypatch):
+def test_the_write_up_s_passes_are_its_data_kind_s_number_in_the_book_format(monkeypatch):
+    """A data kind states the write-up's passes as a number (to the decimals it vouches for), never as text to read
+    one back from; the book writes it, an estimate to three significant digits, and compares at what it writes."""
     cfg = experiments.config("mixer/flat_d512", "paper", device="cpu")
-    for text, number in (
-        ("≈ 3.12 (of 2,000,000 stories)", 3.12),
-        ("1,536 (2.0 epochs of every stride-1 window)", 1536.0),
-        ("unknown", None),
-        ("no experiment in the write-up", None),
+    for stated, number, text in (
+        (WriteUpPasses(3.12, approximate=True, words="(of 2,000,000 stories)"), 3.12, "≈ 3.12 (of 2,000,000 stories)"),
+        (WriteUpPasses(10.37, approximate=True, words="(of 2,000,000 stories)"), 10.4, "≈ 10.4 (of 2,000,000 stories)"),
+        (WriteUpPasses(550.0, approximate=True, words="(of 180,000 queries)"), 550.0, "≈ 550 (of 180,000 queries)"),
+        (WriteUpPasses(0.74, approximate=True), 0.74, "≈ 0.740"),
+        (
+            WriteUpPasses(1536, words="(2.0 epochs of every stride-1 window)"),
+            1536.0,
+            "1,536 (2.0 epochs of every stride-1 window)",
+        ),
+        (WriteUpPasses(None, words="unknown"), None, "unknown"),
+        (WriteUpPasses(None, words="no experiment in the write-up"), None, "no experiment in the write-up"),
     ):
-        monkeypatch.setattr(type(cfg.data), "write_up_passes", lambda self, run_cfg, text=text: text)
+        monkeypatch.setattr(type(cfg.data), "write_up_passes", lambda self, run_cfg, stated=stated: stated)
         assert scale.write_up_passes("mixer/flat_d512") == (number, text)
-    assert scale.write_up_passes("mixer/flat_d512_wikipedia")[0] is None  # the book's own setting
+        assert scale.write_up_passes_text(cfg) == text
+    assert scale.write_up_passes("mixer/flat_d512_wikipedia") == (None, scale.BOOKS_OWN_SETTING.words)
+    for wrong in (
+        dict(passes=1536.5),  # a count that is not whole
+        dict(passes=None, approximate=True, words="unknown"),  # an estimate of nothing
+        dict(passes=None),  # no number and no words
+        dict(passes=-1.0, approximate=True),
+    ):
+        with pytest.raises(ConfigError):
+            WriteUpPasses(**wrong)
 
 
 @pytest.mark.parametrize("chapter, profile", [("mixer", "gpu"), ("ar_ed", "gpu"), ("mixer", "cpu")])

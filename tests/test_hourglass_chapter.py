@@ -9,6 +9,7 @@ import torch
 
 from lmcompanion import experiments
 from lmcompanion.chapters import hourglass as chapter
+from lmcompanion.chapters.scale import write_up_passes_text
 from lmcompanion.experiments.hourglass import PAPER_STEPS, SCALES, scale
 from lmcompanion.models.hourglass import latent_size_for
 from lmcompanion.train.schedules import lr_at
@@ -293,8 +294,11 @@ def test_the_trend_of_the_two_modes_is_read_only_where_both_have_learned(monkeyp
 
 
 def test_the_write_ups_passes_are_its_epochs_two_for_its_models_one_for_the_transformer(data_dir):
-    """The scale table's "passes (paper)": reads per character, with the write-up's epochs of stride-1 windows."""
+    """The scale table's "passes (paper)": reads per character, a whole count the data kind states as a number,
+    with the write-up's epochs of stride-1 windows."""
     for name, epochs in ((chapter.BEST_ATTN, "2.0 epochs"), (chapter.VANILLA, "1.0 epoch ")):
         cfg = experiments.config(name, "paper", device="cpu")
-        text = cfg.data.write_up_passes(cfg)
+        stated, text = cfg.data.write_up_passes(cfg), write_up_passes_text(cfg)
+        assert not stated.approximate and stated.passes == round(stated.passes) > 0, stated
+        assert text.startswith(f"{round(stated.passes):,} ({epochs}".rstrip()), text
         assert f"({epochs}" in text + " " and "stride-1 window" in text, text

@@ -120,6 +120,27 @@ def test_one_number_format_digits_follow_from_what_the_number_is():
     assert tables.span([0.0, 0.0]) == "0.0 (all 2 seeds)" and tables.span([-0.5, 0.0]) == "-0.250 [-0.500, 0.000]"
 
 
+def test_shown_is_the_value_number_writes():
+    """``formats.shown`` is the number a reader reads in ``formats.number``'s text (which the write-up's passes are
+    compared at), inside and outside the range written without a power of ten."""
+    import random
+
+    from lmcompanion import formats
+
+    def read(text: str) -> float:  # "1,230" -> 1230.0, "7.55×10⁻⁴" -> 7.55e-4
+        mantissa, _, power = text.replace(",", "").partition("×10")
+        return float(mantissa + "e" + (power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")) or "0"))
+
+    rng = random.Random(0)
+    values = [3.1249, 10.37, 550.0, 0.7449, 1536.0, 9.995e-4, 0.00123456, 2.5e7, -17.77, 0.0, 7]
+    values += [rng.uniform(0, 1) * 10 ** rng.randint(-5, 8) for _ in range(2000)]
+    for x in values:
+        got, text = formats.shown(x), formats.number(x)
+        assert got == read(text), (x, got, text)
+        assert formats.number(got) == text, (x, got, text)
+    assert formats.shown(10.37) == 10.4 and formats.shown(1536.0) == 1540.0 and formats.shown(7) == 7
+
+
 def test_a_table_prints_floats_in_the_book_format_and_typesets_dollar_math():
     import pandas as pd
 

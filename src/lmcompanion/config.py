@@ -120,6 +120,28 @@ def require(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+@dataclass(frozen=True)
+class WriteUpPasses(ConfigBase):
+    """The passes a write-up's runs made over their training data, as a data kind states them (its
+    ``write_up_passes(run_cfg)``): a number, never text to read one back from. The book writes it in its own format
+    (:func:`lmcompanion.chapters.scale.write_up_passes_text`): "≈ 3.12 (of 2,000,000 stories)", "1,536 (2.0 epochs
+    of every stride-1 window)", or the words alone where there is no number ("unknown")."""
+
+    passes: float | None  # None where the kind can state no number; else to the decimals the kind can vouch for
+    approximate: bool = False  # an estimate (written "≈ ", to three significant digits), else a whole count
+    words: str = ""  # what follows the number ("(of 2,000,000 stories)"), or the whole phrase where there is none
+
+    def validate(self) -> None:
+        if self.passes is None:
+            require(not self.approximate and bool(self.words), "a statement without passes needs words, not ≈")
+        else:
+            require(self.passes >= 0, f"passes must be >= 0, got {self.passes}")
+            require(
+                self.approximate or self.passes == round(self.passes),
+                f"passes that are not approximate are whole, got {self.passes}",
+            )
+
+
 # --------------------------------------------------------------------------------------------------
 # Training configuration (model- and data-agnostic)
 
@@ -298,6 +320,7 @@ __all__ = [
     "ConfigBase",
     "ConfigError",
     "TrainConfig",
+    "WriteUpPasses",
     "apply_overrides",
     "build_dataclass",
     "check_profile",

@@ -58,14 +58,32 @@ def number(x: float, sig: int = SIG, sign: str = "") -> str:
         return f"{x:{sign}g}"
     if x == 0:  # a measured zero is still a measurement: "0.0", as a mean over seeds writes it, not the count "0"
         return f"{0.0:{sign}.1f}"
+    digits, e, decimals = _significant(x, sig)
+    if e is not None:
+        return f"{digits:{sign}.{decimals}f}{_times_ten(e)}"
+    return f"{digits:{sign},.{decimals}f}"
+
+
+def _significant(x: float, sig: int) -> tuple[float, int | None, int]:
+    """A finite, non-zero ``x`` to ``sig`` significant digits as :func:`number` writes it: the digits, the power of
+    ten they are multiplied by (None inside :data:`PLAIN`, where there is none) and their decimals."""
     if not PLAIN[0] <= abs(x) < PLAIN[1]:
         e = _exponent(x)
         mantissa = round(x / 10**e, sig - 1)
         if abs(mantissa) >= 10:  # 9.995e-4 rounds up to 1.00e-3
             e, mantissa = e + 1, mantissa / 10
-        return f"{mantissa:{sign}.{sig - 1}f}{_times_ten(e)}"
+        return mantissa, e, sig - 1
     d = sig - 1 - _exponent(x)  # negative for large numbers: 1234.5 -> 1,230
-    return f"{round(x, d):{sign},.{max(d, 0)}f}"
+    return round(x, d), None, max(d, 0)
+
+
+def shown(x: float, sig: int = SIG) -> float:
+    """The value :func:`number` writes for ``x``: ``x`` to ``sig`` significant digits (an integer whole), so that a
+    comparison with a number the book prints compares with what the reader reads."""
+    if isinstance(x, numbers.Integral) or not math.isfinite(x) or x == 0:
+        return x
+    digits, e, decimals = _significant(float(x), sig)
+    return digits if e is None else float(f"{digits:.{decimals}f}e{e}")
 
 
 def count(n: float) -> str:
@@ -118,4 +136,4 @@ def estimate(value: float, se: float, sign: str = "+") -> str:
     return f"{value:{sign},.{d}f} ± {se:,.{d}f}"
 
 
-__all__ = ["count", "estimate", "number", "si", "span"]
+__all__ = ["count", "estimate", "number", "shown", "si", "span"]

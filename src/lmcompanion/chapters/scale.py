@@ -9,13 +9,13 @@ made over theirs (the data kind's ``write_up_passes``). The chapters' conclusion
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from .. import experiments, models
+from ..config import WriteUpPasses
 from ..errors import LMCError
-from ..formats import count, number
+from ..formats import count, number, shown
 from ..verdicts import percent
 
 
@@ -75,31 +75,49 @@ def size_text(names: Sequence[str], profile: str, trained_nothing: bool = False)
     return ", ".join(each[:-1]) + (" and " if len(each) > 1 else "") + each[-1]
 
 
-_LEADING = re.compile(r"^(?:≈ )?(\d[\d,]*(?:\.\d+)?)")
+# A setting the book adds (the mixer's Wikipedia arms) has no experiment in the write-up.
+BOOKS_OWN_SETTING = WriteUpPasses(None, words="no experiment in the write-up (the book's setting)")
 
 
 def write_up_passes(name: str) -> tuple[float | None, str]:
-    """The passes the write-up's runs of experiment ``name`` made over their training data, as a number (None where
-    the write-up ran no such experiment or its data's size is unknown), and the data kind's text of it ("≈ 3.12 (of
+    """The passes the write-up's runs of experiment ``name`` made over their training data, as the book shows the
+    number (None where the write-up ran no such experiment or its data's size is unknown), and its text ("≈ 3.12 (of
     2,000,000 stories)", :func:`write_up_passes_text`), from the ``paper`` profile's config."""
-    text = write_up_passes_text(experiments.config(name, "paper", device="cpu"))
-    m = _LEADING.match(text)
-    return (float(m.group(1).replace(",", "")) if m else None), text
+    stated = stated_passes(experiments.config(name, "paper", device="cpu"))
+    return _shown_passes(stated), passes_text(stated)
 
 
-_APPROX = re.compile(r"^≈ (\d[\d,]*\.\d+)")
+def stated_passes(cfg) -> WriteUpPasses:
+    """The write-up's passes over its training data as the data kind of the run config ``cfg`` (the ``paper``
+    profile's) states them; :data:`BOOKS_OWN_SETTING` for a setting the book adds."""
+    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
+        return BOOKS_OWN_SETTING
+    return cfg.data.write_up_passes(cfg)
+
+
+def passes_text(stated: WriteUpPasses) -> str:
+    """A data kind's statement of the write-up's passes in the book's format: an estimate to three significant
+    digits ("≈ 550 (of 180,000 queries; ...)", stated as 550.0), a whole count ("1,536 (2.0 epochs of every
+    stride-1 window)"), or the words alone where there is no number. The format is the book's, applied here rather
+    than by the data kinds, because a data module's code is part of every run's key (a change of format there would
+    retrain every cached run of that kind)."""
+    if stated.passes is None:
+        return stated.words
+    figure = f"≈ {number(stated.passes)}" if stated.approximate else count(stated.passes)
+    return f"{figure} {stated.words}" if stated.words else figure
+
+
+def _shown_passes(stated: WriteUpPasses) -> float | None:
+    """The number :func:`passes_text` writes (an estimate to its significant digits, a count as it is)."""
+    if stated.passes is None or not stated.approximate:
+        return stated.passes
+    return shown(stated.passes)
 
 
 def write_up_passes_text(cfg) -> str:
-    """The write-up's passes over its training data as its data kind states them ("≈ 550 (of 180,000 queries; ...)"),
-    the number in the book's format, for the run config ``cfg`` (the ``paper`` profile's). The data kinds write it
-    with fixed decimals ("≈ 550.00"); the number is rewritten here rather than there, because a data module's code is
-    part of every run's key (editing it would retrain every cached run of that kind). A setting the book adds (the
-    mixer's Wikipedia arms) has none."""
-    if cfg.name in experiments.mixer.WIKIPEDIA_ARMS:
-        return "no experiment in the write-up (the book's setting)"
-    text = cfg.data.write_up_passes(cfg)
-    return _APPROX.sub(lambda m: "≈ " + number(float(m.group(1).replace(",", ""))), text)
+    """The write-up's passes over its training data as its data kind states them, in the book's format
+    (:func:`passes_text`), for the run config ``cfg`` (the ``paper`` profile's)."""
+    return passes_text(stated_passes(cfg))
 
 
 @dataclass(frozen=True)
@@ -159,13 +177,16 @@ def plural_arms(n: int) -> str:
 
 
 __all__ = [
+    "BOOKS_OWN_SETTING",
     "Passes",
     "Size",
     "parameters",
     "passes",
     "passes_caveat",
+    "passes_text",
     "size_text",
     "sizes",
+    "stated_passes",
     "write_up_passes",
     "write_up_passes_text",
 ]

@@ -31,7 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import paths
-from ..config import require
+from ..config import WriteUpPasses, require
 from ..errors import DataError
 from . import corpora, lm
 from .lm import LMDataConfig
@@ -89,7 +89,7 @@ class JoinedDataConfig(LMDataConfig):
             return None
         return load_tokens(self).splits["train"].size / model.context_size
 
-    def write_up_passes(self, run_cfg) -> str:
+    def write_up_passes(self, run_cfg) -> WriteUpPasses:
         load_tokens(self)  # the caches the estimate reads, made from the joined text
         return super().write_up_passes(run_cfg)
 

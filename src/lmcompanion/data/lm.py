@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .. import paths
-from ..config import ConfigBase, require
+from ..config import ConfigBase, WriteUpPasses, require
 from ..errors import ConfigError, DataError
 from . import corpora, tokenizers
 from .sampling import mix_seed
@@ -137,7 +137,7 @@ class LMDataConfig(ConfigBase):
             return None
         return load_tokens(self).splits["train"].size / model.context_size
 
-    def write_up_passes(self, run_cfg) -> str:
+    def write_up_passes(self, run_cfg) -> WriteUpPasses:
         """Passes over the write-up's own training text, estimated when its size is recorded in the corpus registry
         (characters) from the tokens per character of the copy read here. With ``train_windows="epochs"`` (a
         write-up that states its epochs, over the same text as here) the passes are counted from the run's config,
@@ -148,16 +148,19 @@ class LMDataConfig(ConfigBase):
             seen = run_cfg.train.max_steps * run_cfg.train.global_batch
             epochs = seen / (train - run_cfg.model.context_size)
             passes = seen * self.tokens_per_sequence(run_cfg.model) / train
-            return f"{passes:,.0f} ({epochs:.1f} {'epoch' if round(epochs, 1) == 1 else 'epochs'} of every stride-1 window)"
+            unit = "epoch" if round(epochs, 1) == 1 else "epochs"
+            return WriteUpPasses(round(passes), words=f"({epochs:.1f} {unit} of every stride-1 window)")
         corpus = corpora.get(self.corpus)
         if corpus.hub is None or corpus.hub.max_chars is None or corpus.generated:
-            return "unknown"
+            return WriteUpPasses(None, words="unknown")
         here = load_tokens(self)
         chars_per_token = here.chars["train"] / here.splits["train"].size
         fraction = dict(corpora.SPLIT_RULES[self.split] or (("train", 1.0),)).get("train", 1.0)
         train_tokens = corpus.hub.max_chars * fraction / chars_per_token
         seen = run_cfg.train.max_steps * run_cfg.train.global_batch * self.tokens_per_sequence(run_cfg.model)
-        return f"≈ {seen / train_tokens:.1f} (of {corpus.hub.max_chars:,} characters)"
+        return WriteUpPasses(
+            round(seen / train_tokens, 1), approximate=True, words=f"(of {corpus.hub.max_chars:,} characters)"
+        )
 
 
 def text_key(cfg: LMDataConfig) -> str:

@@ -68,7 +68,7 @@ from typing import ClassVar, Iterator, Literal, Sequence
 import torch
 
 from .. import paths
-from ..config import ConfigBase, require
+from ..config import ConfigBase, WriteUpPasses, require
 from ..errors import ConfigError, DataError
 from . import corpora
 from .sampling import mix_seed
@@ -206,11 +206,15 @@ class RetrievalDataConfig(ConfigBase):
     def sequences_per_epoch(self, model) -> int | None:
         return self.n_pairs - max(1, round(self.test_fraction * self.n_pairs))
 
-    def write_up_passes(self, run_cfg) -> str:
+    def write_up_passes(self, run_cfg) -> WriteUpPasses:
         seen = run_cfg.train.max_steps * run_cfg.train.global_batch
         if self.queries == "lead":
-            return "the book's own setting (Wikipedia leads): the write-up has none"
-        return f"≈ {seen / 180_000:.2f} (of 180,000 queries; the write-up trained 100-200 epochs)"
+            return WriteUpPasses(None, words="the book's own setting (Wikipedia leads): the write-up has none")
+        return WriteUpPasses(
+            round(seen / 180_000, 2),
+            approximate=True,
+            words="(of 180,000 queries; the write-up trained 100-200 epochs)",
+        )
 
 
 # --------------------------------------------------------------------------------------------------

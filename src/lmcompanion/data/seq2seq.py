@@ -35,7 +35,7 @@ from typing import Callable, ClassVar, Iterator, Literal
 import numpy as np
 import torch
 
-from ..config import ConfigBase, require
+from ..config import ConfigBase, WriteUpPasses, require
 from ..errors import ConfigError
 from .sampling import mix_seed
 
@@ -120,8 +120,8 @@ class Seq2SeqDataConfig(ConfigBase):
     def sequences_per_epoch(self, model) -> int:
         return self.n_train
 
-    def write_up_passes(self, run_cfg) -> str:
-        return "no experiment in the write-up"
+    def write_up_passes(self, run_cfg) -> WriteUpPasses:
+        return WriteUpPasses(None, words="no experiment in the write-up")
 
     @property
     def tokenizer_name(self) -> str:

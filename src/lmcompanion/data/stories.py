@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from .. import paths
-from ..config import ConfigBase, require
+from ..config import ConfigBase, WriteUpPasses, require
 from ..errors import ConfigError, DataError
 from . import corpora, synthetic
 from .sampling import mix_seed
@@ -142,10 +142,12 @@ class StoriesDataConfig(ConfigBase):
             return len(load_stories(self)["train"])
         return len(examples(self, model.context_size, "train"))
 
-    def write_up_passes(self, run_cfg) -> str:
+    def write_up_passes(self, run_cfg) -> WriteUpPasses:
         """Passes over the write-up's training set (its first 2,000,000 stories, one example each)."""
         seen = run_cfg.train.max_steps * run_cfg.train.global_batch
-        return f"≈ {seen / PAPER_TRAIN_STORIES:.2f} (of {PAPER_TRAIN_STORIES:,} stories)"
+        return WriteUpPasses(
+            round(seen / PAPER_TRAIN_STORIES, 2), approximate=True, words=f"(of {PAPER_TRAIN_STORIES:,} stories)"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
