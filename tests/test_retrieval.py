@@ -434,6 +434,10 @@ def test_peak_and_final_rows_read_the_runs_best_and_last_evaluations():
     assert R.row_verdict(rows["lower"], runs).verdict == HOLDS  # final: 0.81 against 2.91
     assert R.row_verdict(rows["lower_peak"], runs).verdict == FAILS  # peak: 0.81 against 0.51
     assert R.row_verdict(rows["rises_more"], runs).verdict == HOLDS
+    # a row that gates an arm on its training loss says so beside the arm, as the protocol's fit row does
+    overfits = next(r for r in R.SPECS if r.kind == "overfits")
+    shown = R.row_verdict(overfits, {overfits.a: mixer}).arms
+    assert shown and all(a.label.endswith(f"({R.TRAINING_PAIRS})") for a in shown)
 
 
 def test_a_retrieval_run_killed_with_sigkill_resumes_byte_identically(tmp_path):
@@ -578,6 +582,10 @@ def test_the_lead_states_bm25_against_the_matchers_from_the_glued_rows():
         "control does not learn a match that is there (ctl 0.1 below)."
     )
     assert "positive control" not in claims.lead("retrieval", rows + [control])  # said only beside the fit row
+    # a row about training that gates an arm on its training pairs (the untrained mixer's overfitting) is not a test
+    # loss that left chance: the cold cpu build at 828ed2d said "1 of the 6 ... (untrained_d512_c32)" from such a row
+    overfits = {**rows[1], "claim": "y", "arms": [arm(f"untrained_d512_c32 ({R.TRAINING_PAIRS})", [1.9])]}
+    assert "none of the 2 matcher arms" in claims.lead("retrieval", rows + [overfits])
     assert claims.lead("retrieval", [{**bm25, "outcome": "inconclusive at this scale"}, rows[1]]) == ""
 
 
@@ -831,7 +839,10 @@ def test_wikipedia_leads_from_the_data_folder_never_occur_in_their_targets(data_
     assert rdata.wiki_files(cfg.data.n_pairs) == rdata.WIKI_FILES[:1]  # what the GPU pack carries
     paper = experiments.config("retrieval/wiki_flat_d1024_c32", "paper", device="cpu")
     assert paper.data.n_pairs == rexp.WIKI_PAIRS and rdata.wiki_files(paper.data.n_pairs) == rdata.WIKI_FILES
-    assert experiments.get("retrieval/wiki_flat_d1024_c32").profiles == ("gpu", "paper")
+    assert experiments.get("retrieval/wiki_flat_d1024_c32").profiles == ("cpu", "gpu", "paper")
+    cpu = experiments.config("retrieval/wiki_flat_d1024_c32", "cpu", device="cpu")
+    assert cpu.data.n_pairs == rexp.WIKI_PAIRS_CPU < rexp.WIKI_PAIRS_GPU  # the first file's, as at gpu
+    assert rdata.wiki_files(cpu.data.n_pairs) == rdata.WIKI_FILES[:1]
 
 
 def test_a_matcher_s_key_covers_the_procedure_s_code_and_not_the_registrations_or_headlines_prose():

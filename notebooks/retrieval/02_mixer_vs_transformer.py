@@ -146,14 +146,22 @@ R.query_reach(fits, [n for n in R.HEADLINE if n in fits])
 #
 # The offline stories give about 2,000 summary–story pairs. The book's own second setting reads the Wikipedia
 # articles of the data folder (two WikiExtractor files): the query is an article's first sentence, its lead, and the
-# target the rest of its body, without the title, the section headings or any copy of the lead; about 26,000 pairs,
-# 13 times the `gpu` profile's stories. The write-up has no such setting: its rows are counted apart. The
-# embedders are the headline's (language models of TinyStories), the matcher and protocol the headline's.
+# target the rest of its body, without the title, the section headings or any copy of the lead; more pairs than the
+# stories at every profile that runs it (the landing page gives each profile's count; this profile's are counted
+# below). The write-up has no such setting: its rows are counted apart. The embedders are the headline's (language
+# models of TinyStories), the matcher and protocol the headline's. First the pairs, then the matchers' results, then
+# their final training-pair and test losses against chance, as for the headline's arms above.
 
 # %%
 WIKI = [n for n in R.WIKI if experiments.runs_at(n, S.profile)]
 wiki = S.arms(WIKI, by="name") if WIKI else {}
-R.results(wiki, WIKI) if WIKI else Markdown(experiments.where_they_run("retrieval"))
+R.pairs_summary(S.config(WIKI[0])) if WIKI else Markdown(experiments.where_they_run("retrieval"))
+
+# %%
+R.results(wiki, WIKI) if WIKI else None
+
+# %%
+R.fit_table(wiki, WIKI) if WIKI else None
 
 # %% [markdown]
 # ## Verdicts of this page

@@ -135,7 +135,8 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
         return gate(vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what), _control(row, runs))
     if row.kind == "overfits":
         train, test = tables.final(runs[row.a], "train"), tables.final(runs[row.a], "test")
-        return gate(claim(text, pub, train, test, ("train", "test")), arms_of(runs, "train", row.a))
+        shown = [dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})") for a in arms_of(runs, "train", row.a)]
+        return gate(claim(text, pub, train, test, ("train", "test")), shown)
     if row.kind == "still_falling":
         end, middle = tables.final(runs[row.a], "test"), [_middle(r) for r in runs[row.a]]
         v = claim(text, pub, end, middle, ("end", "middle"))
@@ -224,7 +225,8 @@ def lead(rows: Sequence[Mapping]) -> str:
         if r.get("kind", TRAINING) != TRAINING:
             continue
         for a in r.get("arms") or []:
-            if a["reference"].startswith("chance (ln") and a.get("at", "final") == "final":
+            on_test = not a["label"].endswith(f"({TRAINING_PAIRS})")  # not one gated on its training pairs
+            if on_test and a["reference"].startswith("chance (ln") and a.get("at", "final") == "final":
                 gated[a["label"]] = learning.Arm(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items()})
     if not gated:
         return ""

@@ -68,7 +68,12 @@ def pairs_summary(cfg):
         "lead": "an article's first sentence (the book's own setting: the write-up has none)",
     }[cfg.data.queries]
     ecfg = rexp.embedder_run_config(cfg)
-    corpus = "Wikipedia (both WikiExtractor files)" if cfg.data.queries == "lead" else ecfg.data.corpus
+    corpus = ecfg.data.corpus
+    if cfg.data.queries == "lead":
+        files = rdata.wiki_files(cfg.data.n_pairs)
+        corpus = (
+            "Wikipedia (" + ("both WikiExtractor files" if len(files) > 1 else "the first WikiExtractor file") + ")"
+        )
     return pd.DataFrame(
         [
             {

@@ -344,11 +344,11 @@ SPECS = [
         note="'practically no learning occurs' (no number); the level is chance, ln 31",
         control=R + "llama_d1024_c32",
     ),
-    # beyond the write-up: the book's own setting, 4 (gpu) or 13 (paper) times the gpu profile's story pairs
+    # beyond the write-up: the book's own setting, 2.9 (cpu) and 4 (gpu) times the profile's story pairs
     Spec(
-        "beyond the write-up: on Wikipedia leads (an article's first sentence against the rest of its body: 8,000 "
-        "pairs at gpu, 26,000 at paper), mixer embeddings (d_model=1024) end at a lower test loss than transformer "
-        "embeddings (31 candidates)",
+        "beyond the write-up: on Wikipedia leads (an article's first sentence against the rest of its body: "
+        + ", ".join(f"{rexp.SCALES[p].wiki_pairs:,} pairs at {p}" for p in ("cpu", "gpu", "paper"))
+        + "), mixer embeddings (d_model=1024) end at a lower test loss than transformer embeddings (31 candidates)",
         "lower",
         R + "wiki_flat_d1024_c32",
         R + "wiki_llama_d1024_c32",
