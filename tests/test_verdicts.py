@@ -107,6 +107,24 @@ def test_the_share_is_computed_from_the_profiles_configs():
     assert verdicts.token_share(names, "paper") == (1.0, 1.0)
 
 
+def test_the_share_of_the_write_ups_tokens_leaves_out_the_book_s_own_settings():
+    """The Wikipedia-lead arms and the positive control are the book's own: their ``paper`` profile is not the
+    write-up's size, so the retrieval chapter's share at ``cpu`` is its write-up arms' alone."""
+    names = experiments.chapter_names("retrieval")
+    own = [n for n in names if n in experiments.BOOKS_OWN]
+    assert {"retrieval/wiki_flat_d1024_c32", "retrieval/noisy_copy_d1024_c32"} <= set(own)
+    assert {"mixer/flat_d512_wikipedia"} <= experiments.BOOKS_OWN
+    theirs = [n for n in names if n not in experiments.BOOKS_OWN]
+    assert verdicts.chapter_share("retrieval", "cpu") == verdicts.token_share(theirs, "cpu")
+    # counted with them, the largest share would be a Wikipedia arm's (0.62% at stop 59), not the write-up's
+    with_own = [
+        experiments.config(n, "cpu", device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
+        for n in names
+        if experiments.runs_at(n, "cpu")
+    ]
+    assert max(with_own) > verdicts.chapter_share("retrieval", "cpu")[1]
+
+
 def test_outcome_of_refuses_what_is_not_a_verdict():
     with pytest.raises(ValueError):
         verdicts.outcome_of("maybe")

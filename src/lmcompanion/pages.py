@@ -34,7 +34,21 @@ from .config import PROFILES
 from .errors import LMCError
 from .formats import count, number
 from .stats import ALPHA, scipy_stats
-from .verdicts import CHECK, COMPUTED, COST, EXACT, percent, FAILS, HOLDS, INCONCLUSIVE, NOT_DECIDED, OUTCOMES, TRAINING
+from .verdicts import (
+    CHECK,
+    COMPUTED,
+    COST,
+    EXACT,
+    percent,
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_DECIDED,
+    OUTCOMES,
+    TRAINING,
+    share_text,
+    token_share,
+)
 
 GLUE_MIME = "application/papermill.record/text/plain"
 STALE_TAG = "lmcompanion-stale-outputs"
@@ -423,12 +437,8 @@ def _other_profiles(chapter: str, profile: str) -> str:
         elif p == "paper":
             scale = "the write-up's own settings"
         else:
-            from_cfg = [
-                experiments.config(n, p, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
-                for n in ran
-            ]
-            lo, hi = percent(min(from_cfg)), percent(max(from_cfg))
-            scale = f"{lo if lo == hi else f'{lo[:-1]}–{hi}'} of the write-up's tokens"
+            share = token_share(ran, p)  # the book's own settings left out: the write-up has no size for them
+            scale = share_text(share) if share else "the book's own settings"
         sizes = scale_.size_text(headline_arms(chapter), p, chapter in experiments.TRAINED_NOTHING)
         parts.append(
             f"`{p}` runs {len(ran)} of the chapter's {len(names)} experiments at {scale}, {seed_text} "

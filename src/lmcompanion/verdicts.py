@@ -425,11 +425,12 @@ def similar(
 
 def token_share(names: Sequence[str], profile: str) -> tuple[float, float] | None:
     """The smallest and largest share, over the experiments of ``names`` that run at ``profile``, of one run's
-    training tokens there in one run's at the write-up's size (the ``paper`` profile); None where none runs."""
+    training tokens there in one run's at the write-up's size (the ``paper`` profile); None where none runs. The
+    book's own settings (:data:`lmcompanion.experiments.BOOKS_OWN`) are left out: the write-up has no size for them."""
     shares = [
         experiments.config(n, profile, device="cpu").tokens() / experiments.config(n, "paper", device="cpu").tokens()
         for n in names
-        if experiments.runs_at(n, profile)
+        if experiments.runs_at(n, profile) and n not in experiments.BOOKS_OWN
     ]
     return (min(shares), max(shares)) if shares else None
 

@@ -55,6 +55,14 @@ from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedu
 for _module in contents.experiment_modules():  # each registers its experiments
     importlib.import_module(f"{__name__}.{_module}")
 
+# The book's own settings, which the write-up never ran (each experiment module's ``BOOKS_OWN``): their ``paper``
+# profile is the book's size for them, not the write-up's, so no share of "the write-up's tokens" counts them.
+BOOKS_OWN = frozenset(
+    n
+    for m in contents.experiment_modules()
+    for n in getattr(importlib.import_module(f"{__name__}.{m}"), "BOOKS_OWN", ())
+)
+
 CHAPTERS = contents.names()  # every chapter of the book, in its order (the prologue's runs are another chapter's)
 
 
@@ -78,6 +86,7 @@ def names(chapter: str | None = None) -> list[str]:
 
 
 __all__ = [
+    "BOOKS_OWN",
     "CHAPTERS",
     "CPU_RULE",
     "DEFAULT_SEEDS",

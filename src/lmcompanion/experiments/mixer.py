@@ -821,6 +821,8 @@ headline(
 # can carry the ids). They run where the stories' comparison runs at scale (gpu, paper), as many seeds as its arms.
 WIKIPEDIA_SETTING = "on Wikipedia (the book's setting)"
 WIKIPEDIA_ARMS = {"mixer/flat_d512_wikipedia": "mixer/flat_d512", "mixer/llama_d512_wikipedia": "mixer/llama_d512"}
+# The book's own settings among this module's experiments (lmcompanion.experiments.BOOKS_OWN): the write-up never ran them
+BOOKS_OWN = tuple(WIKIPEDIA_ARMS)
 WIKIPEDIA_HEAD = 24_000_000  # characters of the joined, cleaned text read at gpu (56.9 M in all)
 WIKIPEDIA_PROFILES = ("gpu", "paper")
 

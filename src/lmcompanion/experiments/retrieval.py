@@ -341,6 +341,8 @@ ARMS[AS_ORIGINAL] = (
     "stories",
 )
 WIKI = ("retrieval/wiki_flat_d1024_c32", "retrieval/wiki_llama_d1024_c32")
+# The book's own settings among this module's experiments (lmcompanion.experiments.BOOKS_OWN): the write-up never ran them
+BOOKS_OWN = (*WIKI, CONTROL)
 for _name, _embedder, _label in zip(WIKI, ("mixer/flat_d1024", "mixer/llama_d1024"), ("flat mixer", "Llama")):
     ARMS[_name] = (
         _embedder,
