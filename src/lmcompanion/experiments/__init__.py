@@ -52,16 +52,11 @@ from .headline_comparisons import (
 )
 from .registry import PROCEDURES, REGISTRY, TRAINED_NOTHING, Experiment, Procedure, get, register, where_they_run
 
-for _module in contents.experiment_modules():  # each registers its experiments
-    importlib.import_module(f"{__name__}.{_module}")
-
 # The book's own settings, which the write-up never ran (each experiment module's ``BOOKS_OWN``): their ``paper``
 # profile is the book's size for them, not the write-up's, so no share of "the write-up's tokens" counts them.
-BOOKS_OWN = frozenset(
-    n
-    for m in contents.experiment_modules()
-    for n in getattr(importlib.import_module(f"{__name__}.{m}"), "BOOKS_OWN", ())
-)
+BOOKS_OWN: frozenset[str] = frozenset()
+for _module in contents.experiment_modules():  # each registers its experiments
+    BOOKS_OWN |= frozenset(getattr(importlib.import_module(f"{__name__}.{_module}"), "BOOKS_OWN", ()))
 
 CHAPTERS = contents.names()  # every chapter of the book, in its order (the prologue's runs are another chapter's)
 

@@ -109,6 +109,12 @@ def _embedder_arm(runs: Sequence, label: str) -> learning.Arm | None:
     return learning.Arm(label, ref.name, ref.level, tuple(float(f) for f in finals))
 
 
+def _on_training_pairs(runs, *names: str) -> list[learning.Arm]:
+    """The gate's arms of ``names`` on their final training-pair loss, each labelled so (:data:`TRAINING_PAIRS`): a
+    reader, and :func:`lead`, tell them from arms gated on their test pairs."""
+    return [dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})") for a in arms_of(runs, "train", *names)]
+
+
 def _control(row: Spec, runs) -> list[learning.Arm]:
     return arms_of(runs, "test", row.control) if row.control else []
 
@@ -135,8 +141,7 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
         return gate(vf.not_below(text, pub, tables.final(runs[row.a], "test"), bound, what), _control(row, runs))
     if row.kind == "overfits":
         train, test = tables.final(runs[row.a], "train"), tables.final(runs[row.a], "test")
-        shown = [dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})") for a in arms_of(runs, "train", row.a)]
-        return gate(claim(text, pub, train, test, ("train", "test")), shown)
+        return gate(claim(text, pub, train, test, ("train", "test")), _on_training_pairs(runs, row.a))
     if row.kind == "still_falling":
         end, middle = tables.final(runs[row.a], "test"), [_middle(r) for r in runs[row.a]]
         v = claim(text, pub, end, middle, ("end", "middle"))
@@ -184,11 +189,7 @@ def row_verdict(row: Spec, runs: Mapping[str, Sequence]) -> Verdict:
             )
         return gate(v, embedders)
     if row.kind in ("learns", "fits"):  # checks of the protocol: every seed half a nat below chance, or the row fails
-        split = "test" if row.kind == "learns" else "train"
-        shown = [
-            a if split == "test" else dataclasses.replace(a, label=f"{a.label} ({TRAINING_PAIRS})")
-            for a in arms_of(runs, split, *row.names)
-        ]
+        shown = arms_of(runs, "test", *row.names) if row.kind == "learns" else _on_training_pairs(runs, *row.names)
         ok = all(a.learned for a in shown)
         return dataclasses.replace(exact(text, pub, learning.summary(shown), ok), arms=tuple(shown))
     raise ValueError(f"unknown row kind {row.kind!r}")
