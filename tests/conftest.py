@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# The offline corpora: $LMC_DATA_DIR where it is set (as `make` sets it), else ../shared/data beside the repository.
+SHARED_DATA = Path(os.environ.get("LMC_DATA_DIR") or REPO.parent / "shared" / "data")
+# The shared folder's other material (the write-ups in seeds/): beside the corpora $LMC_DATA_DIR names (a clone made
+# outside the folder that holds shared/, with LMC_DATA_DIR=.../shared/data), else beside the repository.
+SHARED = next(
+    (p for p in (SHARED_DATA.parent, REPO.parent / "shared") if (p / "seeds").is_dir()), REPO.parent / "shared"
+)
 
 
 # The slowest tests (`pytest --durations`: each runs for a minute or more of CPU time, mostly in subprocesses), longest
@@ -98,7 +104,7 @@ def _isolated_dirs(tmp_path_factory):
 @pytest.fixture
 def data_dir():
     """The offline corpora (../shared/data or $LMC_DATA_DIR); tests that need them skip without them."""
-    path = Path(os.environ.get("LMC_DATA_DIR", SHARED_DATA))
+    path = Path(os.environ.get("LMC_DATA_DIR") or SHARED_DATA)
     if not (path / "wikipedia").is_dir():
         pytest.skip("no offline corpora: set LMC_DATA_DIR (e.g. ../shared/data)")
     return path

@@ -29,9 +29,9 @@ import pytest
 
 from lmcompanion import contents, pages
 
-from conftest import REPO
+from conftest import REPO, SHARED
 
-SEEDS = REPO.parent / "shared" / "seeds"
+SEEDS = SHARED / "seeds"
 WRITE_UP = {c.name: c.seed for c in contents.chapters() if c.seed}  # declared; the seeds' README maps them
 LEDGER = pages.registered_claims()
 PLAIN = {"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-", "−": "-", "…": "...", "\u00a0": " "}
@@ -50,7 +50,11 @@ def normalise(text: str) -> str:
 
 
 def _write_up(chapter: str) -> str:
-    path = next(SEEDS.glob(f"{WRITE_UP[chapter]}_*.txt"))
+    path = next(SEEDS.glob(f"{WRITE_UP[chapter]}_*.txt"), None)
+    assert path is not None, (
+        f"the write-up {WRITE_UP[chapter]}_*.txt is not in {SEEDS}: clone the repository beside shared/, or set "
+        "LMC_DATA_DIR to shared/data"
+    )
     return normalise(path.read_text())
 
 
